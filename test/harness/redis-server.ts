@@ -1,0 +1,93 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A free TCP port on 127.0.0.1, as the kernel hands it out. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      if (addr === null || typeof addr === 'string') return reject(new Error('no port'));
+      srv.close(() => resolve(addr.port));
+    });
+  });
+}
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  /** Its data directory (AOF lives here when `appendonly` is set). */
+  dir: string;
+  /** Stops the server (SIGTERM, or SIGKILL with `hard`) and waits for it to exit. */
+  stop(hard?: boolean): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  start(): Promise<void>;
+}
+
+/**
+ * A redis-server of our own, on a free port, in a temporary directory. Used by
+ * the test harness and by chaos tests that need to restart Redis: we never
+ * touch a Redis we did not start.
+ */
+export async function startRedisServer(opts: { appendonly?: boolean } = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sync-redis-'));
+  let child: ChildProcess | undefined;
+
+  const start = async (): Promise<void> => {
+    const args = [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      opts.appendonly ? 'yes' : 'no',
+      '--appendfsync',
+      'always',
+      '--maxmemory-policy',
+      'noeviction',
+      '--protected-mode',
+      'no',
+    ];
+    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const onData = (b: Buffer): void => {
+        out += b.toString();
+        if (out.includes('Ready to accept connections')) {
+          proc.stdout?.off('data', onData);
+          resolve();
+        }
+      };
+      proc.stdout?.on('data', onData);
+      proc.once('error', reject);
+      proc.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
+    });
+  };
+
+  const stop = async (hard = false): Promise<void> => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill(hard ? 'SIGKILL' : 'SIGTERM');
+    });
+  };
+
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, port, dir, start, stop };
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,38 @@
+import { defineConfig } from 'vitest/config';
+
+// Three projects, named apart: unit tests are pure and fast; integration tests
+// talk to a real redis-server and an in-process sandbox; e2e tests drive the
+// built CLI (dist/) as separate processes.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          testTimeout: 10_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/harness/global-redis.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/harness/global-redis.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 60_000,
+          // CLI processes are heavy on two cores: one file at a time.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
