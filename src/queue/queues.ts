@@ -1,0 +1,177 @@
+/**
+ * The two BullMQ queues, their names, key prefix and job options, and the
+ * "one active run per job definition" rule. Every bound the production guide
+ * asks for is set here once: finished jobs are kept by age and count, the
+ * events stream has a maximum length, and writes retry with exponential
+ * backoff as the durable outer retry layer (DESIGN.md, "Stacked retries").
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  Queue,
+  type ConnectionOptions,
+  type DefaultJobOptions,
+  type KeepJobs,
+  type QueueOptions,
+  type WorkerOptions,
+} from 'bullmq';
+
+/** A queue whose job data is `D`, spelled out so generic callers type-check. */
+export type TypedQueue<D> = Queue<D, unknown, string, D, unknown, string>;
+
+export const QueueName = {
+  runs: 'sync-runs',
+  writes: 'platform-writes',
+} as const;
+export type QueueName = (typeof QueueName)[keyof typeof QueueName];
+
+/** The default prefix: a Redis Cluster hash tag, so all of a queue's keys share a slot. */
+export const DEFAULT_PREFIX = '{crm-sync}';
+
+/** How long and how many finished jobs are kept (seconds, count). */
+export const RETENTION = {
+  runs: {
+    completed: { age: 30 * 24 * 3600, count: 1_000 },
+    failed: { age: 30 * 24 * 3600, count: 1_000 },
+  },
+  writes: {
+    completed: { age: 3_600, count: 1_000 },
+    failed: { age: 7 * 24 * 3600, count: 50_000 },
+  },
+} satisfies Record<'runs' | 'writes', { completed: KeepJobs; failed: KeepJobs }>;
+
+/** Approximate maximum length of each queue's events stream. */
+export const EVENTS_MAX_LEN = 2_000;
+
+export interface WriteRetryOptions {
+  /** BullMQ attempts per write job (the durable outer retry). */
+  attempts?: number;
+  /** First backoff delay in ms; doubles with each attempt, with jitter. */
+  backoffMs?: number;
+}
+
+export const DEFAULT_WRITE_ATTEMPTS = 8;
+export const DEFAULT_WRITE_BACKOFF_MS = 1_000;
+
+export function runJobOptions(): DefaultJobOptions {
+  return {
+    // A run resumes from its checkpoint through stalled-job recovery; a run
+    // that throws has failed for a reason a blind retry would repeat.
+    attempts: 1,
+    removeOnComplete: RETENTION.runs.completed,
+    removeOnFail: RETENTION.runs.failed,
+  };
+}
+
+export function writeJobOptions(retry: WriteRetryOptions = {}): DefaultJobOptions {
+  return {
+    attempts: retry.attempts ?? DEFAULT_WRITE_ATTEMPTS,
+    backoff: {
+      type: 'exponential',
+      delay: retry.backoffMs ?? DEFAULT_WRITE_BACKOFF_MS,
+      jitter: 0.5,
+    },
+    removeOnComplete: RETENTION.writes.completed,
+    removeOnFail: RETENTION.writes.failed,
+  };
+}
+
+export interface QueueSettings {
+  /** An ioredis connection (shared: the caller closes it) or connection options. */
+  connection: ConnectionOptions;
+  prefix?: string;
+}
+
+function queueOptions(settings: QueueSettings, defaultJobOptions: DefaultJobOptions): QueueOptions {
+  return {
+    connection: settings.connection,
+    prefix: settings.prefix ?? DEFAULT_PREFIX,
+    defaultJobOptions,
+    streams: { events: { maxLen: EVENTS_MAX_LEN } },
+  };
+}
+
+export function createRunQueue<D>(settings: QueueSettings): TypedQueue<D> {
+  return new Queue<D, unknown, string, D, unknown, string>(
+    QueueName.runs,
+    queueOptions(settings, runJobOptions()),
+  );
+}
+
+export function createWriteQueue<D>(
+  settings: QueueSettings & { retry?: WriteRetryOptions },
+): TypedQueue<D> {
+  return new Queue<D, unknown, string, D, unknown, string>(
+    QueueName.writes,
+    queueOptions(settings, writeJobOptions(settings.retry)),
+  );
+}
+
+/**
+ * Worker options matching the queues: same prefix, the same bounds on
+ * finished jobs (workers apply their own when a job has none), and stalled
+ * jobs (a SIGKILLed worker) given back to the queue rather than failed.
+ */
+export function workerOptions(
+  queue: QueueName,
+  settings: QueueSettings & { concurrency?: number },
+): WorkerOptions {
+  const retention = queue === QueueName.runs ? RETENTION.runs : RETENTION.writes;
+  return {
+    connection: settings.connection,
+    prefix: settings.prefix ?? DEFAULT_PREFIX,
+    concurrency: settings.concurrency ?? 1,
+    removeOnComplete: retention.completed,
+    removeOnFail: retention.failed,
+    maxStalledCount: 5,
+  };
+}
+
+/** A run id: sortable by time, readable, and never a bare integer (BullMQ refuses those). */
+export function newRunId(now: Date = new Date()): string {
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
+  return `run-${stamp}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The deduplication id that makes a job definition's run unique while it is waiting or active. */
+export function runDeduplicationId(jobName: string): string {
+  return `run:${jobName}`;
+}
+
+export interface EnqueuedRun {
+  runId: string;
+  /** True when a run of this job was already waiting or active and is returned instead. */
+  attached: boolean;
+}
+
+/**
+ * Enqueues a run of a job definition, unless one is already waiting or active.
+ *
+ * BullMQ `deduplication` (no TTL) keeps its key until the job completes or
+ * fails; an add that meets the key stores nothing and returns the existing
+ * job's id in place of the one we asked for. So we ask for a fresh run id and
+ * compare: a different id back means we attached to the run already going.
+ */
+export async function enqueueRun<D>(
+  queue: TypedQueue<D>,
+  jobName: string,
+  data: D,
+): Promise<EnqueuedRun> {
+  const runId = newRunId();
+  const job = await queue.add(jobName, data, {
+    jobId: runId,
+    deduplication: { id: runDeduplicationId(jobName) },
+  });
+  const id = job.id ?? runId;
+  return { runId: id, attached: id !== runId };
+}
+
+/** The run of a job definition that is waiting or active now, if any. */
+export async function activeRunId<D>(
+  queue: TypedQueue<D>,
+  jobName: string,
+): Promise<string | null> {
+  return queue.getDeduplicationJobId(runDeduplicationId(jobName));
+}
