@@ -1,0 +1,182 @@
+/**
+ * What the sync decides for each row of an export. Every row read ends as
+ * exactly one action, so the run summary can count them all: the writes
+ * (`create`, `update`), the no-ops (`unchanged`, `adopt`, `skip`), the rows
+ * withheld (`unsupported`, `pending`, `invalid`, `conflict`).
+ */
+import type { FieldChange } from './diff.js';
+import { describeIdentity, type Entity } from './identity.js';
+
+export type Mode = 'upsert' | 'create-only' | 'update-only';
+
+export const MODES: readonly Mode[] = ['upsert', 'create-only', 'update-only'];
+
+/** A mapped request body (a CompanyRequest or a MemberRequest). */
+export type Body = Record<string, unknown>;
+
+/** A create whose outcome is unknown: it must be verified by listing before anything else. */
+export interface PendingCreate {
+  runId: string;
+  /** When the ambiguous attempt was made (ms since the epoch). */
+  since: number;
+}
+
+/** Send POST: no platform record has any of the row's identities. */
+export interface CreateAction<B extends Body = Body> {
+  kind: 'create';
+  line: number;
+  keys: string[];
+  hash: string;
+  body: B;
+}
+
+/** Send PUT to `platformId`. `changes` is the field diff when the platform's values are known. */
+export interface UpdateAction<B extends Body = Body> {
+  kind: 'update';
+  line: number;
+  keys: string[];
+  hash: string;
+  body: B;
+  platformId: number;
+  changes?: FieldChange[];
+}
+
+/** The platform already holds these values: record the hash, write nothing. */
+export interface AdoptAction {
+  kind: 'adopt';
+  line: number;
+  keys: string[];
+  hash: string;
+  platformId: number;
+}
+
+/** Same hash as the last confirmed write. */
+export interface UnchangedAction {
+  kind: 'unchanged';
+  line: number;
+  keys: string[];
+  platformId: number;
+}
+
+/** The run's mode says no (create-only and it exists, update-only and it does not). */
+export interface SkipAction {
+  kind: 'skip';
+  line: number;
+  keys: string[];
+  platformId?: number;
+  reason: string;
+}
+
+/** A change the platform API cannot make (a member, without the PUT /members/{id} opt-in). */
+export interface UnsupportedAction {
+  kind: 'unsupported';
+  line: number;
+  keys: string[];
+  platformId: number;
+  changes?: FieldChange[];
+  reason: string;
+}
+
+/** An earlier create of this identity has an unknown outcome. */
+export interface PendingAction<B extends Body = Body> {
+  kind: 'pending';
+  line: number;
+  keys: string[];
+  hash: string;
+  body: B;
+  pending: PendingCreate;
+  reason: string;
+}
+
+/** Refused before sending: unreadable row, bad value, no identity. */
+export interface InvalidAction {
+  kind: 'invalid';
+  line: number;
+  field?: string;
+  reason: string;
+  value?: unknown;
+}
+
+/** Two or more rows of one export carry the same identity: all of them are withheld. */
+export interface ConflictAction {
+  kind: 'conflict';
+  line: number;
+  keys: string[];
+  /** The identity key the rows share. */
+  identity: string;
+  otherLines: number[];
+  reason: string;
+}
+
+export type WriteAction<B extends Body = Body> = CreateAction<B> | UpdateAction<B>;
+
+export type Action<B extends Body = Body> =
+  | CreateAction<B>
+  | UpdateAction<B>
+  | AdoptAction
+  | UnchangedAction
+  | SkipAction
+  | UnsupportedAction
+  | PendingAction<B>
+  | InvalidAction
+  | ConflictAction;
+
+export type ActionKind = Action['kind'];
+
+export const ACTION_KINDS: readonly ActionKind[] = [
+  'create',
+  'update',
+  'adopt',
+  'unchanged',
+  'skip',
+  'unsupported',
+  'pending',
+  'invalid',
+  'conflict',
+];
+
+export function isWrite<B extends Body>(action: Action<B>): action is WriteAction<B> {
+  return action.kind === 'create' || action.kind === 'update';
+}
+
+/** An invalid row, with the field and value at fault when there is one. */
+export function invalidAction(
+  line: number,
+  reason: string,
+  detail: { field?: string; value?: unknown } = {},
+): InvalidAction {
+  return {
+    kind: 'invalid',
+    line,
+    reason,
+    ...(detail.field !== undefined && { field: detail.field }),
+    ...(detail.value !== undefined && { value: detail.value }),
+  };
+}
+
+/** A row withheld because `identity` is also carried by the rows on `otherLines`. */
+export function conflictAction(
+  entity: Entity,
+  line: number,
+  keys: string[],
+  identity: string,
+  otherLines: number[],
+): ConflictAction {
+  const others = [...otherLines].sort((a, b) => a - b);
+  const where = others.length === 1 ? `line ${others[0]}` : `lines ${others.join(', ')}`;
+  return {
+    kind: 'conflict',
+    line,
+    keys,
+    identity,
+    otherLines: others,
+    reason: `duplicate identity: ${describeIdentity(entity, identity)} is also on ${where}; all rows with it are withheld`,
+  };
+}
+
+/** How many actions of each kind (every kind present, zero when none). */
+export function tally(actions: Iterable<Action>): Record<ActionKind, number> {
+  const counts = Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
+  for (const a of actions) counts[a.kind]++;
+  return counts;
+}

@@ -1,0 +1,87 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../src/sync/canonical.js';
+import { CONTENT_HASH_LENGTH, contentHash } from '../../src/sync/hash.js';
+
+/** The same object with its keys in reverse order, recursively. */
+function reorder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reorder);
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).reverse();
+    return Object.fromEntries(entries.map(([k, v]) => [k, reorder(v)]));
+  }
+  return value;
+}
+
+describe('canonicalJson', () => {
+  it.each([
+    [{ b: 1, a: 2 }, '{"a":2,"b":1}'],
+    [{ a: undefined, b: null }, '{"b":null}'],
+    [{ z: { y: 1, x: [3, { d: 1, c: 2 }] } }, '{"z":{"x":[3,{"c":2,"d":1}],"y":1}}'],
+    [[undefined, 1], '[null,1]'],
+    [{ n: 1e21, m: -0, f: 0.1 }, '{"f":0.1,"m":0,"n":1e+21}'],
+    [{ s: 'a"b\n\u2028' }, JSON.stringify({ s: 'a"b\n\u2028' })],
+    [{ nan: Number.NaN }, '{"nan":null}'],
+    ['x', '"x"'],
+    [undefined, 'null'],
+  ])('%j → %s', (input, expected) => {
+    expect(canonicalJson(input)).toBe(expected);
+  });
+
+  it('parses back to the same value as JSON.stringify gives', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        expect(JSON.parse(canonicalJson(v))).toEqual(JSON.parse(JSON.stringify(v)));
+      }),
+    );
+  });
+
+  it('is independent of key order', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        expect(canonicalJson(reorder(v))).toBe(canonicalJson(v));
+      }),
+    );
+  });
+
+  it('is idempotent: canonical of parsed canonical is the same text', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        const once = canonicalJson(v);
+        expect(canonicalJson(JSON.parse(once))).toBe(once);
+      }),
+    );
+  });
+});
+
+describe('contentHash', () => {
+  it('is 22 base64url characters', () => {
+    const h = contentHash({ name: 'Acme' }, 'v1');
+    expect(h).toHaveLength(CONTENT_HASH_LENGTH);
+    expect(h).toMatch(/^[A-Za-z0-9_-]{22}$/);
+  });
+
+  it('is stable across runs (pinned value)', () => {
+    expect(contentHash({ name: 'Acme', external_id: 'A-1' }, 'fp1')).toBe(
+      contentHash({ external_id: 'A-1', name: 'Acme' }, 'fp1'),
+    );
+    expect(contentHash({}, '')).toBe('SwPWqf-qm54T73h3svZxew');
+  });
+
+  it('changes with the body and with the mapping fingerprint', () => {
+    const base = contentHash({ name: 'Acme' }, 'fp1');
+    expect(contentHash({ name: 'Acme ' }, 'fp1')).not.toBe(base);
+    expect(contentHash({ name: 'Acme' }, 'fp2')).not.toBe(base);
+    expect(contentHash({ name: 'Acme', website: null }, 'fp1')).not.toBe(base);
+    expect(contentHash({ name: 'Acme', website: undefined }, 'fp1')).toBe(base);
+  });
+
+  it('does not confuse fingerprint and body boundaries', () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.string(), (a, b, c) => {
+        fc.pre(a !== b);
+        expect(contentHash(c, a)).not.toBe(contentHash(c, b));
+      }),
+    );
+  });
+});
