@@ -1,0 +1,460 @@
+/**
+ * Declarative mappings: a YAML (or inline) definition of how a CRM row becomes
+ * a platform request body, validated with zod (every problem, with its path)
+ * and compiled once into closures, so that mapping a row does no lookups in
+ * the definition. The format is documented in docs/MAPPING.md.
+ */
+import { z } from 'zod';
+import { CompanyRequest, MemberRequest } from '../platform/schemas.js';
+import type { CompiledMapping, Entity, MapResult, MappedBody } from './mapped.js';
+import type { SourceRow } from './row.js';
+import {
+  Invalid,
+  buildTransform,
+  pipeline,
+  toBoolean,
+  toInteger,
+  type Transform,
+} from './transforms.js';
+
+export const DEFAULT_NULL_MARKERS = ['', 'N/A', '#N/A'];
+
+export class MappingError extends Error {
+  constructor(
+    readonly code: 'mapping.invalid' | 'mapping.not-found',
+    /** Every problem, each prefixed with its path, e.g. `fields.website.transforms[1]: …`. */
+    readonly problems: string[],
+    options?: { cause?: unknown },
+  ) {
+    super(problems.join('\n'), options);
+    this.name = 'MappingError';
+  }
+}
+
+const REQUEST_SCHEMAS = { companies: CompanyRequest, members: MemberRequest } as const;
+
+// ---------------------------------------------------------------- schema
+
+const Scalar = z.union([z.string(), z.number(), z.boolean()]);
+
+const TransformSchema = z.unknown().transform((spec, ctx): Transform => {
+  const t = buildTransform(spec);
+  if (typeof t === 'string') {
+    ctx.addIssue({ code: 'custom', message: t });
+    return z.NEVER;
+  }
+  return t;
+});
+
+const FieldObject = z
+  .strictObject({
+    from: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
+    template: z.string().min(1).optional(),
+    constant: Scalar.optional(),
+    default: Scalar.optional(),
+    transforms: z.array(TransformSchema).default([]),
+    required: z.boolean().default(false),
+  })
+  .superRefine((f, ctx) => {
+    const sources = (['from', 'template', 'constant'] as const).filter((k) => f[k] !== undefined);
+    if (sources.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          sources.length === 0
+            ? 'needs one of from, template or constant'
+            : `set only one of from, template or constant (got ${sources.join(', ')})`,
+      });
+    }
+    if (f.template !== undefined) {
+      const parsed = parseTemplate(f.template);
+      if (typeof parsed === 'string')
+        ctx.addIssue({ code: 'custom', path: ['template'], message: parsed });
+    }
+  });
+
+/** A field: a column name (shorthand) or a full field object. */
+const Field = z.preprocess((v) => (typeof v === 'string' ? { from: v } : v), FieldObject);
+type FieldDef = z.output<typeof FieldObject>;
+
+export const MappingDefinition = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lower-case letters, digits, - and _'),
+    version: z.number().int().positive(),
+    entity: z.enum(['companies', 'members']),
+    description: z.string().optional(),
+    nullMarkers: z.array(z.string()).default(DEFAULT_NULL_MARKERS),
+    fields: z.record(z.string(), Field),
+    /** A list of columns (keys as written), or key → field. Stored as JSON in `custom`. */
+    custom: z.union([z.array(z.string().min(1)).min(1), z.record(z.string(), Field)]).optional(),
+  })
+  .superRefine((m, ctx) => {
+    const shape = REQUEST_SCHEMAS[m.entity].shape;
+    for (const key of Object.keys(m.fields)) {
+      if (!Object.hasOwn(shape, key)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fields', key],
+          message: `not a ${m.entity} request field (known: ${Object.keys(shape).join(', ')})`,
+        });
+      } else if (key === 'custom' && m.custom !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['fields', key],
+          message: 'custom is built from the custom section; map it in one place only',
+        });
+      }
+    }
+  });
+
+export type MappingDefinitionInput = z.input<typeof MappingDefinition>;
+export type MappingDefinitionOutput = z.output<typeof MappingDefinition>;
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out || '(mapping)';
+}
+
+/** zod issues as `path: message` lines, for every schema of this project's YAML files. */
+export function formatIssues(error: z.ZodError, prefix = ''): string[] {
+  return error.issues.map((i) => {
+    const path = formatPath(i.path);
+    return `${prefix}${prefix && path !== '(mapping)' ? '.' : ''}${path}: ${i.message}`;
+  });
+}
+
+// ---------------------------------------------------------------- compile
+
+type Rec = Record<string, unknown>;
+type Getter = (rec: Rec) => unknown;
+type FieldKind = 'string' | 'email' | 'integer' | 'boolean' | 'object' | 'list' | 'json';
+
+interface SchemaNode {
+  def: { type: string; innerType?: SchemaNode; format?: string };
+}
+
+/** The platform field's type, read from its zod schema so the two never drift. */
+function fieldKind(schema: unknown): FieldKind {
+  let s = schema as SchemaNode;
+  while ((s.def.type === 'optional' || s.def.type === 'nullable') && s.def.innerType) {
+    s = s.def.innerType;
+  }
+  switch (s.def.type) {
+    case 'number':
+      return 'integer';
+    case 'boolean':
+      return 'boolean';
+    case 'record':
+    case 'object':
+      return 'object';
+    case 'array':
+      return 'list';
+    default:
+      return s.def.format === 'email' ? 'email' : 'string';
+  }
+}
+
+const EMAIL = z.regexes.email;
+
+/** Converts a mapped value to the platform field's type, with the human reason when it cannot. */
+const COERCE: Record<FieldKind, Transform> = {
+  string: (v) =>
+    typeof v === 'string'
+      ? v
+      : typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : new Invalid(`expected text, got ${Array.isArray(v) ? 'a list' : typeof v}`),
+  email: (v) =>
+    typeof v === 'string' && EMAIL.test(v) ? v : new Invalid('not a valid e-mail address'),
+  integer: toInteger,
+  boolean: toBoolean,
+  object: (v) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? v
+      : new Invalid('expected an object'),
+  list: (v) =>
+    Array.isArray(v) && v.every((x) => typeof x === 'string')
+      ? v
+      : typeof v === 'string'
+        ? [v]
+        : new Invalid('expected a list of text values'),
+  // Entries of `custom` keep their JSON type: it is serialised as a whole.
+  json: (v) => v,
+};
+
+const PROTO_KEYS = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+function own(obj: unknown, key: string): unknown {
+  if (obj === null || typeof obj !== 'object') return undefined;
+  if (PROTO_KEYS.has(key) && !Object.hasOwn(obj, key)) return undefined;
+  return (obj as Rec)[key];
+}
+
+/**
+ * Reads a column or a dotted JSON path. Columns match exactly, else
+ * case-insensitively after trimming (Data Loader before v61 wrote `NAME`);
+ * the key found is remembered, since every row of a file has one header.
+ */
+function getter(ref: string): Getter {
+  const wanted = ref.trim().toLowerCase();
+  const path = ref.includes('.') ? ref.split('.') : null;
+  let hint: string | null = null;
+  let viaPath = false;
+  const walk = (rec: Rec): unknown => {
+    let v: unknown = rec;
+    for (const seg of path!) {
+      v = own(v, seg);
+      if (v === undefined) return undefined;
+    }
+    return v;
+  };
+  return (rec) => {
+    if (viaPath) {
+      const v = walk(rec);
+      if (v !== undefined) return v;
+    }
+    let v = own(rec, ref);
+    if (v !== undefined) return v;
+    if (hint !== null) {
+      v = own(rec, hint);
+      if (v !== undefined) return v;
+    }
+    for (const k of Object.keys(rec)) {
+      if (k.trim().toLowerCase() === wanted) {
+        hint = k;
+        return rec[k];
+      }
+    }
+    if (path) {
+      v = walk(rec);
+      if (v !== undefined) viaPath = true;
+      return v;
+    }
+    return undefined;
+  };
+}
+
+interface TemplatePart {
+  literal: string;
+  ref?: string;
+  transforms?: string[];
+}
+
+/** `hubspot:company:{Record ID}` → parts; `{{` and `}}` are literal braces. A string is the problem. */
+function parseTemplate(template: string): TemplatePart[] | string {
+  const parts: TemplatePart[] = [];
+  let literal = '';
+  for (let i = 0; i < template.length; i++) {
+    const c = template[i];
+    const next = template[i + 1];
+    if ((c === '{' && next === '{') || (c === '}' && next === '}')) {
+      literal += c;
+      i++;
+    } else if (c === '{') {
+      const end = template.indexOf('}', i);
+      if (end < 0) return `unclosed { at character ${i + 1}`;
+      const [ref = '', ...transforms] = template
+        .slice(i + 1, end)
+        .split('|')
+        .map((s) => s.trim());
+      if (ref === '') return `empty placeholder at character ${i + 1}`;
+      for (const t of transforms) {
+        const built = buildTransform(t);
+        if (typeof built === 'string') return `{${ref}|${t}}: ${built}`;
+      }
+      parts.push({ literal, ref, transforms });
+      literal = '';
+      i = end;
+    } else if (c === '}') {
+      return `unmatched } at character ${i + 1}; write }} for a literal brace`;
+    } else {
+      literal += c;
+    }
+  }
+  if (parts.length === 0) return 'has no {column} placeholder; use constant for a fixed value';
+  parts.push({ literal });
+  return parts;
+}
+
+function shown(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+  return s.length > 80 ? s.slice(0, 80) : s;
+}
+
+/** One field's failure: the reason and the offending value. */
+class Failure {
+  constructor(
+    readonly reason: string,
+    readonly value?: unknown,
+    /** Set for entries of custom: `custom.<key>`. */
+    readonly field?: string,
+  ) {}
+}
+type Evaluator = (rec: Rec) => unknown;
+
+function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown) => boolean) {
+  const transform = pipeline(def.transforms);
+  const coerce = COERCE[kind];
+  let read: (rec: Rec) => unknown;
+  let columns: string[] = [];
+  if (def.constant !== undefined) {
+    const c = def.constant;
+    read = () => c;
+  } else if (def.template !== undefined) {
+    const parts = parseTemplate(def.template) as TemplatePart[];
+    const compiled = parts.map((p) => ({
+      literal: p.literal,
+      get: p.ref === undefined ? null : getter(p.ref),
+      ref: p.ref,
+      transform: pipeline((p.transforms ?? []).map((t) => buildTransform(t) as Transform)),
+    }));
+    columns = parts.flatMap((p) => (p.ref === undefined ? [] : [p.ref]));
+    read = (rec) => {
+      let out = '';
+      for (const p of compiled) {
+        out += p.literal;
+        if (p.get === null) continue;
+        const raw = p.get(rec);
+        if (isNull(raw)) return null;
+        // Placeholders are trimmed: a stray space must never make a new identity.
+        const v = p.transform(typeof raw === 'string' ? raw.trim() : raw);
+        if (v === null) return null;
+        if (v instanceof Invalid) return new Failure(`${p.ref}: ${v.reason}`, raw);
+        if (typeof v === 'object')
+          return new Failure(`${p.ref}: expected text, got an object`, raw);
+        out += String(v);
+      }
+      return out;
+    };
+  } else {
+    columns = typeof def.from === 'string' ? [def.from] : (def.from ?? []);
+    const getters = columns.map(getter);
+    const first = getters[0]!;
+    read =
+      getters.length === 1
+        ? (rec) => {
+            const v = first(rec);
+            return isNull(v) ? null : v;
+          }
+        : (rec) => {
+            for (const g of getters) {
+              const v = g(rec);
+              if (!isNull(v)) return v;
+            }
+            return null;
+          };
+  }
+  const fallback = def.default ?? null;
+  const missing = `missing: no value in ${columns.length === 1 ? 'column' : 'columns'} ${columns.join(', ')}`;
+  const required = def.required;
+  // Returns the value, null when absent, or a Failure.
+  return (rec: Rec): unknown => {
+    const raw = read(rec);
+    if (raw instanceof Failure) return raw;
+    let v = raw === null ? null : transform(raw);
+    if (v instanceof Invalid) return new Failure(v.reason, raw);
+    if (v === null) v = fallback;
+    if (v === null) return required ? new Failure(missing) : null;
+    const c = coerce(v);
+    return c instanceof Invalid ? new Failure(c.reason, v) : c;
+  };
+}
+
+/** Validates a definition and compiles it; throws MappingError with every problem. */
+export function compileMapping<E extends Entity = Entity>(
+  input: unknown,
+  origin = '',
+): CompiledMapping<E> {
+  const parsed = MappingDefinition.safeParse(input);
+  if (!parsed.success) {
+    throw new MappingError('mapping.invalid', formatIssues(parsed.error, origin));
+  }
+  const m = parsed.data;
+  const schema = REQUEST_SCHEMAS[m.entity];
+  const shape = schema.shape as Record<string, unknown>;
+  const markers = new Set(m.nullMarkers.map((s) => s.trim()));
+  const isNull = (v: unknown): boolean =>
+    v === undefined || v === null || (typeof v === 'string' && markers.has(v.trim()));
+
+  const fields: { name: string; eval: Evaluator }[] = Object.entries(m.fields).map(
+    ([name, def]) => ({
+      name,
+      eval: compileField(def, fieldKind(shape[name]), isNull),
+    }),
+  );
+
+  if (m.custom !== undefined) {
+    const entries: [string, FieldDef][] = Array.isArray(m.custom)
+      ? m.custom.map((c) => [c, FieldObject.parse({ from: c })])
+      : Object.entries(m.custom);
+    const custom = entries.map(([key, def]) => ({
+      key,
+      eval: compileField(def, 'json', isNull),
+    }));
+    fields.push({
+      name: 'custom',
+      eval: (rec) => {
+        const out: Rec = {};
+        let any = false;
+        for (const c of custom) {
+          const v = c.eval(rec);
+          if (v === null) continue;
+          if (v instanceof Failure) return new Failure(v.reason, v.value, `custom.${c.key}`);
+          out[c.key] = v;
+          any = true;
+        }
+        return any ? JSON.stringify(out) : null;
+      },
+    });
+  }
+
+  const name = m.name;
+  const version = m.version;
+  const map = (row: SourceRow): MapResult => {
+    const line = row.line;
+    if (!('record' in row)) return { ok: false, line, field: '(row)', reason: row.problem };
+    const rec = row.record;
+    if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
+      return { ok: false, line, field: '(row)', reason: 'expected an object' };
+    }
+    const body: Rec = {};
+    for (const f of fields) {
+      const v = f.eval(rec);
+      if (v === null) continue;
+      if (v instanceof Failure) {
+        const value = shown(v.value);
+        return value === undefined
+          ? { ok: false, line, field: v.field ?? f.name, reason: v.reason }
+          : { ok: false, line, field: v.field ?? f.name, reason: v.reason, value };
+      }
+      body[f.name] = v;
+    }
+    // The platform schema has the last word; the coercions above make this pass.
+    const checked = schema.safeParse(body);
+    if (!checked.success) {
+      const issue = checked.error.issues[0]!;
+      const field = String(issue.path[0] ?? '(row)');
+      const value = shown(body[field]);
+      return {
+        ok: false,
+        line,
+        field,
+        reason: issue.message,
+        ...(value === undefined ? {} : { value }),
+      };
+    }
+    return { ok: true, line, body: checked.data as MappedBody };
+  };
+  return {
+    name,
+    entity: m.entity as E,
+    version,
+    fingerprint: `${name}@${version}`,
+    map,
+  } as CompiledMapping<E>;
+}

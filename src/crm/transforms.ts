@@ -1,0 +1,389 @@
+/**
+ * The transforms a mapping can apply to a value: a table of small pure
+ * functions. Each one is built once, when the mapping compiles, and then
+ * called per row with a present value (never null: absent values skip the
+ * transforms). A transform returns the new value, `null` when the result is
+ * absent, or an `Invalid` carrying the human reason the row is refused.
+ *
+ * Cells beginning with `= + - @` are spreadsheet formulas only to spreadsheet
+ * programs: here they are plain text, never evaluated, so no transform exists
+ * for them.
+ */
+import { z } from 'zod';
+import { toSalesforceId18 } from './salesforce-id.js';
+
+/** Why a value was refused; returned (not thrown) to keep the per-row path cheap. */
+export class Invalid {
+  constructor(readonly reason: string) {}
+}
+
+export type Transform = (value: unknown) => unknown;
+
+/** A transform as written in YAML: `trim`, or a one-key object `{ max-length: 80 }`. */
+export type TransformSpec = string | Record<string, unknown>;
+
+type Factory = (arg: unknown) => Transform | string;
+
+interface TransformInfo {
+  /** none: written as a bare name; optional/required: may or must be `{ name: arg }`. */
+  arg: 'none' | 'optional' | 'required';
+  make: Factory;
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+function kindOf(v: unknown): string {
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+/** Scalars as text; lists and objects are refused by text transforms. */
+function text(v: unknown): string | Invalid {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  return new Invalid(`expected text, got ${kindOf(v)}`);
+}
+
+function textOp(op: (s: string) => unknown): Transform {
+  return (v) => {
+    const s = text(v);
+    return s instanceof Invalid ? s : op(s);
+  };
+}
+
+const INTEGER_TEXT = /^[+-]?\d+(?:\.0*)?$/;
+
+/** `"123"`, `" 123 "`, `"123.0"` and `123` are integers; `12.5` and anything beyond 2^53 are not. */
+export function toInteger(v: unknown): number | Invalid {
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v) || !Number.isInteger(v)) return new Invalid('not a whole number');
+    if (!Number.isSafeInteger(v)) return new Invalid('integer beyond 2^53 loses precision');
+    return v;
+  }
+  if (typeof v !== 'string') return new Invalid(`expected a whole number, got ${kindOf(v)}`);
+  const s = v.trim();
+  if (!INTEGER_TEXT.test(s)) {
+    return new Invalid(/^[+-]?\d*\.\d+$/.test(s) ? 'not a whole number' : 'not a number');
+  }
+  const digits = s.replace(/\.0*$/, '');
+  // Compare as BigInt: Number() would already have rounded a 19-digit id.
+  const big = BigInt(digits);
+  if (big > MAX_SAFE || big < -MAX_SAFE) return new Invalid('integer beyond 2^53 loses precision');
+  return Number(big);
+}
+
+const TRUE_WORDS = new Set(['true', 'yes', '1', 'y']);
+const FALSE_WORDS = new Set(['false', 'no', '0', 'n']);
+
+export function toBoolean(v: unknown): boolean | Invalid {
+  if (typeof v === 'boolean') return v;
+  if (v === 1 || v === 0) return v === 1;
+  if (typeof v !== 'string') return new Invalid(`expected yes/no, got ${kindOf(v)}`);
+  const s = v.trim().toLowerCase();
+  if (TRUE_WORDS.has(s)) return true;
+  if (FALSE_WORDS.has(s)) return false;
+  return new Invalid('not a yes/no value (true/false, yes/no, 1/0)');
+}
+
+const EMAIL = z.regexes.email;
+
+export function toEmail(v: unknown): string | Invalid {
+  const s = text(v);
+  if (s instanceof Invalid) return s;
+  const e = s.trim().toLowerCase();
+  return EMAIL.test(e) ? e : new Invalid('not a valid e-mail address');
+}
+
+const HOST = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]+)$/;
+
+/**
+ * A website in one canonical form, so that `GLOBEX.COM`, `http://globex.com`
+ * and `https://www.globex.com/` are one value and never look like a change:
+ * `https://` + lower-case host without a leading `www.` + the path without a
+ * trailing slash. Query, fragment and any user:password are dropped.
+ */
+export function toWebsite(v: unknown): string | null | Invalid {
+  const t = text(v);
+  if (t instanceof Invalid) return t;
+  const s = t.trim();
+  if (s === '') return null;
+  const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(s);
+  if (!hasScheme && s.includes('@')) return new Invalid('an e-mail address, not a website');
+  let url: URL;
+  try {
+    url = new URL(hasScheme ? s : `https://${s}`);
+  } catch {
+    return new Invalid('not a website');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return new Invalid(`not a website: scheme ${url.protocol} is not http(s)`);
+  }
+  let host = url.hostname.replace(/\.$/, '');
+  if (host.startsWith('www.')) host = host.slice(4);
+  if (!HOST.test(host)) return new Invalid('not a website: no valid domain name');
+  const path = url.pathname.replace(/\/+$/, '');
+  return `https://${host}${url.port ? `:${url.port}` : ''}${path}`;
+}
+
+/**
+ * Splits a full name: "Last, First" when there is a comma, otherwise the last
+ * word is the last name and the words before it the first name. A single
+ * word is a first name with no last name.
+ */
+export function splitName(full: string): { first: string | null; last: string | null } {
+  const s = full.trim().replace(/\s+/g, ' ');
+  const comma = s.indexOf(',');
+  if (comma >= 0) {
+    const last = s.slice(0, comma).trim();
+    const first = s.slice(comma + 1).trim();
+    return { first: first || null, last: last || null };
+  }
+  const space = s.lastIndexOf(' ');
+  if (space < 0) return { first: s || null, last: null };
+  return { first: s.slice(0, space), last: s.slice(space + 1) };
+}
+
+// Dates. ISO input is always accepted; other layouts only when listed, since
+// `01/03/2024` means March in one locale and January in another.
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+
+interface DateParts {
+  y: number;
+  mo: number;
+  d: number;
+  h?: number;
+  mi?: number;
+  s?: number;
+}
+
+function pad(n: number, w = 2): string {
+  return String(n).padStart(w, '0');
+}
+
+function formatParts(p: DateParts): string | Invalid {
+  const { y, mo, d } = p;
+  const days = new Date(Date.UTC(y, mo, 0)).getUTCDate();
+  if (mo < 1 || mo > 12 || d < 1 || d > days) return new Invalid('not a calendar date');
+  const date = `${pad(y, 4)}-${pad(mo)}-${pad(d)}`;
+  if (p.h === undefined) return date;
+  const { h, mi = 0, s = 0 } = p;
+  if (h > 23 || mi > 59 || s > 59) return new Invalid('not a valid time of day');
+  return `${date}T${pad(h)}:${pad(mi)}:${pad(s)}`;
+}
+
+function parseIso(s: string): string | Invalid | undefined {
+  let m = ISO_DATE.exec(s);
+  if (m) return formatParts({ y: +m[1]!, mo: +m[2]!, d: +m[3]! });
+  m = ISO_DATE_TIME.exec(s);
+  if (!m) return undefined;
+  const local = formatParts({
+    y: +m[1]!,
+    mo: +m[2]!,
+    d: +m[3]!,
+    h: +m[4]!,
+    mi: +m[5]!,
+    s: m[6] ? +m[6] : 0,
+  });
+  if (local instanceof Invalid || !m[8]) return local;
+  // With a zone: one instant, written in UTC.
+  const ms = Date.parse(s.replace(' ', 'T'));
+  return Number.isNaN(ms) ? new Invalid('not a valid date-time') : new Date(ms).toISOString();
+}
+
+const TOKEN = /YYYY|MM|M|DD|D|HH|H|mm|ss/g;
+const TOKEN_PATTERN: Record<string, string> = {
+  YYYY: '(\\d{4})',
+  MM: '(\\d{2})',
+  M: '(\\d{1,2})',
+  DD: '(\\d{2})',
+  D: '(\\d{1,2})',
+  HH: '(\\d{2})',
+  H: '(\\d{1,2})',
+  mm: '(\\d{2})',
+  ss: '(\\d{2})',
+};
+const TOKEN_PART: Record<string, keyof DateParts> = {
+  YYYY: 'y',
+  MM: 'mo',
+  M: 'mo',
+  DD: 'd',
+  D: 'd',
+  HH: 'h',
+  H: 'h',
+  mm: 'mi',
+  ss: 's',
+};
+
+type DateParser = (s: string) => string | Invalid | undefined;
+
+/** Compiles a layout such as `M/D/YYYY` or `YYYY-MM-DD HH:mm`; a string is an error. */
+export function compileDateFormat(format: string): DateParser | string {
+  const parts: (keyof DateParts)[] = [];
+  let pattern = '';
+  let last = 0;
+  for (const m of format.matchAll(TOKEN)) {
+    pattern += format.slice(last, m.index).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    pattern += TOKEN_PATTERN[m[0]];
+    parts.push(TOKEN_PART[m[0]]!);
+    last = m.index + m[0].length;
+  }
+  pattern += format.slice(last).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const need of ['y', 'mo', 'd'] as const) {
+    if (!parts.includes(need)) return `date format "${format}" needs YYYY, M and D`;
+  }
+  if (new Set(parts).size !== parts.length) return `date format "${format}" repeats a part`;
+  if (parts.includes('mi') && !parts.includes('h'))
+    return `date format "${format}" has mm without HH`;
+  const re = new RegExp(`^${pattern}$`);
+  return (s) => {
+    const m = re.exec(s);
+    if (!m) return undefined;
+    const p: DateParts = { y: 0, mo: 0, d: 0 };
+    parts.forEach((k, i) => (p[k] = Number(m[i + 1])));
+    return formatParts(p);
+  };
+}
+
+function makeDate(arg: unknown): Transform | string {
+  let formats: unknown = arg;
+  if (arg && typeof arg === 'object' && !Array.isArray(arg)) {
+    const { formats: f, ...rest } = arg as Record<string, unknown>;
+    const extra = Object.keys(rest);
+    if (extra.length > 0) return `date: unknown option "${extra[0]}" (expected formats)`;
+    formats = f;
+  }
+  if (formats === undefined || formats === null) formats = [];
+  if (typeof formats === 'string') formats = [formats];
+  if (!Array.isArray(formats) || !formats.every((f) => typeof f === 'string')) {
+    return 'date: formats must be a layout or a list of layouts such as "M/D/YYYY"';
+  }
+  const parsers: DateParser[] = [];
+  for (const f of formats as string[]) {
+    const p = compileDateFormat(f);
+    if (typeof p === 'string') return p;
+    parsers.push(p);
+  }
+  const listed = (formats as string[]).join(', ');
+  return textOp((raw) => {
+    const s = raw.trim();
+    const iso = parseIso(s);
+    if (iso !== undefined) return iso;
+    for (const p of parsers) {
+      const r = p(s);
+      if (r !== undefined) return r;
+    }
+    return new Invalid(
+      parsers.length === 0
+        ? 'not an ISO date (YYYY-MM-DD); list the accepted formats, e.g. { date: "M/D/YYYY" }'
+        : `not a date in ISO or ${listed}`,
+    );
+  });
+}
+
+function positiveInt(name: string, arg: unknown): number | string {
+  return typeof arg === 'number' && Number.isInteger(arg) && arg > 0
+    ? arg
+    : `${name}: expected a positive whole number`;
+}
+
+export const TRANSFORMS: Record<string, TransformInfo> = {
+  trim: { arg: 'none', make: () => textOp((s) => s.trim()) },
+  lower: { arg: 'none', make: () => textOp((s) => s.toLowerCase()) },
+  upper: { arg: 'none', make: () => textOp((s) => s.toUpperCase()) },
+  integer: { arg: 'none', make: () => toInteger },
+  boolean: { arg: 'none', make: () => toBoolean },
+  email: { arg: 'none', make: () => toEmail },
+  website: { arg: 'none', make: () => toWebsite },
+  'salesforce-id': {
+    arg: 'none',
+    make: () =>
+      textOp((s) => {
+        const r = toSalesforceId18(s);
+        return r.ok ? r.id : new Invalid(r.reason);
+      }),
+  },
+  date: { arg: 'optional', make: makeDate },
+  'split-name': {
+    arg: 'required',
+    make: (arg) => {
+      if (arg !== 'first' && arg !== 'last') return 'split-name: expected first or last';
+      return textOp((s) => splitName(s)[arg]);
+    },
+  },
+  'max-length': {
+    arg: 'required',
+    make: (arg) => {
+      const n = positiveInt('max-length', arg);
+      if (typeof n === 'string') return n;
+      return textOp((s) =>
+        s.length > n ? new Invalid(`longer than ${n} characters (${s.length})`) : s,
+      );
+    },
+  },
+  truncate: {
+    arg: 'required',
+    make: (arg) => {
+      const n = positiveInt('truncate', arg);
+      if (typeof n === 'string') return n;
+      return textOp((s) => (s.length > n ? s.slice(0, n) : s));
+    },
+  },
+  list: {
+    arg: 'optional',
+    make: (arg) => {
+      const sep = arg ?? ';';
+      if (typeof sep !== 'string' || sep === '') return 'list: expected a separator such as ";"';
+      return (v) => {
+        if (Array.isArray(v)) return v.map((x) => text(x)).filter((x) => typeof x === 'string');
+        const s = text(v);
+        if (s instanceof Invalid) return s;
+        const items = s
+          .split(sep)
+          .map((x) => x.trim())
+          .filter((x) => x !== '');
+        return items.length > 0 ? items : null;
+      };
+    },
+  },
+};
+
+export const TRANSFORM_NAMES = Object.keys(TRANSFORMS);
+
+/** Builds one transform from its YAML form; a string result is the problem. */
+export function buildTransform(spec: unknown): Transform | string {
+  let name: string;
+  let arg: unknown;
+  if (typeof spec === 'string') {
+    name = spec;
+  } else if (spec && typeof spec === 'object' && !Array.isArray(spec)) {
+    const keys = Object.keys(spec);
+    if (keys.length !== 1) {
+      return `a transform is a name or a one-key object such as { max-length: 80 }, got keys ${keys.join(', ') || '(none)'}`;
+    }
+    name = keys[0]!;
+    arg = (spec as Record<string, unknown>)[name];
+  } else {
+    return 'a transform is a name or a one-key object such as { max-length: 80 }';
+  }
+  const info = Object.hasOwn(TRANSFORMS, name) ? TRANSFORMS[name] : undefined;
+  if (!info) return `unknown transform "${name}" (known: ${TRANSFORM_NAMES.join(', ')})`;
+  if (info.arg === 'none' && arg !== undefined) return `${name} takes no argument`;
+  if (info.arg === 'required' && arg === undefined) return `${name} needs an argument`;
+  return info.make(arg);
+}
+
+/** Runs transforms in order; stops at the first Invalid or absent result. */
+export function pipeline(transforms: Transform[]): Transform {
+  if (transforms.length === 0) return (v) => v;
+  if (transforms.length === 1) return transforms[0]!;
+  return (v) => {
+    let out = v;
+    for (const t of transforms) {
+      out = t(out);
+      if (out === null || out instanceof Invalid) return out;
+    }
+    return out;
+  };
+}
