@@ -1,0 +1,492 @@
+/**
+ * The typed platform client: one method per operation of the seed (parts 4.1
+ * and 4.2). Request bodies are checked against their `…Request` schema before
+ * sending; responses against their schema (unknown fields kept, a wrong type
+ * is an InvalidResponseError naming the field). Lists are async iterators.
+ *
+ * The client never retries: wrap calls in `withRetry` (src/platform/retry.ts)
+ * where a retry is wanted, so that retries stay one layer (DESIGN.md).
+ */
+import type { z } from 'zod';
+import { InvalidRequestError, InvalidResponseError } from './errors.js';
+import { PlatformHttp, type HttpOptions } from './http.js';
+import { paginate, resolveNext, zodIssues } from './pages.js';
+import {
+  Account,
+  AccountRequest,
+  ApiAccount,
+  ApiAccountRequest,
+  CommentStreamCredential,
+  Company,
+  CompanyPage,
+  CompanyRequest,
+  JsonObject,
+  Member,
+  MemberRequest,
+  OnboardeeNotifications,
+  OnboardeeNotificationsRequest,
+  OnboarderNotifications,
+  OnboarderNotificationsRequest,
+  Option,
+  ProjectAsset,
+  ProjectAssetRequest,
+  ProjectType,
+  ProjectTypeRequest,
+  Role,
+  RoleRequest,
+  Task,
+  TeamTask,
+  Variable,
+  Workflow,
+} from './schemas.js';
+
+export type PlatformClientOptions = HttpOptions;
+
+/** Every method takes these; `signal` aborts the request (AbortedError). */
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+}
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'OPTIONS';
+type Id = string | number;
+
+interface Call<T> {
+  method: Method;
+  route: string;
+  path?: string;
+  url?: URL;
+  response: z.ZodType<T>;
+  request?: z.ZodType;
+  body?: unknown;
+  signal?: AbortSignal | undefined;
+}
+
+const idPath = (route: string, id: Id) => route.replace('{id}', encodeURIComponent(String(id)));
+
+export class PlatformClient {
+  private readonly http: PlatformHttp;
+
+  constructor(opts: PlatformClientOptions) {
+    this.http = new PlatformHttp(opts);
+  }
+
+  /** The base URL's origin: the only origin the key is ever sent to. */
+  get origin(): string {
+    return this.http.origin;
+  }
+
+  // 4.1 ---------------------------------------------------------------------
+
+  root(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/', response: JsonObject, ...o });
+  }
+
+  rootOptions(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'OPTIONS', route: '/', response: JsonObject, ...o });
+  }
+
+  gettingStartedTemplates(o: CallOptions = {}): AsyncGenerator<JsonObject, void, undefined> {
+    return this.list('/getting-started-templates', JsonObject, o);
+  }
+
+  gettingStartedTemplatesOptions(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({
+      method: 'OPTIONS',
+      route: '/getting-started-templates',
+      response: JsonObject,
+      ...o,
+    });
+  }
+
+  gettingStartedTemplate(id: Id, o: CallOptions = {}): Promise<JsonObject> {
+    const route = '/getting-started-templates/{id}';
+    return this.call({ method: 'GET', route, path: idPath(route, id), response: JsonObject, ...o });
+  }
+
+  gettingStartedTemplateOptions(id: Id, o: CallOptions = {}): Promise<JsonObject> {
+    const route = '/getting-started-templates/{id}';
+    return this.call({
+      method: 'OPTIONS',
+      route,
+      path: idPath(route, id),
+      response: JsonObject,
+      ...o,
+    });
+  }
+
+  /**
+   * One page of GET /companies: the first, or the one at `url` (a `next` or
+   * `previous` link). A URL on another origin is refused before sending.
+   */
+  companiesPage(url?: string, o: CallOptions = {}): Promise<CompanyPage> {
+    const route = '/companies';
+    const first = this.http.url(route);
+    const target =
+      url === undefined ? first : resolveNext(url, first, this.origin, { method: 'GET', route });
+    return this.call({ method: 'GET', route, url: target, response: CompanyPage, ...o });
+  }
+
+  /** Every page of GET /companies, following `next` on the same origin; a loop is an error. */
+  async *companyPages(o: CallOptions = {}): AsyncGenerator<CompanyPage, void, undefined> {
+    const route = '/companies';
+    const seen = new Set<string>();
+    let url = this.http.url(route);
+    while (true) {
+      seen.add(url.href);
+      const page = await this.call({ method: 'GET', route, url, response: CompanyPage, ...o });
+      yield page;
+      if (!page.next) return;
+      const ctx = { method: 'GET', route, path: url.pathname + url.search };
+      const next = resolveNext(page.next, url, this.origin, ctx);
+      if (seen.has(next.href)) {
+        throw new InvalidResponseError(`GET ${ctx.path}: next points back to a page already read`, {
+          ...ctx,
+          retryable: false,
+          mayHaveApplied: false,
+          issues: ['next: loops to a page already read'],
+        });
+      }
+      url = next;
+    }
+  }
+
+  /** Every company, streamed page by page. */
+  async *companies(o: CallOptions = {}): AsyncGenerator<Company, void, undefined> {
+    for await (const page of this.companyPages(o)) yield* page.results;
+  }
+
+  /** Every company in one array: for small sets and tests; syncs use `companies()`. */
+  async listCompanies(o: CallOptions = {}): Promise<Company[]> {
+    const all: Company[] = [];
+    for await (const c of this.companies(o)) all.push(c);
+    return all;
+  }
+
+  /** POST /companies. Not idempotent: on an error with `mayHaveApplied`, verify before creating again. */
+  createCompany(body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
+    return this.call({
+      method: 'POST',
+      route: '/companies',
+      request: CompanyRequest,
+      body,
+      response: Company,
+      ...o,
+    });
+  }
+
+  companiesOptions(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'OPTIONS', route: '/companies', response: JsonObject, ...o });
+  }
+
+  getCompany(id: Id, o: CallOptions = {}): Promise<Company> {
+    const route = '/companies/{id}';
+    return this.call({ method: 'GET', route, path: idPath(route, id), response: Company, ...o });
+  }
+
+  updateCompany(id: Id, body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
+    const route = '/companies/{id}';
+    return this.call({
+      method: 'PUT',
+      route,
+      path: idPath(route, id),
+      request: CompanyRequest,
+      body,
+      response: Company,
+      ...o,
+    });
+  }
+
+  // 4.2 ---------------------------------------------------------------------
+
+  /** POST /customers: the alias of POST /companies (seed 4.3 rule 2). */
+  createCustomer(body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
+    return this.call({
+      method: 'POST',
+      route: '/customers',
+      request: CompanyRequest,
+      body,
+      response: Company,
+      ...o,
+    });
+  }
+
+  commentsAuth(o: CallOptions = {}): Promise<CommentStreamCredential> {
+    return this.call({
+      method: 'GET',
+      route: '/comments/auth',
+      response: CommentStreamCredential,
+      ...o,
+    });
+  }
+
+  createMember(body: MemberRequest, o: CallOptions = {}): Promise<Member> {
+    return this.call({
+      method: 'POST',
+      route: '/members',
+      request: MemberRequest,
+      body,
+      response: Member,
+      ...o,
+    });
+  }
+
+  members(o: CallOptions = {}): AsyncGenerator<Member, void, undefined> {
+    return this.list('/members', Member, o);
+  }
+
+  /**
+   * PUT /members/{id}. An extension beyond the seed, which gives members POST
+   * and GET only: call it only for a job that opted in (the sandbox serves it
+   * with `extensions: ['members-put']`). Elsewhere a changed member is reported.
+   */
+  updateMember(id: Id, body: MemberRequest, o: CallOptions = {}): Promise<Member> {
+    const route = '/members/{id}';
+    return this.call({
+      method: 'PUT',
+      route,
+      path: idPath(route, id),
+      request: MemberRequest,
+      body,
+      response: Member,
+      ...o,
+    });
+  }
+
+  createProjectAsset(body: ProjectAssetRequest, o: CallOptions = {}): Promise<ProjectAsset> {
+    return this.call({
+      method: 'POST',
+      route: '/project-assets',
+      request: ProjectAssetRequest,
+      body,
+      response: ProjectAsset,
+      ...o,
+    });
+  }
+
+  projectAssets(o: CallOptions = {}): AsyncGenerator<ProjectAsset, void, undefined> {
+    return this.list('/project-assets', ProjectAsset, o);
+  }
+
+  getAccount(o: CallOptions = {}): Promise<Account> {
+    return this.call({ method: 'GET', route: '/account', response: Account, ...o });
+  }
+
+  updateAccount(body: AccountRequest, o: CallOptions = {}): Promise<Account> {
+    return this.call({
+      method: 'PUT',
+      route: '/account',
+      request: AccountRequest,
+      body,
+      response: Account,
+      ...o,
+    });
+  }
+
+  teamTasks(o: CallOptions = {}): AsyncGenerator<TeamTask, void, undefined> {
+    return this.list('/team-tasks', TeamTask, o);
+  }
+
+  tasks(o: CallOptions = {}): AsyncGenerator<Task, void, undefined> {
+    return this.list('/tasks', Task, o);
+  }
+
+  workflows(o: CallOptions = {}): AsyncGenerator<Workflow, void, undefined> {
+    return this.list('/workflows', Workflow, o);
+  }
+
+  createRole(body: RoleRequest, o: CallOptions = {}): Promise<Role> {
+    return this.call({
+      method: 'POST',
+      route: '/roles',
+      request: RoleRequest,
+      body,
+      response: Role,
+      ...o,
+    });
+  }
+
+  variables(o: CallOptions = {}): AsyncGenerator<Variable, void, undefined> {
+    return this.list('/variables', Variable, o);
+  }
+
+  /** GET /options: the options of variables (seed 2.11), not HTTP OPTIONS. */
+  options(o: CallOptions = {}): AsyncGenerator<Option, void, undefined> {
+    return this.list('/options', Option, o);
+  }
+
+  createProjectType(body: ProjectTypeRequest, o: CallOptions = {}): Promise<ProjectType> {
+    return this.call({
+      method: 'POST',
+      route: '/project-types',
+      request: ProjectTypeRequest,
+      body,
+      response: ProjectType,
+      ...o,
+    });
+  }
+
+  /** POST /api-accounts. The response's `token` is an API key: treat it as a secret. */
+  createApiAccount(body: ApiAccountRequest, o: CallOptions = {}): Promise<ApiAccount> {
+    return this.call({
+      method: 'POST',
+      route: '/api-accounts',
+      request: ApiAccountRequest,
+      body,
+      response: ApiAccount,
+      ...o,
+    });
+  }
+
+  getSso(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/sso', response: JsonObject, ...o });
+  }
+
+  /** PATCH /sso: the body's fields are not shown in the seed (4.4), so any JSON object. */
+  updateSso(body: JsonObject, o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({
+      method: 'PATCH',
+      route: '/sso',
+      request: JsonObject,
+      body,
+      response: JsonObject,
+      ...o,
+    });
+  }
+
+  termsAcceptance(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/terms-acceptance', response: JsonObject, ...o });
+  }
+
+  templates(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/templates', response: JsonObject, ...o });
+  }
+
+  defaults(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/defaults', response: JsonObject, ...o });
+  }
+
+  billing(o: CallOptions = {}): Promise<JsonObject> {
+    return this.call({ method: 'GET', route: '/billing', response: JsonObject, ...o });
+  }
+
+  /** GET /onboardee-user/notifications: listed in the seed as a placeholder only (4.2). */
+  onboardeeNotifications(o: CallOptions = {}): Promise<OnboardeeNotifications> {
+    return this.call({
+      method: 'GET',
+      route: '/onboardee-user/notifications',
+      response: OnboardeeNotifications,
+      ...o,
+    });
+  }
+
+  updateOnboardeeNotifications(
+    body: OnboardeeNotificationsRequest,
+    o: CallOptions = {},
+  ): Promise<OnboardeeNotifications> {
+    return this.call({
+      method: 'PUT',
+      route: '/onboardee-user/notifications',
+      request: OnboardeeNotificationsRequest,
+      body,
+      response: OnboardeeNotifications,
+      ...o,
+    });
+  }
+
+  onboarderNotifications(o: CallOptions = {}): Promise<OnboarderNotifications> {
+    return this.call({
+      method: 'GET',
+      route: '/onboarder-user/notifications',
+      response: OnboarderNotifications,
+      ...o,
+    });
+  }
+
+  updateOnboarderNotifications(
+    body: OnboarderNotificationsRequest,
+    o: CallOptions = {},
+  ): Promise<OnboarderNotifications> {
+    return this.call({
+      method: 'PUT',
+      route: '/onboarder-user/notifications',
+      request: OnboarderNotificationsRequest,
+      body,
+      response: OnboarderNotifications,
+      ...o,
+    });
+  }
+
+  /** Closes the keep-alive sockets of the agents the client created. */
+  close(): void {
+    this.http.close();
+  }
+
+  // -------------------------------------------------------------------------
+
+  private async call<T>(c: Call<T>): Promise<T> {
+    const url = c.url ?? this.http.url(c.path ?? c.route);
+    const ctx = { method: c.method, route: c.route, path: url.pathname + url.search };
+    let body = c.body;
+    if (c.request) {
+      const checked = c.request.safeParse(c.body);
+      if (!checked.success) {
+        const issues = zodIssues(checked.error);
+        throw new InvalidRequestError(
+          `${ctx.method} ${ctx.path}: invalid request body: ${issues.join('; ')}`,
+          {
+            ...ctx,
+            retryable: false,
+            mayHaveApplied: false,
+            issues,
+          },
+        );
+      }
+      body = checked.data;
+    }
+    const res = await this.http.send({
+      method: c.method,
+      route: c.route,
+      url,
+      body,
+      signal: c.signal,
+    });
+    return this.parse(c.response, res.body, '', { ...ctx, statusCode: res.status });
+  }
+
+  private list<T>(
+    route: string,
+    item: z.ZodType<T>,
+    o: CallOptions,
+  ): AsyncGenerator<T, void, undefined> {
+    return paginate({
+      first: this.http.url(route),
+      origin: this.origin,
+      route,
+      fetch: async (url) =>
+        (await this.http.send({ method: 'GET', route, url, signal: o.signal })).body,
+      parseItem: (value, path, url) =>
+        this.parse(item, value, path, { method: 'GET', route, path: url.pathname + url.search }),
+    });
+  }
+
+  private parse<T>(
+    schema: z.ZodType<T>,
+    value: unknown,
+    at: string,
+    ctx: { method: string; route: string; path: string; statusCode?: number },
+  ): T {
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    const issues = zodIssues(parsed.error, at);
+    throw new InvalidResponseError(
+      `${ctx.method} ${ctx.path}: unexpected response: ${issues.slice(0, 5).join('; ')}`,
+      {
+        ...ctx,
+        retryable: false,
+        // A write answered 2xx went through, whatever its body says.
+        mayHaveApplied: ctx.method !== 'GET' && ctx.method !== 'OPTIONS',
+        issues,
+      },
+    );
+  }
+}

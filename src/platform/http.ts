@@ -1,0 +1,193 @@
+/**
+ * The HTTP transport under PlatformClient: one got instance with its own
+ * retry off (retries are one layer, src/platform/retry.ts), no redirects
+ * followed (a redirect could carry the key elsewhere), timeouts set, and a
+ * keep-alive agent. It sends one request, reads the body as text, and turns
+ * every failure into a PlatformError with the key scrubbed out.
+ */
+import { createRequire } from 'node:module';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { performance } from 'node:perf_hooks';
+import got, { type Got, type Method } from 'got';
+import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
+import {
+  errorFromResponse,
+  errorFromTransport,
+  InvalidResponseError,
+  type Scrub,
+} from './errors.js';
+
+export interface HttpOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Whole-request timeout. Default 30,000 ms. */
+  timeoutMs?: number;
+  /** Connection timeout. Default min(timeoutMs, 10,000) ms. */
+  connectTimeoutMs?: number;
+  logger?: Logger;
+  /** Agents to share; when given, `close()` leaves them open. */
+  agent?: { http?: HttpAgent; https?: HttpsAgent };
+  /** Sockets per origin for the agents we create. Default 16. */
+  maxSockets?: number;
+}
+
+export interface HttpRequest {
+  method: Method;
+  /** Route template for logs and errors, e.g. `/companies/{id}`. */
+  route: string;
+  /** Absolute URL, already checked to be on the base origin. */
+  url: URL;
+  body?: unknown;
+  signal?: AbortSignal | undefined;
+}
+
+export interface HttpResult {
+  status: number;
+  /** The parsed JSON body (`undefined` for an empty 2xx body). */
+  body: unknown;
+}
+
+const VERSION = readVersion();
+
+export class PlatformHttp {
+  readonly base: URL;
+  private readonly basePath: string;
+  readonly origin: string;
+  private readonly got: Got;
+  private readonly logger: Logger;
+  private readonly ownAgents: Array<HttpAgent | HttpsAgent> = [];
+  readonly scrub: Scrub;
+
+  constructor(opts: HttpOptions) {
+    const base = new URL(opts.baseUrl);
+    if (base.username || base.password) {
+      throw new TypeError(
+        'PlatformClient: baseUrl must not carry credentials; pass the API key as apiKey',
+      );
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+      throw new TypeError(`PlatformClient: baseUrl must be http(s), got ${base.protocol}`);
+    }
+    if (!opts.apiKey) throw new TypeError('PlatformClient: apiKey is required');
+    // The base path is a prefix for every route: kept without a trailing slash.
+    this.basePath = base.pathname.replace(/\/+$/, '');
+    base.search = '';
+    base.hash = '';
+    this.base = base;
+    this.origin = base.origin;
+    this.logger = opts.logger ?? silentLogger;
+
+    const key = opts.apiKey;
+    registerSecret(key);
+    this.scrub = (text) => redactSecrets(text.split(key).join('[REDACTED]'));
+
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const maxSockets = opts.maxSockets ?? 16;
+    const agent = opts.agent ?? {};
+    const http = agent.http ?? this.own(new HttpAgent({ keepAlive: true, maxSockets }));
+    const https = agent.https ?? this.own(new HttpsAgent({ keepAlive: true, maxSockets }));
+    this.got = got.extend({
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      followRedirect: false,
+      responseType: 'text',
+      timeout: {
+        connect: opts.connectTimeoutMs ?? Math.min(timeoutMs, 10_000),
+        request: timeoutMs,
+      },
+      agent: { http, https },
+      headers: {
+        authorization: key,
+        accept: 'application/json',
+        'content-type': 'application/json',
+        'user-agent': `crm-sync/${VERSION}`,
+      },
+    });
+  }
+
+  /** Resolves a route path (e.g. `/companies/42`) under the base URL. */
+  url(path: string): URL {
+    const url = new URL(this.base.href);
+    url.pathname = `${this.basePath}${path}`;
+    return url;
+  }
+
+  async send(req: HttpRequest): Promise<HttpResult> {
+    const path = req.url.pathname + req.url.search;
+    const ctx = { method: req.method, route: req.route, path, scrub: this.scrub };
+    const started = performance.now();
+    let status: number;
+    let text: string;
+    let headers: Record<string, string | string[] | undefined>;
+    try {
+      const res = await this.got(req.url, {
+        method: req.method,
+        ...(req.body !== undefined && { body: JSON.stringify(req.body) }),
+        ...(req.signal && { signal: req.signal }),
+      });
+      status = res.statusCode;
+      text = res.body;
+      headers = res.headers;
+    } catch (error) {
+      const err = errorFromTransport({ ...ctx, error, ...(req.signal && { signal: req.signal }) });
+      this.log(req, undefined, started, err.code);
+      throw err;
+    }
+    this.log(req, status, started);
+    if (status < 200 || status > 299)
+      throw errorFromResponse({ ...ctx, status, headers, body: text });
+    if (text.trim() === '') return { status, body: undefined };
+    try {
+      return { status, body: JSON.parse(text) as unknown };
+    } catch {
+      const type = headers['content-type'] ?? 'no content type';
+      throw new InvalidResponseError(
+        `${req.method} ${path} → ${status}: body is not JSON (${type})`,
+        {
+          ...ctx,
+          statusCode: status,
+          retryable: false,
+          // The request was answered with success: a write went through.
+          mayHaveApplied: true,
+          body: this.scrub(text.replace(/\s+/g, ' ').slice(0, 300)),
+          issues: ['(root): expected JSON'],
+        },
+      );
+    }
+  }
+
+  /** Closes the agents this transport created (keep-alive sockets hold the event loop). */
+  close(): void {
+    for (const a of this.ownAgents) a.destroy();
+  }
+
+  private own<A extends HttpAgent | HttpsAgent>(agent: A): A {
+    this.ownAgents.push(agent);
+    return agent;
+  }
+
+  private log(req: HttpRequest, status: number | undefined, started: number, code?: string): void {
+    // Method, route template, status, duration: never headers, never the key.
+    this.logger.debug(
+      {
+        method: req.method,
+        route: req.route,
+        status: status ?? null,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        ...(code && { code }),
+      },
+      'platform request',
+    );
+  }
+}
+
+function readVersion(): string {
+  try {
+    // Same relative path from src/platform/ and dist/platform/.
+    const pkg = createRequire(import.meta.url)('../../package.json') as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
