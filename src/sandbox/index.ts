@@ -1,0 +1,6 @@
+/** The platform emulator: `startSandbox` and its types. See docs/SANDBOX.md. */
+export { startSandbox, type Sandbox } from './server.js';
+export type { SandboxExtension, SandboxFaults, SandboxOptions } from './options.js';
+export { EXTENSIONS } from './options.js';
+export { SandboxOptionsError } from './errors.js';
+export type { StatsEntry } from './stats.js';
