@@ -1,0 +1,104 @@
+/**
+ * Newline-delimited JSON: one value per line. A line that is not valid JSON,
+ * or not an object, is a problem row with its line number and the file goes
+ * on. Blank lines are skipped. A line longer than `maxRecordBytes` is dropped
+ * as it streams (memory stays bounded) and reported as a problem row.
+ */
+import type { SourceRow } from './row.js';
+
+export interface NdjsonOptions {
+  maxRecordBytes: number;
+}
+
+/** Why a parsed JSON value is not a record, or undefined when it is one. */
+export function notARecord(value: unknown): string | undefined {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) return undefined;
+  const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  return `not a JSON object (${kind})`;
+}
+
+/** JSON.parse's message, cut short: it may quote a long stretch of the line. */
+export function jsonProblem(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  return `invalid JSON: ${msg.length > 120 ? `${msg.slice(0, 117)}...` : msg}`;
+}
+
+export class NdjsonParser {
+  /** Physical line of the scan position (1-based). */
+  line = 1;
+  private partial = '';
+  private oversized = false;
+  private readonly opts: NdjsonOptions;
+
+  constructor(opts: NdjsonOptions) {
+    this.opts = opts;
+  }
+
+  push(text: string, out: SourceRow[]): void {
+    let i = 0;
+    while (i < text.length) {
+      const nl = text.indexOf('\n', i);
+      if (nl < 0) {
+        this.append(text.slice(i));
+        return;
+      }
+      const line =
+        this.partial === '' && !this.oversized ? text.slice(i, nl) : this.take(text.slice(i, nl));
+      this.emit(line, out);
+      i = nl + 1;
+    }
+  }
+
+  end(out: SourceRow[]): void {
+    if (this.partial !== '' || this.oversized) this.emit(this.take(''), out);
+  }
+
+  private append(s: string): void {
+    if (this.oversized) return;
+    this.partial += s;
+    if (this.partial.length > this.opts.maxRecordBytes) {
+      this.oversized = true;
+      this.partial = '';
+    }
+  }
+
+  private take(s: string): string {
+    this.append(s);
+    const v = this.partial;
+    this.partial = '';
+    return v;
+  }
+
+  private emit(text: string, out: SourceRow[]): void {
+    const line = this.line++;
+    if (this.oversized) {
+      this.oversized = false;
+      out.push({
+        line,
+        problem: `line is larger than maxRecordBytes (${this.opts.maxRecordBytes} bytes)`,
+      });
+      return;
+    }
+    if (
+      text.length > this.opts.maxRecordBytes / 3 &&
+      Buffer.byteLength(text) > this.opts.maxRecordBytes
+    ) {
+      out.push({
+        line,
+        problem: `line is larger than maxRecordBytes (${this.opts.maxRecordBytes} bytes)`,
+      });
+      return;
+    }
+    if (text.length === 0 || (text.charCodeAt(0) <= 32 && text.trim() === '')) return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (err) {
+      out.push({ line, problem: jsonProblem(err) });
+      return;
+    }
+    const why = notARecord(value);
+    if (why !== undefined) out.push({ line, problem: why });
+    else out.push({ line, record: value as Record<string, unknown> });
+  }
+}

@@ -1,0 +1,296 @@
+/**
+ * Where an export comes from, and its raw bytes: a local path (fs stream) or
+ * an http(s) URL (got stream, timeouts, no got retry: retries belong to the
+ * run, not to the read). A gzip body is recognised by its magic bytes, never
+ * by its name, and inflated as it streams.
+ *
+ * Credentials come from the environment only: a URL with userinfo is refused,
+ * `CRM_SOURCE_AUTHORIZATION` becomes the Authorization header, and header
+ * values in the spec may say `${ENV_VAR}`. Every such value is registered as a
+ * secret. Errors and logs name a URL by origin and path only (the query may
+ * hold a signature, as in presigned links).
+ */
+import { open } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { Readable, pipeline } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { got, HTTPError, RequestError, TimeoutError } from 'got';
+import { z } from 'zod';
+import { registerSecret } from '../log.js';
+import { SourceError } from './source-error.js';
+
+export const SOURCE_FORMATS = ['csv', 'ndjson', 'json'] as const;
+export type SourceFormat = (typeof SOURCE_FORMATS)[number];
+
+export const SourceSpecSchema = z
+  .strictObject({
+    path: z.string().min(1).optional(),
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+      .refine((u) => !/^https?:\/\/[^/?#]*@/i.test(u), {
+        error: 'must not carry credentials: set CRM_SOURCE_AUTHORIZATION or headers instead',
+      })
+      .optional(),
+    format: z.enum(SOURCE_FORMATS).optional(),
+    delimiter: z.enum([',', ';', '\t', '|']).optional(),
+    /** JSON: dotted path to the array of records inside a top-level object. */
+    recordsPath: z
+      .string()
+      .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"')
+      .optional(),
+    /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
+    headers: z.record(z.string(), z.string()).optional(),
+    timeoutMs: z.number().int().positive().optional(),
+  })
+  .refine((s) => (s.path === undefined) !== (s.url === undefined), {
+    error: 'give exactly one of path or url',
+  });
+
+export type SourceSpec = z.infer<typeof SourceSpecSchema>;
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** A URL as it may be shown: origin and path, no userinfo, query or fragment. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** The name errors and logs use for a source. */
+export function sourceName(spec: Pick<SourceSpec, 'path' | 'url'>): string {
+  if (spec.url !== undefined) return displayUrl(spec.url);
+  return spec.path ?? '(no source)';
+}
+
+/** Format by file extension (a `.gz` suffix is looked through), or undefined. */
+export function formatFromName(spec: Pick<SourceSpec, 'path' | 'url'>): SourceFormat | undefined {
+  let name = spec.path;
+  if (name === undefined && spec.url !== undefined) {
+    try {
+      name = new URL(spec.url).pathname;
+    } catch {
+      return undefined;
+    }
+  }
+  if (name === undefined) return undefined;
+  let ext = extname(name).toLowerCase();
+  if (ext === '.gz') ext = extname(name.slice(0, -3)).toLowerCase();
+  switch (ext) {
+    case '.csv':
+    case '.tsv':
+    case '.txt':
+      return 'csv';
+    case '.ndjson':
+    case '.jsonl':
+      return 'ndjson';
+    case '.json':
+      return 'json';
+    default:
+      return undefined;
+  }
+}
+
+export interface OpenOptions {
+  signal?: AbortSignal;
+  /** Environment to read credentials from; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Headers never secret; every other value given for a URL is registered as one. */
+const PLAIN_HEADERS = new Set(['accept', 'accept-encoding', 'accept-language', 'user-agent']);
+
+function expandEnv(value: string, env: NodeJS.ProcessEnv, header: string, name: string): string {
+  return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, v: string) => {
+    const got = env[v];
+    if (got === undefined || got === '') {
+      throw new SourceError(
+        'source.config',
+        `header ${header} names the environment variable ${v}, which is not set`,
+        { source: name },
+      );
+    }
+    return got;
+  });
+}
+
+/** HTTP headers for a URL source, from the spec and CRM_SOURCE_AUTHORIZATION. */
+export function requestHeaders(
+  spec: SourceSpec,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const name = sourceName(spec);
+  const headers: Record<string, string> = {};
+  const auth = env.CRM_SOURCE_AUTHORIZATION;
+  if (auth) {
+    registerSecret(auth);
+    headers.authorization = auth;
+  }
+  for (const [key, raw] of Object.entries(spec.headers ?? {})) {
+    const value = expandEnv(raw, env, key, name);
+    if (!PLAIN_HEADERS.has(key.toLowerCase())) registerSecret(value);
+    headers[key.toLowerCase()] = value;
+  }
+  return headers;
+}
+
+function fileError(err: unknown, path: string): SourceError {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT')
+    return new SourceError('source.not-found', 'no such file', { source: path, cause: err });
+  if (code === 'EISDIR')
+    return new SourceError('source.unreadable', 'is a directory, not a file', {
+      source: path,
+      cause: err,
+    });
+  const why =
+    code === 'EACCES' || code === 'EPERM'
+      ? 'permission denied'
+      : `cannot read (${code ?? String(err)})`;
+  return new SourceError('source.unreadable', why, { source: path, cause: err });
+}
+
+function httpError(err: unknown, name: string, timeoutMs: number): SourceError {
+  if (err instanceof SourceError) return err;
+  if (err instanceof HTTPError) {
+    const status = err.response.statusCode;
+    const text = err.response.statusMessage ? ` ${err.response.statusMessage}` : '';
+    return new SourceError('source.http-status', `GET answered HTTP ${status}${text}`, {
+      source: name,
+      statusCode: status,
+      retryable: status === 408 || status === 429 || status >= 500,
+    });
+  }
+  if (err instanceof TimeoutError) {
+    return new SourceError(
+      'source.timeout',
+      `no answer within ${timeoutMs} ms (${err.event} timeout)`,
+      {
+        source: name,
+      },
+    );
+  }
+  if (err instanceof RequestError) {
+    // got's message may quote the URL; only the code is kept.
+    return new SourceError('source.unreachable', `cannot connect (${err.code})`, { source: name });
+  }
+  return new SourceError('source.unreachable', 'download failed', { source: name, cause: err });
+}
+
+async function* fileBytes(
+  path: string,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Uint8Array> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+    const stat = await handle.stat();
+    if (stat.isDirectory()) throw Object.assign(new Error('EISDIR'), { code: 'EISDIR' });
+  } catch (err) {
+    await handle?.close();
+    throw fileError(err, path);
+  }
+  const stream = handle.createReadStream({ highWaterMark: 64 * 1024, signal });
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw fileError(err, path);
+  } finally {
+    stream.destroy();
+  }
+}
+
+async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Uint8Array> {
+  const url = spec.url ?? '';
+  const name = displayUrl(url);
+  const parsed = new URL(url);
+  if (parsed.username || parsed.password) {
+    registerSecret(decodeURIComponent(parsed.password));
+    throw new SourceError(
+      'source.credentials-in-url',
+      'credentials in the URL are refused; set CRM_SOURCE_AUTHORIZATION or source headers',
+      { source: name },
+    );
+  }
+  const timeoutMs = spec.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const stream = got.stream(url, {
+    headers: requestHeaders(spec, opts.env),
+    retry: { limit: 0 },
+    timeout: { lookup: timeoutMs, connect: timeoutMs, response: timeoutMs, socket: timeoutMs },
+    signal: opts.signal,
+  });
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+  } catch (err) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    throw httpError(err, name, timeoutMs);
+  } finally {
+    stream.destroy();
+  }
+}
+
+function gzipError(err: unknown, name: string): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  // Faults of the bytes underneath (HTTP, file, abort) pass through as they are.
+  if (typeof code !== 'string' || !code.startsWith('Z_')) return err;
+  const detail =
+    code === 'Z_BUF_ERROR'
+      ? 'truncated gzip: the compressed data ends early'
+      : `corrupt gzip: ${(err as Error | undefined)?.message ?? String(err)}`;
+  return new SourceError('source.gzip', detail, { source: name, cause: err });
+}
+
+/** Inflates a gzip stream (by magic bytes 1f 8b); other bytes pass through. */
+async function* gunzipIfNeeded(
+  bytes: AsyncIterable<Uint8Array>,
+  name: string,
+): AsyncGenerator<Uint8Array> {
+  const it = bytes[Symbol.asyncIterator]();
+  try {
+    yield* inflate(it, name);
+  } finally {
+    await it.return?.();
+  }
+}
+
+async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGenerator<Uint8Array> {
+  let head: Uint8Array = new Uint8Array(0);
+  // Two bytes decide; a first chunk of one byte is rare but possible over HTTP.
+  while (head.length < 2) {
+    const next = await it.next();
+    if (next.done) break;
+    head = head.length === 0 ? next.value : Buffer.concat([head, next.value]);
+  }
+  const rest: AsyncIterable<Uint8Array> = {
+    [Symbol.asyncIterator]: () => it,
+  };
+  if (!(head[0] === 0x1f && head[1] === 0x8b)) {
+    if (head.length > 0) yield head;
+    yield* rest;
+    return;
+  }
+  async function* all(): AsyncGenerator<Uint8Array> {
+    yield head;
+    yield* rest;
+  }
+  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(), () => {});
+  try {
+    for await (const chunk of gunzip as AsyncIterable<Buffer>) yield chunk;
+  } catch (err) {
+    throw gzipError(err, name);
+  } finally {
+    gunzip.destroy();
+  }
+}
+
+/** The decompressed bytes of a source. Errors are `SourceError`s naming it. */
+export function openBytes(spec: SourceSpec, opts: OpenOptions = {}): AsyncIterable<Uint8Array> {
+  const name = sourceName(spec);
+  const raw =
+    spec.url !== undefined ? urlBytes(spec, opts) : fileBytes(spec.path ?? '', opts.signal);
+  return gunzipIfNeeded(raw, name);
+}
