@@ -118,7 +118,7 @@ export class PlatformClient {
    * One page of GET /companies: the first, or the one at `url` (a `next` or
    * `previous` link). A URL on another origin is refused before sending.
    */
-  companiesPage(url?: string, o: CallOptions = {}): Promise<CompanyPage> {
+  async companiesPage(url?: string, o: CallOptions = {}): Promise<CompanyPage> {
     const route = '/companies';
     const first = this.http.url(route);
     const target =
