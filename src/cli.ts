@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { reportFatal } from './cli/output.js';
+import { registerSandboxCommand } from './cli/sandbox.js';
 
 export function buildProgram(): Command {
   const program = new Command('crm-sync')
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   // Commands register themselves here, one module each under src/cli/.
+  registerSandboxCommand(program);
   return program;
 }
 
