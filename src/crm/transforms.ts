@@ -230,10 +230,10 @@ export function compileDateFormat(format: string): DateParser | string {
     last = m.index + m[0].length;
   }
   pattern += format.slice(last).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  if (new Set(parts).size !== parts.length) return `date format "${format}" repeats a part`;
   for (const need of ['y', 'mo', 'd'] as const) {
     if (!parts.includes(need)) return `date format "${format}" needs YYYY, M and D`;
   }
-  if (new Set(parts).size !== parts.length) return `date format "${format}" repeats a part`;
   if (parts.includes('mi') && !parts.includes('h'))
     return `date format "${format}" has mm without HH`;
   const re = new RegExp(`^${pattern}$`);

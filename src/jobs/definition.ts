@@ -1,0 +1,275 @@
+/**
+ * Sync job definitions: one YAML file per job in a jobs folder, the job's
+ * name being the file name without its extension. Each file is validated
+ * with zod and its mapping compiled, and every problem is reported with the
+ * file and its path, so `crm-sync validate` can list them all at once.
+ * The format is documented in docs/MAPPING.md ("Job definitions").
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import cron from 'node-cron';
+import { z } from 'zod';
+import type { CompiledMapping, Entity } from '../crm/mapped.js';
+import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
+import { loadMapping, readYamlFile } from '../crm/presets.js';
+
+export class JobError extends Error {
+  constructor(
+    readonly code: 'job.invalid' | 'job.not-found',
+    /** Every problem, each prefixed with the file and its path. */
+    readonly problems: string[],
+  ) {
+    super(problems.join('\n'));
+    this.name = 'JobError';
+  }
+}
+
+const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
+// Header names that carry credentials: their values must come from the environment.
+const SECRET_HEADER =
+  /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|password|session/i;
+const SECRET_PARAM = /token|key|secret|sig|password|auth|session/i;
+
+const Source = z
+  .strictObject({
+    path: z.string().min(1).optional(),
+    url: z.string().min(1).optional(),
+    format: z.enum(['csv', 'ndjson', 'json']).optional(),
+    delimiter: z
+      .enum([',', ';', '\t', '|', 'tab'])
+      .transform((d) => (d === 'tab' ? '\t' : d))
+      .optional(),
+    recordsPath: z
+      .string()
+      .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"')
+      .optional(),
+    /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
+    headers: z.record(z.string(), z.string()).optional(),
+    timeoutMs: z.number().int().positive().optional(),
+  })
+  .superRefine((s, ctx) => {
+    if ((s.path === undefined) === (s.url === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'give exactly one of path or url' });
+    }
+    if (s.headers !== undefined && s.url === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers need a url source' });
+    }
+    for (const [name, value] of Object.entries(s.headers ?? {})) {
+      if (SECRET_HEADER.test(name) && !ENV_REF.test(value)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['headers', name],
+          message:
+            'a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
+        });
+      }
+    }
+    if (s.url !== undefined) {
+      let url: URL;
+      try {
+        // Placeholders stand in for ${VAR} references so the rest can be parsed.
+        url = new URL(s.url.replace(new RegExp(ENV_REF.source, 'g'), 'x'));
+      } catch {
+        ctx.addIssue({ code: 'custom', path: ['url'], message: 'not a valid URL' });
+        return;
+      }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+        ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be an http(s) URL' });
+      }
+      if (url.username || url.password) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['url'],
+          message: 'must not carry credentials: use headers with ${VAR} references',
+        });
+      }
+      const raw = s.url.includes('?') ? s.url.slice(s.url.indexOf('?') + 1).split('#')[0]! : '';
+      for (const pair of raw.split('&')) {
+        const [k = '', v = ''] = pair.split('=');
+        if (k && SECRET_PARAM.test(k) && !ENV_REF.test(v)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['url'],
+            message: `query parameter ${k} looks like a credential: reference an environment variable`,
+          });
+        }
+      }
+    }
+  });
+
+const Share = z.number().min(0).max(1);
+
+export const JobSchema = z
+  .strictObject({
+    description: z.string().optional(),
+    entity: z.enum(['companies', 'members']),
+    source: Source,
+    mapping: z.union([
+      z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'a preset name or an inline mapping'),
+      z.record(z.string(), z.unknown()),
+    ]),
+    schedule: z
+      .string()
+      .refine((s) => cron.validate(s), 'not a valid cron expression')
+      .optional(),
+    timezone: z
+      .string()
+      .refine((tz) => {
+        try {
+          new Intl.DateTimeFormat('en', { timeZone: tz });
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'not an IANA time zone (e.g. Europe/Berlin)')
+      .optional(),
+    mode: z.enum(['upsert', 'create-only', 'update-only']).default('upsert'),
+    createVia: z.enum(['companies', 'customers']).default('companies'),
+    membersUpdate: z.enum(['report', 'put']).default('report'),
+    fullSnapshot: z.boolean().default(true),
+    thresholds: z
+      .strictObject({
+        maxInvalidShare: Share.default(0.1),
+        maxChangeShare: Share.default(0.5),
+        minRows: z.number().int().min(0).default(20),
+      })
+      .prefault({}),
+    indexMaxAgeHours: z.number().positive().default(24),
+  })
+  .superRefine((j, ctx) => {
+    if (j.timezone !== undefined && j.schedule === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a timezone needs a schedule' });
+    }
+  });
+
+type JobFile = z.output<typeof JobSchema>;
+
+export type JobSource = JobFile['source'];
+
+export interface JobDefinition<E extends Entity = Entity> extends Omit<
+  JobFile,
+  'mapping' | 'entity'
+> {
+  /** File name without extension. */
+  name: string;
+  /** Absolute path of the YAML file. */
+  file: string;
+  entity: E;
+  /** The preset name, or "inline" for a mapping written in the job file. */
+  mappingRef: string;
+  mapping: CompiledMapping<E>;
+}
+
+export interface LoadJobOptions {
+  /** Searched for mapping presets before the built-in ones (CRM_SYNC_MAPPINGS_DIR). */
+  mappingsDir?: string;
+}
+
+const JOB_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+
+/** Parses one job file; returns the job or its problems, each prefixed with the file. */
+function parseJob(
+  file: string,
+  name: string,
+  options: LoadJobOptions,
+): { job?: JobDefinition; problems: string[] } {
+  const at = (p: string) => `${file}: ${p}`;
+  if (!JOB_NAME.test(name)) {
+    return { problems: [at('job names (file names) use lower-case letters, digits, - and _')] };
+  }
+  const { value, problems: yamlProblems } = readYamlFile(file);
+  if (yamlProblems.length > 0) return { problems: yamlProblems.map(at) };
+  const parsed = JobSchema.safeParse(value ?? {});
+  if (!parsed.success) return { problems: formatIssues(parsed.error).map(at) };
+  const def = parsed.data;
+  let mapping: CompiledMapping;
+  try {
+    mapping =
+      typeof def.mapping === 'string'
+        ? loadMapping(def.mapping, options)
+        : compileMapping(def.mapping, 'mapping');
+  } catch (err) {
+    if (err instanceof MappingError) {
+      // Preset problems already name their own file.
+      return {
+        problems: err.problems.map((p) =>
+          typeof def.mapping === 'string' ? at(`mapping: ${p}`) : at(p),
+        ),
+      };
+    }
+    throw err;
+  }
+  if (mapping.entity !== def.entity) {
+    return {
+      problems: [
+        at(
+          `mapping: ${mapping.name} maps ${mapping.entity}, but the job's entity is ${def.entity}`,
+        ),
+      ],
+    };
+  }
+  const source =
+    def.source.path !== undefined && !isAbsolute(def.source.path)
+      ? { ...def.source, path: resolve(file, '..', def.source.path) }
+      : def.source;
+  const job: JobDefinition = {
+    ...def,
+    name,
+    file,
+    source,
+    mappingRef: typeof def.mapping === 'string' ? def.mapping : 'inline',
+    mapping,
+  };
+  return { job, problems: [] };
+}
+
+function jobFiles(dir: string): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const f of readdirSync(dir).sort()) {
+    const m = /^(.+)\.ya?ml$/.exec(f);
+    if (!m) continue;
+    const list = byName.get(m[1]!) ?? [];
+    list.push(join(dir, f));
+    byName.set(m[1]!, list);
+  }
+  return byName;
+}
+
+/** One job by name (`<dir>/<name>.yaml` or `.yml`); throws JobError with every problem. */
+export function loadJob(dir: string, name: string, options: LoadJobOptions = {}): JobDefinition {
+  const root = resolve(dir);
+  const files = ['.yaml', '.yml'].map((e) => join(root, name + e)).filter((f) => existsSync(f));
+  if (!JOB_NAME.test(name) || files.length === 0) {
+    const known = existsSync(root) ? [...jobFiles(root).keys()].join(', ') : '';
+    throw new JobError('job.not-found', [
+      `no job "${name}" in ${root}${known ? ` (have: ${known})` : ''}`,
+    ]);
+  }
+  if (files.length > 1) {
+    throw new JobError('job.invalid', [`job "${name}" is defined twice: ${files.join(' and ')}`]);
+  }
+  const { job, problems } = parseJob(files[0]!, name, options);
+  if (!job) throw new JobError('job.invalid', problems);
+  return job;
+}
+
+/** Every job of a folder, and every problem of every file (for `crm-sync validate`). */
+export function loadJobs(
+  dir: string,
+  options: LoadJobOptions = {},
+): { jobs: JobDefinition[]; problems: string[] } {
+  const root = resolve(dir);
+  if (!existsSync(root)) return { jobs: [], problems: [`jobs folder ${root} does not exist`] };
+  const jobs: JobDefinition[] = [];
+  const problems: string[] = [];
+  for (const [name, files] of jobFiles(root)) {
+    if (files.length > 1) {
+      problems.push(`job "${name}" is defined twice: ${files.join(' and ')}`);
+      continue;
+    }
+    const r = parseJob(files[0]!, name, options);
+    if (r.job) jobs.push(r.job);
+    problems.push(...r.problems);
+  }
+  return { jobs, problems };
+}
