@@ -153,7 +153,7 @@ function fileError(err: unknown, path: string): SourceError {
   return new SourceError('source.unreadable', why, { source: path, cause: err });
 }
 
-function httpError(err: unknown, name: string, timeoutMs: number): SourceError {
+function httpError(err: unknown, name: string, timeoutMs: number, received: number): SourceError {
   if (err instanceof SourceError) return err;
   if (err instanceof HTTPError) {
     const status = err.response.statusCode;
@@ -175,7 +175,11 @@ function httpError(err: unknown, name: string, timeoutMs: number): SourceError {
   }
   if (err instanceof RequestError) {
     // got's message may quote the URL; only the code is kept.
-    return new SourceError('source.unreachable', `cannot connect (${err.code})`, { source: name });
+    const detail =
+      received > 0
+        ? `download interrupted after ${received} bytes (${err.code})`
+        : `cannot connect (${err.code})`;
+    return new SourceError('source.unreachable', detail, { source: name });
   }
   return new SourceError('source.unreachable', 'download failed', { source: name, cause: err });
 }
@@ -223,11 +227,15 @@ async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Ui
     timeout: { lookup: timeoutMs, connect: timeoutMs, response: timeoutMs, socket: timeoutMs },
     signal: opts.signal,
   });
+  let received = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      received += chunk.length;
+      yield chunk;
+    }
   } catch (err) {
     if (opts.signal?.aborted) throw opts.signal.reason;
-    throw httpError(err, name, timeoutMs);
+    throw httpError(err, name, timeoutMs, received);
   } finally {
     stream.destroy();
   }
