@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRows } from '../../src/crm/read.js';
-import { readAll, readError } from './source-helpers.js';
+import { readAll } from './source-helpers.js';
 
 const FIX = 'test/fixtures/sources';
 
