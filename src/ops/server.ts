@@ -1,0 +1,188 @@
+/**
+ * The ops HTTP server: liveness, readiness, Prometheus metrics and the BullMQ
+ * dashboard. Bound to loopback unless configured; bound anywhere else it
+ * refuses to start without a token, and with a token every route but
+ * /healthz (which orchestrators probe without credentials) needs
+ * `Authorization: Bearer <token>`.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { Queue } from 'bullmq';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Redis } from 'ioredis';
+import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
+import { processMetrics, type Metrics } from './metrics.js';
+
+export interface OpsServerOptions {
+  host?: string;
+  port: number;
+  token?: string;
+  redis: Redis;
+  queues: readonly Queue[];
+  /** Resolves when the platform accepts our key; its result is cached for `readyCacheMs`. */
+  checkPlatform: () => Promise<void>;
+  logger?: Logger;
+  metrics?: Metrics;
+  readyCacheMs?: number;
+}
+
+export interface OpsServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export class OpsServerError extends Error {
+  readonly code = 'ops.token-required';
+  constructor(host: string) {
+    super(
+      `the ops server would listen on ${host}, which is not loopback: set OPS_TOKEN so that only holders of the token can read it`,
+    );
+    this.name = 'OpsServerError';
+  }
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+// Hash first so the comparison is constant-time whatever the lengths.
+function sameToken(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+const PING_TIMEOUT_MS = 2_000;
+
+async function pingRedis(redis: Redis): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)),
+          PING_TIMEOUT_MS,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function messageOf(err: unknown): string {
+  return redactSecrets(err instanceof Error ? err.message : String(err));
+}
+
+export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const logger = opts.logger ?? silentLogger;
+  const metrics = opts.metrics ?? processMetrics();
+  const readyCacheMs = opts.readyCacheMs ?? 30_000;
+  if (!isLoopback(host) && !opts.token) throw new OpsServerError(host);
+  if (opts.token) registerSecret(opts.token);
+  metrics.watchQueues(opts.queues);
+
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  if (opts.token) {
+    const token = opts.token;
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      const header = req.get('authorization') ?? '';
+      const given = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+      if (given && sameToken(given, token)) return next();
+      res
+        .status(401)
+        .set('WWW-Authenticate', 'Bearer')
+        .json({ detail: 'a valid bearer token is required' });
+    });
+  }
+
+  // The platform check costs an API call: one per cache period, shared by
+  // concurrent probes. Failures are kept for a shorter time so recovery shows soon.
+  let platformCheck: { at: number; ttl: number; result: Promise<string | undefined> } | undefined;
+  const platformProblem = (): Promise<string | undefined> => {
+    const now = Date.now();
+    if (platformCheck && now - platformCheck.at < platformCheck.ttl) return platformCheck.result;
+    const entry = {
+      at: now,
+      ttl: readyCacheMs,
+      result: opts.checkPlatform().then(
+        () => undefined,
+        (err: unknown) => {
+          entry.ttl = Math.min(readyCacheMs, 5_000);
+          return `platform: ${messageOf(err)}`;
+        },
+      ),
+    };
+    platformCheck = entry;
+    return entry.result;
+  };
+
+  app.get('/readyz', async (_req, res) => {
+    const [redisProblem, platform] = await Promise.all([
+      pingRedis(opts.redis).then(
+        () => undefined,
+        (err: unknown) => `redis: ${messageOf(err)}`,
+      ),
+      platformProblem(),
+    ]);
+    const problems = [redisProblem, platform].filter((p): p is string => p !== undefined);
+    if (problems.length > 0) {
+      res.status(503).json({ status: 'unready', problems });
+      return;
+    }
+    res.json({ status: 'ready' });
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    try {
+      const body = await metrics.registry.metrics();
+      res.set('Content-Type', metrics.registry.contentType).send(body);
+    } catch (err) {
+      logger.warn({ err }, 'metrics collection failed');
+      res
+        .status(500)
+        .type('text/plain')
+        .send(`metrics collection failed: ${messageOf(err)}\n`);
+    }
+  });
+
+  const board = new ExpressAdapter();
+  board.setBasePath('/queues');
+  createBullBoard({
+    queues: opts.queues.map((q) => new BullMQAdapter(q)),
+    serverAdapter: board,
+  });
+  app.use('/queues', board.getRouter() as express.Router);
+
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(opts.port, host, (err?: Error) => (err ? reject(err) : resolve(s)));
+    s.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  const url = `http://${shownHost}:${port}`;
+  logger.info({ url, auth: opts.token ? 'bearer' : 'none' }, 'ops server listening');
+
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((err) => (err ? reject(err) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
