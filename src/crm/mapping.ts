@@ -116,14 +116,14 @@ function formatPath(path: readonly PropertyKey[]): string {
     if (typeof p === 'number') out += `[${p}]`;
     else out += out === '' ? String(p) : `.${String(p)}`;
   }
-  return out || '(mapping)';
+  return out || '(top level)';
 }
 
 /** zod issues as `path: message` lines, for every schema of this project's YAML files. */
 export function formatIssues(error: z.ZodError, prefix = ''): string[] {
   return error.issues.map((i) => {
     const path = formatPath(i.path);
-    return `${prefix}${prefix && path !== '(mapping)' ? '.' : ''}${path}: ${i.message}`;
+    return `${prefix}${prefix && path !== '(top level)' ? '.' : ''}${path}: ${i.message}`;
   });
 }
 

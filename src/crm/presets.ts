@@ -30,13 +30,15 @@ export function readYamlFile(file: string): { value: unknown; problems: string[]
   } catch (err) {
     return { value: undefined, problems: [`cannot read: ${(err as Error).message}`] };
   }
-  const doc = parseDocument(text, { prettyErrors: false });
+  const doc = parseDocument(text);
   if (doc.errors.length > 0) {
     return {
       value: undefined,
-      problems: doc.errors.map(
-        (e) => `line ${e.linePos?.[0]?.line ?? '?'}: ${e.message.split('\n')[0]}`,
-      ),
+      problems: doc.errors.map((e) => {
+        const at = e.linePos?.[0];
+        const message = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+        return at ? `line ${at.line}, column ${at.col}: ${message}` : message;
+      }),
     };
   }
   return { value: doc.toJS() as unknown, problems: [] };

@@ -47,55 +47,60 @@ const Source = z
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
   })
-  .superRefine((s, ctx) => {
-    if ((s.path === undefined) === (s.url === undefined)) {
-      ctx.addIssue({ code: 'custom', message: 'give exactly one of path or url' });
+  // Runs even when a field failed, so that every problem is reported at once.
+  .superRefine((s, ctx) => checkSource(s, ctx), { when: () => true });
+
+type SourceInput = { path?: unknown; url?: unknown; headers?: unknown };
+
+function checkSource(s: SourceInput, ctx: z.RefinementCtx): void {
+  if ((s.path === undefined) === (s.url === undefined)) {
+    ctx.addIssue({ code: 'custom', message: 'give exactly one of path or url' });
+  }
+  const headers = s.headers && typeof s.headers === 'object' ? s.headers : {};
+  if (s.headers !== undefined && s.url === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers need a url source' });
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (SECRET_HEADER.test(name) && typeof value === 'string' && !ENV_REF.test(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headers', name],
+        message:
+          'a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
+      });
     }
-    if (s.headers !== undefined && s.url === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers need a url source' });
+  }
+  if (typeof s.url !== 'string') return;
+  let url: URL;
+  try {
+    // Placeholders stand in for ${VAR} references so the rest can be parsed.
+    url = new URL(s.url.replace(new RegExp(ENV_REF.source, 'g'), 'x'));
+  } catch {
+    ctx.addIssue({ code: 'custom', path: ['url'], message: 'not a valid URL' });
+    return;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be an http(s) URL' });
+  }
+  if (url.username || url.password) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message: 'must not carry credentials: use headers with ${VAR} references',
+    });
+  }
+  const query = s.url.includes('?') ? s.url.slice(s.url.indexOf('?') + 1).split('#')[0]! : '';
+  for (const pair of query.split('&')) {
+    const [k = '', v = ''] = pair.split('=');
+    if (k && SECRET_PARAM.test(k) && !ENV_REF.test(v)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['url'],
+        message: `query parameter ${k} looks like a credential: reference an environment variable`,
+      });
     }
-    for (const [name, value] of Object.entries(s.headers ?? {})) {
-      if (SECRET_HEADER.test(name) && !ENV_REF.test(value)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['headers', name],
-          message:
-            'a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
-        });
-      }
-    }
-    if (s.url !== undefined) {
-      let url: URL;
-      try {
-        // Placeholders stand in for ${VAR} references so the rest can be parsed.
-        url = new URL(s.url.replace(new RegExp(ENV_REF.source, 'g'), 'x'));
-      } catch {
-        ctx.addIssue({ code: 'custom', path: ['url'], message: 'not a valid URL' });
-        return;
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-        ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be an http(s) URL' });
-      }
-      if (url.username || url.password) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['url'],
-          message: 'must not carry credentials: use headers with ${VAR} references',
-        });
-      }
-      const raw = s.url.includes('?') ? s.url.slice(s.url.indexOf('?') + 1).split('#')[0]! : '';
-      for (const pair of raw.split('&')) {
-        const [k = '', v = ''] = pair.split('=');
-        if (k && SECRET_PARAM.test(k) && !ENV_REF.test(v)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['url'],
-            message: `query parameter ${k} looks like a credential: reference an environment variable`,
-          });
-        }
-      }
-    }
-  });
+  }
+}
 
 const Share = z.number().min(0).max(1);
 
