@@ -11,12 +11,8 @@ import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import got, { type Got, type Method } from 'got';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
-import {
-  errorFromResponse,
-  errorFromTransport,
-  InvalidResponseError,
-  type Scrub,
-} from './errors.js';
+import { errorFromResponse, errorFromTransport } from './error-factory.js';
+import { InvalidResponseError, type Scrub } from './errors.js';
 
 export interface HttpOptions {
   baseUrl: string;

@@ -7,11 +7,11 @@
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PlatformClient } from '../../src/platform/client.js';
+import { errorFromResponse } from '../../src/platform/error-factory.js';
 import {
   BadRequestError,
   ClientError,
   CrossOriginError,
-  errorFromResponse,
   NotFoundError,
   PlatformError,
   UnauthorizedError,

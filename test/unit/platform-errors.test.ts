@@ -1,16 +1,18 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
-  AbortedError,
-  BadRequestError,
-  ClientError,
   errorFromResponse,
   errorFromTransport,
   fieldMessages,
+  parseRetryAfter,
+} from '../../src/platform/error-factory.js';
+import {
+  AbortedError,
+  BadRequestError,
+  ClientError,
   InvalidResponseError,
   NetworkError,
   NotFoundError,
-  parseRetryAfter,
   PlatformError,
   RateLimitedError,
   ServerError,
