@@ -21,6 +21,15 @@ const EnvSchema = z.object({
   CRM_SYNC_JOBS_DIR: z.string().min(1).default('./jobs'),
   CRM_SYNC_MAPPINGS_DIR: z.string().min(1).default('./config/mappings'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  OPS_HOST: z.string().min(1).default('127.0.0.1'),
+  OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
+  OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  WRITE_CONCURRENCY: positiveInt.optional(),
+  PLATFORM_LATENCY_HINT_MS: positiveInt.default(200),
+  WRITE_ATTEMPTS: positiveInt.default(8),
+  WRITE_BACKOFF_MS: positiveInt.default(1_000),
+  RATE_LIMIT_MAX_RETRIES: z.coerce.number().int().min(0).default(20),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(30_000),
 });
 
 export interface Config {
@@ -30,6 +39,16 @@ export interface Config {
   jobsDir: string;
   mappingsDir: string;
   logLevel: string;
+  ops: { host: string; port: number; token?: string };
+  writes: {
+    /** WRITE_CONCURRENCY when set; otherwise computed from the rate and latency hint. */
+    concurrency?: number;
+    latencyHintMs: number;
+    attempts: number;
+    backoffMs: number;
+    rateLimitMaxRetries: number;
+  };
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -64,8 +83,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
+  if (!isLoopbackHost(e.OPS_HOST) && !e.OPS_TOKEN) {
+    problems.push(`OPS_TOKEN: required when OPS_HOST (${e.OPS_HOST}) is not a loopback address`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   registerSecret(apiKey);
+  registerSecret(e.OPS_TOKEN);
   return {
     redisUrl: e.REDIS_URL,
     prefix: e.CRM_SYNC_PREFIX,
@@ -78,7 +101,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobsDir: e.CRM_SYNC_JOBS_DIR,
     mappingsDir: e.CRM_SYNC_MAPPINGS_DIR,
     logLevel: e.LOG_LEVEL,
+    ops: {
+      host: e.OPS_HOST,
+      port: e.OPS_PORT,
+      ...(e.OPS_TOKEN !== undefined && { token: e.OPS_TOKEN }),
+    },
+    writes: {
+      ...(e.WRITE_CONCURRENCY !== undefined && { concurrency: e.WRITE_CONCURRENCY }),
+      latencyHintMs: e.PLATFORM_LATENCY_HINT_MS,
+      attempts: e.WRITE_ATTEMPTS,
+      backoffMs: e.WRITE_BACKOFF_MS,
+      rateLimitMaxRetries: e.RATE_LIMIT_MAX_RETRIES,
+    },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 /** The platform settings a command that talks to the platform cannot run without. */
