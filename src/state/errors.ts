@@ -1,0 +1,31 @@
+/**
+ * Errors of the state store. Each has a stable `code`; `retryable` says
+ * whether trying again later can help (a Redis hiccup can, a corrupt record
+ * or a layout mismatch cannot).
+ */
+
+export type StateErrorCode =
+  | 'state.redis'
+  | 'state.layout-mismatch'
+  | 'state.corrupt'
+  | 'state.invalid-prefix'
+  | 'state.unknown-run'
+  | 'state.index-build';
+
+export class StateError extends Error {
+  override readonly name = 'StateError';
+  constructor(
+    readonly code: StateErrorCode,
+    message: string,
+    readonly retryable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** A command of a pipeline or transaction failed: Redis trouble, worth a retry. */
+export function redisError(what: string, cause: unknown): StateError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new StateError('state.redis', `Redis failed while ${what}: ${reason}`, true, { cause });
+}

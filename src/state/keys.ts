@@ -1,0 +1,144 @@
+/**
+ * The key layout of the state store (documented in docs/STATE.md). Every key
+ * starts with the prefix, whose `{…}` hash tag puts all of them in one Redis
+ * Cluster slot: transactions and multi-key commands work there too.
+ *
+ * Per-record maps are spread over many small hashes ("buckets") so Redis
+ * keeps each one listpack-encoded (compact) instead of one huge hashtable.
+ */
+import type { Entity } from '../sync/identity.js';
+import { StateError } from './errors.js';
+
+/** Version of this layout, stored in `<prefix>:meta` and checked on first use. */
+export const LAYOUT_VERSION = 1;
+
+/**
+ * Bucket counts. With Redis' default `hash-max-listpack-entries` of 128, 8192
+ * identity buckets hold about 300,000 identity keys (100,000 companies with
+ * three ids each) at ~37 per bucket, far from the limit; 4096 record buckets
+ * hold 100,000 records at ~24. Part of the layout: they never change for a
+ * prefix (stored in meta and checked).
+ */
+export const DEFAULT_BUCKETS = { ids: 8192, records: 4096 } as const;
+
+export interface Buckets {
+  ids: number;
+  records: number;
+}
+
+/** 32-bit FNV-1a: fast, stable across processes and versions. */
+export function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** The hash tag Redis Cluster would hash for a key: first `{`, first `}` after it, non-empty. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close <= open + 1) return undefined;
+  return key.slice(open + 1, close);
+}
+
+export class KeyLayout {
+  readonly tag: string;
+
+  constructor(
+    readonly prefix: string,
+    readonly buckets: Buckets = DEFAULT_BUCKETS,
+  ) {
+    const tag = hashTag(prefix);
+    if (tag === undefined) {
+      throw new StateError(
+        'state.invalid-prefix',
+        `state prefix ${JSON.stringify(prefix)} has no hash tag: it needs a non-empty {…} part, e.g. {crm-sync}`,
+        false,
+      );
+    }
+    this.tag = tag;
+  }
+
+  meta(): string {
+    return `${this.prefix}:meta`;
+  }
+
+  // ---- per entity: our state ----
+  idBucketOf(identityKey: string): number {
+    return fnv1a(identityKey) % this.buckets.ids;
+  }
+  recBucketOf(platformId: number): number {
+    return platformId % this.buckets.records;
+  }
+  ids(entity: Entity, bucket: number): string {
+    return `${this.prefix}:${entity}:id:${bucket}`;
+  }
+  recs(entity: Entity, bucket: number): string {
+    return `${this.prefix}:${entity}:rec:${bucket}`;
+  }
+  entityInfo(entity: Entity): string {
+    return `${this.prefix}:${entity}:state`;
+  }
+  pending(entity: Entity): string {
+    return `${this.prefix}:${entity}:pending`;
+  }
+
+  // ---- per entity: index of platform records ----
+  index(entity: Entity): string {
+    return `${this.prefix}:${entity}:ix`;
+  }
+  indexIds(entity: Entity, gen: number, bucket: number): string {
+    return `${this.prefix}:${entity}:ix:${gen}:id:${bucket}`;
+  }
+  indexRecs(entity: Entity, gen: number, bucket: number): string {
+    return `${this.prefix}:${entity}:ix:${gen}:rec:${bucket}`;
+  }
+  /** Every key of one index generation. */
+  *indexGeneration(entity: Entity, gen: number): Generator<string> {
+    for (let b = 0; b < this.buckets.ids; b++) yield this.indexIds(entity, gen, b);
+    for (let b = 0; b < this.buckets.records; b++) yield this.indexRecs(entity, gen, b);
+  }
+
+  // ---- runs ----
+  runIds(): string {
+    return `${this.prefix}:runs:ids`;
+  }
+  runsAll(): string {
+    return `${this.prefix}:runs`;
+  }
+  runsOfJob(job: string): string {
+    return `${this.prefix}:runs:job:${job}`;
+  }
+  run(runId: string): string {
+    return `${this.prefix}:run:${runId}`;
+  }
+  failures(runId: string): string {
+    return `${this.prefix}:run:${runId}:failures`;
+  }
+
+  // ---- run scratch (TTL) ----
+  claims(runId: string): string {
+    return `${this.prefix}:run:${runId}:claims`;
+  }
+  conflicted(runId: string): string {
+    return `${this.prefix}:run:${runId}:conflicted`;
+  }
+  plan(runId: string): string {
+    return `${this.prefix}:run:${runId}:plan`;
+  }
+  seen(runId: string): string {
+    return `${this.prefix}:run:${runId}:seen`;
+  }
+  scratch(runId: string): string[] {
+    return [this.claims(runId), this.conflicted(runId), this.plan(runId), this.seen(runId)];
+  }
+
+  // ---- locks ----
+  jobLock(job: string): string {
+    return `${this.prefix}:lock:${job}`;
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * Record state per entity: identity key → platform id, platform id → state
+ * of the last confirmed write (content hash, when, which run), and pending
+ * creates (outcome unknown). Every operation works on a batch in a fixed,
+ * small number of round trips, never one per row.
+ */
+import type { Redis } from 'ioredis';
+import type { PendingCreate } from '../sync/action.js';
+import type { Entity } from '../sync/identity.js';
+import type { Known } from '../sync/plan.js';
+import { redisError, StateError } from './errors.js';
+import type { KeyLayout } from './keys.js';
+import { packRecord, unpackRecord } from './packing.js';
+import { readIndexInfo } from './platform-index.js';
+import { chunks, execAll } from './pipeline.js';
+import type { RunNumbers } from './run-numbers.js';
+
+/** A confirmed write (or an adoption) to record. */
+export interface CommitEntry {
+  /** Every identity key of the record: each is mapped to the platform id. */
+  keys: readonly string[];
+  platformId: number;
+  /** Content hash of the body that was written (or adopted). */
+  hash: string;
+  runId: string;
+  /** When it was confirmed (ms); defaults to now. */
+  at?: number;
+}
+
+/** Whether an entity has been synced before, and how much. */
+export interface StateInfo {
+  /** Records with a confirmed write. */
+  records: number;
+  firstCommitAt: number;
+}
+
+/** A record in state that the run did not see. */
+export interface Orphan {
+  platformId: number;
+  syncedAt: number;
+  /** The run that last wrote it (undefined if that run is unknown). */
+  lastRunId: string | undefined;
+}
+
+/** Pending create of one identity key. */
+export interface PendingEntry extends PendingCreate {
+  key: string;
+}
+
+function platformIdOf(value: unknown): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) {
+    throw new StateError(
+      'state.corrupt',
+      `platform id ${JSON.stringify(value)} is not an integer`,
+      false,
+    );
+  }
+  return n;
+}
+
+function parsePending(value: unknown): PendingCreate | undefined {
+  if (typeof value !== 'string') return undefined;
+  const v = JSON.parse(value) as Partial<PendingCreate>;
+  if (typeof v.runId !== 'string' || typeof v.since !== 'number') {
+    throw new StateError('state.corrupt', `pending create ${value} is not readable`, false);
+  }
+  return { runId: v.runId, since: v.since };
+}
+
+export class RecordStates {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: KeyLayout,
+    private readonly runNumbers: RunNumbers,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * What is known of each record, matched by the first identity key (in
+   * priority order) that our state maps to a platform id; failing that, by the
+   * first that the listing index maps. `remote` (the platform's values) comes
+   * from the index, and only when the index is no older than our last write.
+   * Three round trips per batch, whatever its size.
+   */
+  async lookup(entity: Entity, records: readonly { keys: readonly string[] }[]): Promise<Known[]> {
+    const k = this.keys;
+    // 1: the index pointer, our identity map, pending creates.
+    const p1 = this.redis.pipeline();
+    p1.hgetall(k.index(entity));
+    for (const r of records)
+      for (const key of r.keys) p1.hget(k.ids(entity, k.idBucketOf(key)), key);
+    const allKeys = records.flatMap((r) => r.keys);
+    if (allKeys.length > 0) p1.hmget(k.pending(entity), ...allKeys);
+    const out1 = await execAll(p1, 'looking up records');
+    const index = readIndexInfo(out1[0] as Record<string, string>);
+    const pendingValues = (allKeys.length > 0 ? out1[out1.length - 1] : []) as (string | null)[];
+
+    const known: Known[] = records.map(() => ({}));
+    let i = 1;
+    let j = 0;
+    records.forEach((r, n) => {
+      const kn = known[n]!;
+      for (const _ of r.keys) {
+        const id = platformIdOf(out1[i++]);
+        if (kn.platformId === undefined && id !== undefined) kn.platformId = id;
+        const pending = kn.pending ?? parsePending(pendingValues[j]);
+        j++;
+        if (pending) kn.pending = pending;
+      }
+    });
+
+    // 2: record state of matched ids; index entries (remote values, or ids of unmatched records).
+    const p2 = this.redis.pipeline();
+    const step2: (['state' | 'remote', number] | ['ixid', number])[] = [];
+    records.forEach((r, n) => {
+      const id = known[n]!.platformId;
+      if (id !== undefined) {
+        p2.hget(k.recs(entity, k.recBucketOf(id)), String(id));
+        step2.push(['state', n]);
+        if (index) {
+          p2.hget(k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id));
+          step2.push(['remote', n]);
+        }
+      } else if (index) {
+        for (const key of r.keys) {
+          p2.hget(k.indexIds(entity, index.generation, k.idBucketOf(key)), key);
+          step2.push(['ixid', n]);
+        }
+      }
+    });
+    if (step2.length === 0) return known;
+    const out2 = await execAll(p2, 'looking up records');
+    const remoteOf = new Map<number, string>();
+    const indexMatched: number[] = [];
+    step2.forEach(([what, n], m) => {
+      const kn = known[n]!;
+      const value = out2[m];
+      if (what === 'state' && typeof value === 'string') {
+        const s = unpackRecord(value);
+        kn.storedHash = s.hash;
+        // The listing reflects our write only if it started after the write was confirmed.
+        if (index && s.syncedAt > index.refreshedAt) remoteOf.set(n, '');
+      } else if (what === 'remote' && typeof value === 'string') {
+        if (remoteOf.get(n) !== '') remoteOf.set(n, value);
+      } else if (what === 'ixid' && kn.platformId === undefined) {
+        const id = platformIdOf(value);
+        if (id !== undefined) {
+          kn.platformId = id;
+          indexMatched.push(n);
+        }
+      }
+    });
+
+    // 3: the platform's values of records matched through the index only.
+    if (index && indexMatched.length > 0) {
+      const p3 = this.redis.pipeline();
+      for (const n of indexMatched) {
+        const id = known[n]!.platformId!;
+        p3.hget(k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id));
+      }
+      const out3 = await execAll(p3, 'looking up records');
+      indexMatched.forEach((n, m) => {
+        const value = out3[m];
+        if (typeof value === 'string') remoteOf.set(n, value);
+      });
+    }
+    for (const [n, json] of remoteOf) {
+      if (json !== '') known[n]!.remote = JSON.parse(json) as Record<string, unknown>;
+    }
+    return known;
+  }
+
+  /**
+   * Records confirmed writes: every identity key → platform id, the record's
+   * hash, time and run; clears pending creates of those keys. Atomic per chunk
+   * of 1,000 entries (MULTI), one round trip each.
+   */
+  async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const k = this.keys;
+    const runNumbers = new Map<string, number>();
+    for (const runId of new Set(entries.map((e) => e.runId))) {
+      runNumbers.set(runId, await this.runNumbers.numberOf(runId));
+    }
+    const now = this.now();
+    let added = 0;
+    for (const part of chunks(entries, 1000)) {
+      const ids = new Map<string, string[]>();
+      const pendingKeys: string[] = [];
+      const tx = this.redis.multi();
+      for (const e of part) {
+        for (const key of e.keys) {
+          const bucket = k.ids(entity, k.idBucketOf(key));
+          const args = ids.get(bucket) ?? [];
+          args.push(key, String(e.platformId));
+          ids.set(bucket, args);
+          pendingKeys.push(key);
+        }
+      }
+      for (const [bucket, args] of ids) tx.hset(bucket, ...args);
+      const first = ids.size;
+      for (const e of part) {
+        const value = packRecord({
+          hash: e.hash,
+          syncedAt: e.at ?? now,
+          runNumber: runNumbers.get(e.runId)!,
+        });
+        tx.hset(k.recs(entity, k.recBucketOf(e.platformId)), String(e.platformId), value);
+      }
+      if (pendingKeys.length > 0) tx.hdel(k.pending(entity), ...pendingKeys);
+      tx.hsetnx(k.entityInfo(entity), 'firstCommitAt', String(now));
+      const out = await execAll(tx, 'recording confirmed writes');
+      for (let n = first; n < first + part.length; n++) added += Number(out[n]);
+    }
+    if (added > 0) {
+      try {
+        await this.redis.hincrby(k.entityInfo(entity), 'records', added);
+      } catch (err) {
+        throw redisError('counting synced records', err);
+      }
+    }
+  }
+
+  /** `null` before the first confirmed write of the entity: the next run is a first sync. */
+  async info(entity: Entity): Promise<StateInfo | null> {
+    let h: Record<string, string>;
+    try {
+      h = await this.redis.hgetall(this.keys.entityInfo(entity));
+    } catch (err) {
+      throw redisError('reading entity state', err);
+    }
+    if (!h.firstCommitAt) return null;
+    return { records: Number(h.records ?? 0), firstCommitAt: Number(h.firstCommitAt) };
+  }
+
+  /** Marks a create whose outcome is unknown, under every identity key of the record. */
+  async markPending(
+    entity: Entity,
+    keys: readonly string[],
+    runId: string,
+    since: number,
+  ): Promise<void> {
+    if (keys.length === 0) return;
+    const value = JSON.stringify({ runId, since } satisfies PendingCreate);
+    try {
+      await this.redis.hset(this.keys.pending(entity), ...keys.flatMap((key) => [key, value]));
+    } catch (err) {
+      throw redisError('marking a pending create', err);
+    }
+  }
+
+  /** The pending create of any of `keys` (first in priority order), or null. */
+  async pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
+    if (keys.length === 0) return null;
+    let values: (string | null)[];
+    try {
+      values = await this.redis.hmget(this.keys.pending(entity), ...keys);
+    } catch (err) {
+      throw redisError('reading pending creates', err);
+    }
+    for (const v of values) {
+      const p = parsePending(v);
+      if (p) return p;
+    }
+    return null;
+  }
+
+  async clearPending(entity: Entity, keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    try {
+      await this.redis.hdel(this.keys.pending(entity), ...keys);
+    } catch (err) {
+      throw redisError('clearing pending creates', err);
+    }
+  }
+
+  /** Every pending create of the entity, by identity key (pending creates are few). */
+  async listPending(entity: Entity): Promise<PendingEntry[]> {
+    let h: Record<string, string>;
+    try {
+      h = await this.redis.hgetall(this.keys.pending(entity));
+    } catch (err) {
+      throw redisError('listing pending creates', err);
+    }
+    return Object.entries(h).map(([key, v]) => ({ key, ...parsePending(v)! }));
+  }
+
+  /**
+   * Records in state that run `runId` neither saw (`seenKey`, a set of
+   * platform ids) nor wrote, in batches, reading 256 buckets per round trip.
+   */
+  async *orphans(entity: Entity, runId: string, seenKey: string): AsyncGenerator<Orphan[]> {
+    const k = this.keys;
+    const thisRun = await this.runNumbers.numberOf(runId);
+    const buckets = Array.from({ length: k.buckets.records }, (_, b) => b);
+    for (const part of chunks(buckets, 256)) {
+      const p = this.redis.pipeline();
+      for (const b of part) p.hgetall(k.recs(entity, b));
+      const out = (await execAll(p, 'listing orphans')) as Record<string, string>[];
+      const candidates: { platformId: number; syncedAt: number; runNumber: number }[] = [];
+      for (const h of out) {
+        for (const [id, value] of Object.entries(h)) {
+          const s = unpackRecord(value);
+          if (s.runNumber !== thisRun) {
+            candidates.push({
+              platformId: platformIdOf(id)!,
+              syncedAt: s.syncedAt,
+              runNumber: s.runNumber,
+            });
+          }
+        }
+      }
+      if (candidates.length === 0) continue;
+      let seen: number[];
+      try {
+        seen = await this.redis.smismember(seenKey, ...candidates.map((c) => String(c.platformId)));
+      } catch (err) {
+        throw redisError('listing orphans', err);
+      }
+      const orphans = candidates.filter((_, n) => seen[n] === 0);
+      if (orphans.length === 0) continue;
+      const runIds = await this.runNumbers.idsOf(orphans.map((o) => o.runNumber));
+      yield orphans.map((o, n) => ({
+        platformId: o.platformId,
+        syncedAt: o.syncedAt,
+        lastRunId: runIds[n],
+      }));
+    }
+  }
+}

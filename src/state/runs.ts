@@ -1,0 +1,353 @@
+/**
+ * Run records: what a run is (job, entity, mode, source, options), where it
+ * is (status, phase), what it counted, how long its phases took, how it
+ * ended; and every row it failed, with the reason, complete and in order.
+ *
+ * A run is one hash, `<prefix>:run:<id>`: plain fields, counters as
+ * `c:<name>` (HINCRBY, so concurrent write workers count atomically) and
+ * timings as `t:<name>`. Runs are listed newest first from sorted sets by
+ * creation time, one for all runs and one per job.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { MODES, type Mode } from '../sync/action.js';
+import { ENTITIES, type Entity } from '../sync/identity.js';
+import { redisError, StateError } from './errors.js';
+import type { KeyLayout } from './keys.js';
+import { chunks, execAll } from './pipeline.js';
+import { scrubText, stripCredentials } from './redaction.js';
+
+export const RUN_COUNTERS = [
+  'read',
+  'created',
+  'updated',
+  'unchanged',
+  'adopted',
+  'invalid',
+  'conflict',
+  'rejected',
+  'failed',
+  'skipped',
+  'unsupported',
+  'orphans',
+  'writesPlanned',
+  'writesSettled',
+] as const;
+export type RunCounter = (typeof RUN_COUNTERS)[number];
+export type RunCounts = Record<RunCounter, number>;
+
+export const RUN_STATUSES = [
+  'queued',
+  'planning',
+  'writing',
+  'finalizing',
+  'completed',
+  'failed',
+  'stopped',
+] as const;
+/** `stopped`: a safety threshold stopped the run before any write. */
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export interface RunInit {
+  /** The caller's id (the queue's job id); generated when absent. */
+  id?: string;
+  job: string;
+  entity: Entity;
+  mode: Mode;
+  /** A path or URL; credentials are stripped before storing. */
+  source: string;
+  /** The run's options as given (`full`, `dryRun`, `force`, …): plain JSON, no secrets. */
+  options?: Record<string, unknown>;
+  /** Defaults to now. */
+  createdAt?: number;
+}
+
+export interface RunRecord {
+  id: string;
+  job: string;
+  entity: Entity;
+  mode: Mode;
+  source: string;
+  options: Record<string, unknown>;
+  status: RunStatus;
+  /** A finer-grained step within the status, e.g. "listing platform companies". */
+  phase?: string;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  /** Why it failed or stopped (scrubbed of credentials). */
+  error?: string;
+  counts: RunCounts;
+  /** Milliseconds per named phase. */
+  timings: Record<string, number>;
+}
+
+export interface RunPatch {
+  status?: RunStatus;
+  phase?: string;
+  startedAt?: number;
+  finishedAt?: number;
+  error?: string;
+  /** Merged into the stored timings. */
+  timings?: Record<string, number>;
+}
+
+export const FAILURE_KINDS = ['invalid', 'rejected', 'conflict', 'unsupported', 'failed'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
+
+/** One row of a run that did not make it, and why. */
+export interface FailureRow {
+  line: number;
+  kind: FailureKind;
+  field?: string;
+  reason: string;
+  value?: unknown;
+  /** The row's identity key (e.g. `x:ACME-1`), where it had one. */
+  identity?: string;
+}
+
+const FailureSchema = z.object({
+  line: z.number().int(),
+  kind: z.enum(FAILURE_KINDS),
+  field: z.string().optional(),
+  reason: z.string(),
+  value: z.unknown().optional(),
+  identity: z.string().optional(),
+});
+
+const num = z.coerce.number().refine(Number.isFinite);
+const RunHashSchema = z.looseObject({
+  job: z.string(),
+  entity: z.enum(ENTITIES as [Entity, ...Entity[]]),
+  mode: z.enum(MODES as [Mode, ...Mode[]]),
+  source: z.string(),
+  options: z.string().transform((s, ctx) => {
+    try {
+      return JSON.parse(s) as Record<string, unknown>;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'not JSON' });
+      return z.NEVER;
+    }
+  }),
+  status: z.enum(RUN_STATUSES),
+  phase: z.string().optional(),
+  createdAt: num,
+  startedAt: num.optional(),
+  finishedAt: num.optional(),
+  error: z.string().optional(),
+});
+
+/** Longest stored value of a failure row: a huge cell must not bloat Redis. */
+const MAX_VALUE_CHARS = 1000;
+
+function newRunId(now: number): string {
+  return `${now.toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+// Creates the run only if it does not exist: a run re-created after a crash keeps its counters.
+const CREATE = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+return 1
+`;
+
+export class Runs {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: KeyLayout,
+    private readonly now: () => number,
+  ) {}
+
+  /** Creates a run (status `queued`) and returns its id; an existing id is left as it is. */
+  async create(init: RunInit): Promise<string> {
+    const createdAt = init.createdAt ?? this.now();
+    const id = init.id ?? newRunId(createdAt);
+    const fields: Record<string, string> = {
+      job: init.job,
+      entity: init.entity,
+      mode: init.mode,
+      source: stripCredentials(init.source),
+      options: JSON.stringify(init.options ?? {}),
+      status: 'queued',
+      createdAt: String(createdAt),
+    };
+    const k = this.keys;
+    try {
+      await this.redis.eval(
+        CREATE,
+        3,
+        k.run(id),
+        k.runsAll(),
+        k.runsOfJob(init.job),
+        String(createdAt),
+        id,
+        ...Object.entries(fields).flat(),
+      );
+    } catch (err) {
+      throw redisError('creating a run', err);
+    }
+    return id;
+  }
+
+  async get(id: string): Promise<RunRecord | null> {
+    let h: Record<string, string>;
+    try {
+      h = await this.redis.hgetall(this.keys.run(id));
+    } catch (err) {
+      throw redisError('reading a run', err);
+    }
+    return Object.keys(h).length === 0 ? null : parseRun(id, h);
+  }
+
+  /** Runs newest first, of one job or of all. */
+  async list(opts: { job?: string; limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
+    const limit = opts.limit ?? 20;
+    const offset = opts.offset ?? 0;
+    const set = opts.job === undefined ? this.keys.runsAll() : this.keys.runsOfJob(opts.job);
+    let ids: string[];
+    try {
+      ids = await this.redis.zrevrange(set, offset, offset + limit - 1);
+    } catch (err) {
+      throw redisError('listing runs', err);
+    }
+    if (ids.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const id of ids) p.hgetall(this.keys.run(id));
+    const out = (await execAll(p, 'listing runs')) as Record<string, string>[];
+    return ids.flatMap((id, n) => {
+      const h = out[n]!;
+      return Object.keys(h).length === 0 ? [] : [parseRun(id, h)];
+    });
+  }
+
+  /** Sets fields of an existing run; an error text is scrubbed of credentials first. */
+  async update(id: string, patch: RunPatch): Promise<void> {
+    const fields: Record<string, string> = {};
+    if (patch.status !== undefined) fields.status = patch.status;
+    if (patch.phase !== undefined) fields.phase = patch.phase;
+    if (patch.startedAt !== undefined) fields.startedAt = String(patch.startedAt);
+    if (patch.finishedAt !== undefined) fields.finishedAt = String(patch.finishedAt);
+    if (patch.error !== undefined) fields.error = scrubText(patch.error);
+    for (const [name, ms] of Object.entries(patch.timings ?? {})) fields[`t:${name}`] = String(ms);
+    if (Object.keys(fields).length === 0) return;
+    await this.mustExist(id);
+    try {
+      await this.redis.hset(this.keys.run(id), fields);
+    } catch (err) {
+      throw redisError('updating a run', err);
+    }
+  }
+
+  /** Adds to counters atomically (HINCRBY): safe from any number of workers at once. */
+  async increment(id: string, deltas: Partial<RunCounts>): Promise<void> {
+    const entries = Object.entries(deltas).filter(([, d]) => d !== undefined && d !== 0);
+    if (entries.length === 0) return;
+    const tx = this.redis.multi();
+    for (const [name, d] of entries) tx.hincrby(this.keys.run(id), `c:${name}`, d as number);
+    await execAll(tx, 'counting a run');
+  }
+
+  /** Appends failure rows in the order given (RPUSH keeps it). */
+  async addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
+    for (const part of chunks(rows, 1000)) {
+      const values = part.map((r) => JSON.stringify(storable(r)));
+      try {
+        await this.redis.rpush(this.keys.failures(runId), ...values);
+      } catch (err) {
+        throw redisError('recording failed rows', err);
+      }
+    }
+  }
+
+  /** A page of the run's failure rows, in the order they were added. */
+  async listFailures(
+    runId: string,
+    opts: { offset?: number; limit?: number } = {},
+  ): Promise<FailureRow[]> {
+    const offset = opts.offset ?? 0;
+    const limit = opts.limit ?? 100;
+    if (limit <= 0) return [];
+    let values: string[];
+    try {
+      values = await this.redis.lrange(this.keys.failures(runId), offset, offset + limit - 1);
+    } catch (err) {
+      throw redisError('listing failed rows', err);
+    }
+    return values.map((v) => {
+      const parsed = FailureSchema.safeParse(JSON.parse(v));
+      if (!parsed.success) {
+        throw new StateError(
+          'state.corrupt',
+          `failure row of run ${runId} is not readable: ${parsed.error.message}`,
+          false,
+        );
+      }
+      return parsed.data as FailureRow;
+    });
+  }
+
+  async countFailures(runId: string): Promise<number> {
+    try {
+      return await this.redis.llen(this.keys.failures(runId));
+    } catch (err) {
+      throw redisError('counting failed rows', err);
+    }
+  }
+
+  private async mustExist(id: string): Promise<void> {
+    let exists: number;
+    try {
+      exists = await this.redis.exists(this.keys.run(id));
+    } catch (err) {
+      throw redisError('reading a run', err);
+    }
+    if (exists === 0) throw new StateError('state.unknown-run', `no run ${id}`, false);
+  }
+}
+
+function storable(r: FailureRow): FailureRow {
+  const out: FailureRow = { line: r.line, kind: r.kind, reason: scrubText(r.reason) };
+  if (r.field !== undefined) out.field = r.field;
+  if (r.identity !== undefined) out.identity = r.identity;
+  if (r.value !== undefined) {
+    out.value =
+      typeof r.value === 'string' && r.value.length > MAX_VALUE_CHARS
+        ? `${r.value.slice(0, MAX_VALUE_CHARS)}… (${r.value.length} characters)`
+        : r.value;
+  }
+  return out;
+}
+
+function parseRun(id: string, h: Record<string, string>): RunRecord {
+  const parsed = RunHashSchema.safeParse(h);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new StateError('state.corrupt', `run ${id} is not readable: ${problems}`, false);
+  }
+  const d = parsed.data;
+  const counts = Object.fromEntries(
+    RUN_COUNTERS.map((c) => [c, Number(h[`c:${c}`] ?? 0)]),
+  ) as RunCounts;
+  const timings: Record<string, number> = {};
+  for (const [f, v] of Object.entries(h)) if (f.startsWith('t:')) timings[f.slice(2)] = Number(v);
+  const run: RunRecord = {
+    id,
+    job: d.job,
+    entity: d.entity,
+    mode: d.mode,
+    source: d.source,
+    options: d.options,
+    status: d.status,
+    createdAt: d.createdAt,
+    counts,
+    timings,
+  };
+  if (d.phase !== undefined) run.phase = d.phase;
+  if (d.startedAt !== undefined) run.startedAt = d.startedAt;
+  if (d.finishedAt !== undefined) run.finishedAt = d.finishedAt;
+  if (d.error !== undefined) run.error = d.error;
+  return run;
+}

@@ -1,0 +1,296 @@
+/**
+ * The Redis store of sync state: one object over one Redis connection and
+ * one key prefix (with a `{…}` hash tag, so it works on Redis Cluster). The
+ * key layout is in docs/STATE.md. Every batch operation takes a fixed, small
+ * number of round trips, whatever the batch size.
+ *
+ * Typical use by the run pipeline, per batch of mapped rows:
+ * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `savePlannedWrites`
+ * and `markSeen`; after each confirmed write `commit` (or `markPending` when a
+ * create's outcome is unknown); at the end `orphans` and `clearRunScratch`.
+ */
+import type { Redis } from 'ioredis';
+import type { PendingCreate, WriteAction } from '../sync/action.js';
+import type { Entity } from '../sync/identity.js';
+import type { Known } from '../sync/plan.js';
+import { StateError } from './errors.js';
+import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, type Buckets } from './keys.js';
+import { execAll } from './pipeline.js';
+import { JobLocks } from './lock.js';
+import {
+  PlatformIndex,
+  type IndexBuild,
+  type IndexInfo,
+  type PlatformRecord,
+} from './platform-index.js';
+import {
+  RecordStates,
+  type CommitEntry,
+  type Orphan,
+  type PendingEntry,
+  type StateInfo,
+} from './records.js';
+import { RunNumbers } from './run-numbers.js';
+import {
+  Runs,
+  type FailureRow,
+  type RunCounts,
+  type RunInit,
+  type RunPatch,
+  type RunRecord,
+} from './runs.js';
+import { RunScratch, type Claim, type ClaimConflict } from './scratch.js';
+
+export interface StateStoreOptions {
+  /** Key prefix with a hash tag; default `{crm-sync}`. */
+  prefix?: string;
+  /** Bucket counts of the per-record maps (part of the layout: never change them for a prefix). */
+  buckets?: Buckets;
+  /** TTL of a run's planning scratch; default 7 days. */
+  scratchTtlMs?: number;
+  /** TTL of a platform listing while it is being built; default 24 hours. */
+  indexBuildTtlMs?: number;
+  /** How long a replaced index generation stays readable; default 10 minutes. */
+  indexGraceMs?: number;
+  /** The clock (ms since the epoch); default `Date.now`. */
+  now?: () => number;
+}
+
+const DAY = 24 * 60 * 60 * 1000;
+
+export class StateStore {
+  readonly keys: KeyLayout;
+  private readonly records: RecordStates;
+  private readonly index: PlatformIndex;
+  private readonly runs: Runs;
+  private readonly scratch: RunScratch;
+  private readonly locks: JobLocks;
+  private layoutChecked: Promise<void> | undefined;
+
+  constructor(
+    readonly redis: Redis,
+    opts: StateStoreOptions = {},
+  ) {
+    const now = opts.now ?? Date.now;
+    this.keys = new KeyLayout(opts.prefix ?? '{crm-sync}', opts.buckets ?? DEFAULT_BUCKETS);
+    const runNumbers = new RunNumbers(redis, this.keys);
+    this.records = new RecordStates(redis, this.keys, runNumbers, now);
+    this.index = new PlatformIndex(redis, this.keys, {
+      buildTtlMs: opts.indexBuildTtlMs ?? DAY,
+      graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
+      now,
+    });
+    this.runs = new Runs(redis, this.keys, now);
+    this.scratch = new RunScratch(redis, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.locks = new JobLocks(redis, this.keys);
+  }
+
+  // ---- record state --------------------------------------------------------
+
+  /** What is known of each record (aligned with `records`): see RecordStates.lookup. Three round trips. */
+  async lookup(entity: Entity, records: readonly { keys: readonly string[] }[]): Promise<Known[]> {
+    await this.checkLayout();
+    return this.records.lookup(entity, records);
+  }
+
+  /** Records confirmed writes (and adoptions); clears pending creates of their keys. */
+  async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
+    await this.checkLayout();
+    return this.records.commit(entity, entries);
+  }
+
+  /** `null` until the entity's first confirmed write: then a run is a first sync. */
+  stateInfo(entity: Entity): Promise<StateInfo | null> {
+    return this.records.info(entity);
+  }
+
+  markPending(
+    entity: Entity,
+    keys: readonly string[],
+    runId: string,
+    since: number,
+  ): Promise<void> {
+    return this.records.markPending(entity, keys, runId, since);
+  }
+
+  pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
+    return this.records.pending(entity, keys);
+  }
+
+  clearPending(entity: Entity, keys: readonly string[]): Promise<void> {
+    return this.records.clearPending(entity, keys);
+  }
+
+  listPending(entity: Entity): Promise<PendingEntry[]> {
+    return this.records.listPending(entity);
+  }
+
+  /**
+   * Records in state that run `runId` neither saw (`markSeen`) nor wrote, in
+   * batches. Meaningful for full-snapshot sources only.
+   */
+  async *orphans(entity: Entity, runId: string): AsyncGenerator<Orphan[]> {
+    await this.checkLayout();
+    yield* this.records.orphans(entity, runId, this.keys.seen(runId));
+  }
+
+  // ---- index of platform records ---------------------------------------------
+
+  /** Lists `pages` into a new index generation and swaps it in when complete. */
+  async replaceIndex(
+    entity: Entity,
+    pages: AsyncIterable<readonly PlatformRecord[]>,
+  ): Promise<IndexInfo> {
+    await this.checkLayout();
+    return this.index.replace(entity, pages);
+  }
+
+  async beginIndex(entity: Entity): Promise<IndexBuild> {
+    await this.checkLayout();
+    return this.index.begin(entity);
+  }
+
+  addToIndex(build: IndexBuild, records: readonly PlatformRecord[]): Promise<void> {
+    return this.index.add(build, records);
+  }
+
+  commitIndex(build: IndexBuild): Promise<IndexInfo> {
+    return this.index.commit(build);
+  }
+
+  abortIndex(build: IndexBuild): Promise<void> {
+    return this.index.abort(build);
+  }
+
+  /** The committed index (`refreshedAt`: when its listing started), or null if never listed. */
+  indexInfo(entity: Entity): Promise<IndexInfo | null> {
+    return this.index.info(entity);
+  }
+
+  // ---- runs ------------------------------------------------------------------
+
+  createRun(init: RunInit): Promise<string> {
+    return this.runs.create(init);
+  }
+
+  getRun(id: string): Promise<RunRecord | null> {
+    return this.runs.get(id);
+  }
+
+  listRuns(opts: { job?: string; limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
+    return this.runs.list(opts);
+  }
+
+  updateRun(id: string, patch: RunPatch): Promise<void> {
+    return this.runs.update(id, patch);
+  }
+
+  incrementRun(id: string, deltas: Partial<RunCounts>): Promise<void> {
+    return this.runs.increment(id, deltas);
+  }
+
+  addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
+    return this.runs.addFailures(runId, rows);
+  }
+
+  listFailures(
+    runId: string,
+    opts: { offset?: number; limit?: number } = {},
+  ): Promise<FailureRow[]> {
+    return this.runs.listFailures(runId, opts);
+  }
+
+  countFailures(runId: string): Promise<number> {
+    return this.runs.countFailures(runId);
+  }
+
+  // ---- run scratch -------------------------------------------------------------
+
+  claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
+    return this.scratch.claimIdentities(runId, entries);
+  }
+
+  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
+    return this.scratch.savePlannedWrites(runId, actions);
+  }
+
+  scanPlannedWrites(
+    runId: string,
+    cursor = '0',
+    count = 500,
+  ): Promise<{ cursor: string; writes: WriteAction[] }> {
+    return this.scratch.scanPlannedWrites(runId, cursor, count);
+  }
+
+  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
+    return this.scratch.dropPlannedWrites(runId, lines);
+  }
+
+  countPlannedWrites(runId: string): Promise<number> {
+    return this.scratch.countPlannedWrites(runId);
+  }
+
+  markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
+    return this.scratch.markSeen(runId, platformIds);
+  }
+
+  clearRunScratch(runId: string): Promise<void> {
+    return this.scratch.clear(runId);
+  }
+
+  // ---- job lock ----------------------------------------------------------------
+
+  acquireJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.locks.acquire(job, token, ttlMs);
+  }
+
+  renewJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
+    return this.locks.renew(job, token, ttlMs);
+  }
+
+  releaseJobLock(job: string, token: string): Promise<boolean> {
+    return this.locks.release(job, token);
+  }
+
+  jobLockHolder(job: string): Promise<string | null> {
+    return this.locks.holder(job);
+  }
+
+  // ---- layout --------------------------------------------------------------------
+
+  /**
+   * The first use of a prefix records the layout version and bucket counts;
+   * later uses check them, so a store built with other bucket counts fails
+   * loudly instead of missing every record. Once per process.
+   */
+  private checkLayout(): Promise<void> {
+    this.layoutChecked ??= this.doCheckLayout().catch((err: unknown) => {
+      this.layoutChecked = undefined;
+      throw err;
+    });
+    return this.layoutChecked;
+  }
+
+  private async doCheckLayout(): Promise<void> {
+    const want = {
+      version: String(LAYOUT_VERSION),
+      idBuckets: String(this.keys.buckets.ids),
+      recBuckets: String(this.keys.buckets.records),
+    };
+    const p = this.redis.pipeline();
+    for (const [f, v] of Object.entries(want)) p.hsetnx(this.keys.meta(), f, v);
+    p.hgetall(this.keys.meta());
+    const out = await execAll(p, 'checking the state layout');
+    const have = out[out.length - 1] as Record<string, string>;
+    const wrong = Object.entries(want).filter(([f, v]) => have[f] !== v);
+    if (wrong.length > 0) {
+      throw new StateError(
+        'state.layout-mismatch',
+        `state under ${this.keys.prefix} has another layout: ${wrong
+          .map(([f, v]) => `${f} is ${have[f]}, this version needs ${v}`)
+          .join('; ')}`,
+        false,
+      );
+    }
+  }
+}

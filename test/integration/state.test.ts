@@ -1,0 +1,266 @@
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { contentHash } from '../../src/sync/hash.js';
+import { identityKeys } from '../../src/sync/identity.js';
+import { planBatch } from '../../src/sync/plan.js';
+import { hashTag } from '../../src/state/keys.js';
+import type { PlatformRecord } from '../../src/state/platform-index.js';
+import { StateStore } from '../../src/state/store.js';
+import { useRedis } from '../harness/redis.js';
+
+const { redis, prefix } = useRedis();
+
+/**
+ * The client as the store sees it, counting round trips: one per direct
+ * command, one per pipeline or transaction executed.
+ */
+function counting(client: Redis): { client: Redis; trips: () => number; reset: () => void } {
+  let trips = 0;
+  const proxy = new Proxy(client, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      if (prop === 'pipeline' || prop === 'multi') {
+        return (...args: unknown[]) => {
+          const p = (value as (...a: unknown[]) => { exec: () => Promise<unknown> }).apply(
+            target,
+            args,
+          );
+          const exec = p.exec.bind(p);
+          p.exec = () => {
+            trips++;
+            return exec();
+          };
+          return p;
+        };
+      }
+      return (...args: unknown[]) => {
+        trips++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { client: proxy, trips: () => trips, reset: () => (trips = 0) };
+}
+
+async function* pages<T>(items: T[], size: number, failAfter?: number): AsyncGenerator<T[]> {
+  for (let i = 0; i < items.length; i += size) {
+    if (failAfter !== undefined && i >= failAfter) throw new Error('listing broke off');
+    yield items.slice(i, i + size);
+  }
+}
+
+const company = (n: number): Record<string, unknown> => ({
+  external_id: `E${n}`,
+  crm_account_id: `A${n}`,
+  crm_company_id: 100_000 + n,
+  name: `Company ${n}`,
+  website: `https://c${n}.example`,
+});
+
+describe('StateStore: record state', () => {
+  it('looks up 1,000 records in a handful of round trips, and commits in three', async () => {
+    const c = counting(redis);
+    const store = new StateStore(c.client, { prefix: `${prefix}:batch` });
+    const rows = Array.from({ length: 1000 }, (_, n) => company(n));
+    const records = rows.map((b) => ({ keys: identityKeys('companies', b) }));
+    await store.lookup('companies', records.slice(0, 1)); // first use checks the layout
+    c.reset();
+    const known = await store.lookup('companies', records);
+    expect(known).toHaveLength(1000);
+    expect(known.every((k) => k.platformId === undefined)).toBe(true);
+    // Nothing matched and no index: the identity map read is all it takes.
+    expect(c.trips()).toBe(1);
+
+    c.reset();
+    await store.commit(
+      'companies',
+      records.map((r, n) => ({ keys: r.keys, platformId: n + 1, hash: `h${n}`, runId: 'run-1' })),
+    );
+    // Numbering the run, the transaction, the record count.
+    expect(c.trips()).toBe(3);
+
+    c.reset();
+    const again = await store.lookup('companies', records);
+    expect(c.trips()).toBe(2);
+    expect(again[0]).toEqual({ platformId: 1, storedHash: 'h0' });
+    expect(again[999]).toEqual({ platformId: 1000, storedHash: 'h999' });
+    expect(await store.stateInfo('companies')).toMatchObject({ records: 1000 });
+
+    // With an index, half the records known to state and half to the listing only: three.
+    const listed = Array.from({ length: 1000 }, (_, n) => ({ id: 5000 + n, ...company(1000 + n) }));
+    await store.replaceIndex('companies', pages(listed, 100));
+    const mixed = [
+      ...records.slice(0, 500),
+      ...listed.slice(0, 500).map((r) => ({ keys: identityKeys('companies', r) })),
+    ];
+    c.reset();
+    const both = await store.lookup('companies', mixed);
+    expect(c.trips()).toBe(3);
+    expect(both[0]).toMatchObject({ platformId: 1, storedHash: 'h0' });
+    expect(both[500]).toMatchObject({ platformId: 5000, remote: company(1000) });
+  });
+
+  it('matches by the first identity key that maps to a platform id, in priority order', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:prio` });
+    expect(await store.stateInfo('companies')).toBeNull();
+    await store.commit('companies', [
+      { keys: ['a:A1'], platformId: 11, hash: 'h11', runId: 'r' },
+      { keys: ['x:E2'], platformId: 22, hash: 'h22', runId: 'r' },
+    ]);
+    const [byAccount, byExternal, none] = await store.lookup('companies', [
+      { keys: ['x:E9', 'a:A1'] },
+      { keys: ['x:E2', 'a:A1'] },
+      { keys: ['x:E3'] },
+    ]);
+    expect(byAccount).toEqual({ platformId: 11, storedHash: 'h11' });
+    expect(byExternal).toEqual({ platformId: 22, storedHash: 'h22' });
+    expect(none).toEqual({});
+    expect(await store.stateInfo('companies')).toMatchObject({ records: 2 });
+  });
+
+  it('keeps pending creates until verified, and a commit clears them', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:pending` });
+    await store.markPending('members', ['x:U1', 'e:ann@example.com'], 'run-7', 1234);
+    expect(await store.pending('members', ['e:ann@example.com'])).toEqual({
+      runId: 'run-7',
+      since: 1234,
+    });
+    expect(await store.pending('members', ['x:U2'])).toBeNull();
+    const [k] = await store.lookup('members', [{ keys: ['x:U1'] }]);
+    expect(k).toEqual({ pending: { runId: 'run-7', since: 1234 } });
+    expect(await store.listPending('members')).toHaveLength(2);
+
+    await store.commit('members', [
+      { keys: ['x:U1', 'e:ann@example.com'], platformId: 5, hash: 'h', runId: 'run-7' },
+    ]);
+    expect(await store.pending('members', ['x:U1', 'e:ann@example.com'])).toBeNull();
+    await store.markPending('members', ['x:U3'], 'run-8', 1);
+    await store.clearPending('members', ['x:U3']);
+    expect(await store.listPending('members')).toEqual([]);
+  });
+
+  it('refuses a prefix without a hash tag, and a layout with other bucket counts', async () => {
+    expect(() => new StateStore(redis, { prefix: 'crm-sync' })).toThrow(/hash tag/);
+    expect(() => new StateStore(redis, { prefix: '{}crm' })).toThrow(/hash tag/);
+    const p = `${prefix}:layout`;
+    await new StateStore(redis, { prefix: p }).lookup('companies', []);
+    const other = new StateStore(redis, { prefix: p, buckets: { ids: 16, records: 16 } });
+    await expect(other.lookup('companies', [])).rejects.toMatchObject({
+      code: 'state.layout-mismatch',
+    });
+  });
+});
+
+describe('StateStore: index of platform records', () => {
+  it('adopts listed records by identity, with their values as remote', async () => {
+    let clock = 1_000;
+    const store = new StateStore(redis, { prefix: `${prefix}:ix`, now: () => clock });
+    expect(await store.indexInfo('companies')).toBeNull();
+    const listed: PlatformRecord[] = [
+      { id: 7, ...company(1), created_at: '2024-01-01T00:00:00Z', avatar: null },
+      { id: 8, crm_company_id: 100_002, name: 'Company 2', website: null },
+      { id: 9, name: 'no identity at all' },
+      { id: 10, external_id: 'E1', name: 'a second E1' },
+      { id: 7, ...company(1) }, // a repeat across pages
+    ];
+    const info = await store.replaceIndex('companies', pages(listed, 2));
+    expect(info).toMatchObject({ count: 3, ambiguous: 1, unmatchable: 1, refreshedAt: 1_000 });
+    expect(await store.indexInfo('companies')).toEqual(info);
+
+    clock = 2_000;
+    const rows = [company(1), { ...company(2), website: 'https://new.example' }, company(3)];
+    const inputs = rows.map((body, n) => ({
+      line: n + 2,
+      body,
+      keys: identityKeys('companies', body),
+      hash: contentHash(body, 'fp'),
+    }));
+    const known = await store.lookup('companies', inputs);
+    expect(known[0]).toEqual({ platformId: 7, remote: company(1) });
+    expect(known[1]).toEqual({
+      platformId: 8,
+      remote: { crm_company_id: 100_002, name: 'Company 2', website: null },
+    });
+    expect(known[2]).toEqual({});
+    const actions = planBatch(inputs, known, { entity: 'companies' });
+    expect(actions.map((a) => a.kind)).toEqual(['adopt', 'update', 'create']);
+
+    // After our own write the listing is stale for that record: no remote until the next listing.
+    await store.commit('companies', [
+      { keys: inputs[1]!.keys, platformId: 8, hash: inputs[1]!.hash, runId: 'r1' },
+    ]);
+    const [, afterWrite] = await store.lookup('companies', inputs);
+    expect(afterWrite).toEqual({ platformId: 8, storedHash: inputs[1]!.hash });
+  });
+
+  it('never replaces a good index with a half-done listing', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:swap`, indexGraceMs: 60_000 });
+    const first = Array.from({ length: 50 }, (_, n) => ({ id: n + 1, external_id: `E${n}` }));
+    const good = await store.replaceIndex('companies', pages(first, 20));
+    expect(good.count).toBe(50);
+
+    const second = Array.from({ length: 50 }, (_, n) => ({ id: n + 1000, external_id: `N${n}` }));
+    await expect(store.replaceIndex('companies', pages(second, 20, 40))).rejects.toThrow(
+      'listing broke off',
+    );
+    expect(await store.indexInfo('companies')).toEqual(good);
+    const [old, fresh] = await store.lookup('companies', [{ keys: ['x:E3'] }, { keys: ['x:N3'] }]);
+    expect(old?.platformId).toBe(4);
+    expect(fresh).toEqual({});
+
+    // A build in progress is invisible until committed; then the swap is whole.
+    const build = await store.beginIndex('companies');
+    await store.addToIndex(build, second.slice(0, 25));
+    expect((await store.lookup('companies', [{ keys: ['x:N3'] }]))[0]).toEqual({});
+    await store.addToIndex(build, second.slice(25));
+    const swapped = await store.commitIndex(build);
+    expect(swapped).toMatchObject({ count: 50, generation: good.generation + 2 });
+    const [gone, now] = await store.lookup('companies', [{ keys: ['x:E3'] }, { keys: ['x:N3'] }]);
+    expect(gone).toEqual({});
+    expect(now?.platformId).toBe(1003);
+    // The old generation is left to expire (grace period), not deleted under a reader's feet.
+    const ttl = await redis.pttl(
+      store.keys.indexIds('companies', good.generation, store.keys.idBucketOf('x:E3')),
+    );
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+});
+
+describe('StateStore: orphans and key layout', () => {
+  it('lists records in state that the run neither saw nor wrote', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:orphans` });
+    await store.commit(
+      'companies',
+      [1, 2, 3, 4].map((id) => ({
+        keys: [`x:E${id}`],
+        platformId: id,
+        hash: 'h',
+        runId: 'old',
+        at: 5,
+      })),
+    );
+    await store.markSeen('new', [1, 3]);
+    await store.commit('companies', [{ keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new' }]);
+    const found = [];
+    for await (const batch of store.orphans('companies', 'new')) found.push(...batch);
+    expect(found).toEqual([{ platformId: 2, syncedAt: 5, lastRunId: 'old' }]);
+  });
+
+  it('puts every key it creates under the prefix, in its hash tag', async () => {
+    const pattern = `*${prefix.slice(1, -1)}*`;
+    let cursor = '0';
+    const keys: string[] = [];
+    do {
+      const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== '0');
+    expect(keys.length).toBeGreaterThan(100);
+    for (const key of keys) {
+      expect(key.startsWith(prefix)).toBe(true);
+      expect(hashTag(key)).toBe(prefix.slice(1, -1));
+    }
+  });
+});
