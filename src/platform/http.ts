@@ -144,8 +144,8 @@ export class PlatformHttp {
           ...ctx,
           statusCode: status,
           retryable: false,
-          // The request was answered with success: a write went through.
-          mayHaveApplied: true,
+          // Answered with success: a write went through, whatever the body says.
+          mayHaveApplied: req.method !== 'GET' && req.method !== 'OPTIONS',
           body: this.scrub(text.replace(/\s+/g, ' ').slice(0, 300)),
           issues: ['(root): expected JSON'],
         },
