@@ -35,7 +35,7 @@ export function scrubText(text: string): string {
   return redactSecrets(text)
     .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1')
     .replace(
-      /\b(authorization|proxy-authorization|x-api-key|api-key|apikey|cookie|set-cookie)(["']?\s*[:=]\s*["']?)[^\s"',;}]+(?:\s+[^\s"',;}]+)?/gi,
+      /\b(authorization|proxy-authorization|x-api-key|api-key|apikey|cookie|set-cookie)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s"',;}]+/gi,
       `$1$2${REDACTED}`,
     )
     .replace(/\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`);

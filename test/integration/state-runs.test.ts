@@ -1,0 +1,290 @@
+import { describe, expect, it } from 'vitest';
+import type { WriteAction } from '../../src/sync/action.js';
+import { hashTag } from '../../src/state/keys.js';
+import { stripCredentials, scrubText } from '../../src/state/redaction.js';
+import type { FailureRow } from '../../src/state/runs.js';
+import { StateStore } from '../../src/state/store.js';
+import { useRedis } from '../harness/redis.js';
+
+const { redis, prefix } = useRedis();
+let clock = 1_700_000_000_000;
+const store = new StateStore(redis, { prefix, now: () => clock });
+
+const base = { entity: 'companies', mode: 'upsert', source: '/data/accounts.csv' } as const;
+
+describe('runs', () => {
+  it('creates, reads, updates and counts a run', async () => {
+    const id = await store.createRun({
+      ...base,
+      id: 'job-1',
+      job: 'accounts',
+      options: { full: true },
+    });
+    expect(id).toBe('job-1');
+    expect(await store.getRun('job-1')).toMatchObject({
+      id: 'job-1',
+      job: 'accounts',
+      entity: 'companies',
+      mode: 'upsert',
+      source: '/data/accounts.csv',
+      options: { full: true },
+      status: 'queued',
+      createdAt: clock,
+      timings: {},
+    });
+    await store.updateRun('job-1', {
+      status: 'writing',
+      phase: 'enqueueing writes',
+      startedAt: clock + 1,
+      timings: { plan: 120 },
+    });
+    await Promise.all(
+      Array.from({ length: 50 }, () => store.incrementRun('job-1', { read: 2, created: 1 })),
+    );
+    await store.incrementRun('job-1', { writesPlanned: 7, unchanged: 0 });
+    await store.updateRun('job-1', {
+      status: 'completed',
+      finishedAt: clock + 9,
+      timings: { write: 30 },
+    });
+    const run = await store.getRun('job-1');
+    expect(run).toMatchObject({
+      status: 'completed',
+      phase: 'enqueueing writes',
+      startedAt: clock + 1,
+      finishedAt: clock + 9,
+      timings: { plan: 120, write: 30 },
+    });
+    expect(run!.counts).toMatchObject({
+      read: 100,
+      created: 50,
+      writesPlanned: 7,
+      failed: 0,
+      orphans: 0,
+    });
+    await expect(store.updateRun('nope', { status: 'failed' })).rejects.toMatchObject({
+      code: 'state.unknown-run',
+    });
+    expect(await store.getRun('nope')).toBeNull();
+  });
+
+  it('keeps an existing run when created again (a redelivered job)', async () => {
+    await store.createRun({ ...base, id: 'job-2', job: 'accounts' });
+    await store.incrementRun('job-2', { read: 5 });
+    await store.createRun({ ...base, id: 'job-2', job: 'accounts', source: '/other.csv' });
+    expect(await store.getRun('job-2')).toMatchObject({
+      source: '/data/accounts.csv',
+      counts: { read: 5 },
+    });
+  });
+
+  it('lists runs newest first, of all jobs or of one', async () => {
+    for (const [n, job] of ['a', 'b', 'a', 'a'].entries()) {
+      clock += 1000;
+      await store.createRun({ ...base, id: `list-${n}`, job: `list-${job}` });
+    }
+    const all = await store.listRuns({ limit: 3 });
+    expect(all.map((r) => r.id)).toEqual(['list-3', 'list-2', 'list-1']);
+    expect((await store.listRuns({ job: 'list-a' })).map((r) => r.id)).toEqual([
+      'list-3',
+      'list-2',
+      'list-0',
+    ]);
+    expect((await store.listRuns({ job: 'list-a', limit: 1, offset: 1 })).map((r) => r.id)).toEqual(
+      ['list-2'],
+    );
+    expect(await store.listRuns({ job: 'never' })).toEqual([]);
+    const generated = await store.createRun({ ...base, job: 'gen' });
+    expect(generated).toMatch(/^[0-9a-z]+-[0-9a-f]{8}$/);
+  });
+
+  it('stores no credentials: source URL stripped, error scrubbed', async () => {
+    await store.createRun({
+      ...base,
+      id: 'secret-run',
+      job: 'remote',
+      source: 'https://crm-user:hunter2-pass@exports.example.com/a.csv?api_key=k3y-s3cret&day=mon',
+    });
+    await store.updateRun('secret-run', {
+      status: 'failed',
+      error:
+        'GET https://u:hunter2-pass@x.example/ failed; request had Authorization: sk_live_abcdef123456 and Bearer eyJhbGciOiJIUzI1NiJ9',
+    });
+    const run = await store.getRun('secret-run');
+    expect(run!.source).toBe('https://exports.example.com/a.csv?api_key=REDACTED&day=mon');
+    const raw = JSON.stringify(await redis.hgetall(store.keys.run('secret-run')));
+    for (const secret of [
+      'hunter2-pass',
+      'crm-user',
+      'k3y-s3cret',
+      'sk_live_abcdef123456',
+      'eyJhbGciOiJIUzI1NiJ9',
+    ]) {
+      expect(raw).not.toContain(secret);
+    }
+    expect(run!.error).toContain('Authorization: REDACTED');
+  });
+});
+
+describe('redaction', () => {
+  it.each([
+    ['/data/x.csv', '/data/x.csv'],
+    ['https://h.example/x.csv', 'https://h.example/x.csv'],
+    [
+      'https://a:b@h.example/x?token=t&sig=s&page=2',
+      'https://h.example/x?token=REDACTED&sig=REDACTED&page=2',
+    ],
+    ['s3://key:secret@bucket/x.csv', 's3://bucket/x.csv'],
+  ])('stripCredentials(%s)', (input, expected) => {
+    expect(stripCredentials(input)).toBe(expected);
+  });
+
+  it('scrubs header-like text', () => {
+    expect(scrubText('x-api-key=abc123456 cookie: sid=1')).toBe(
+      'x-api-key=REDACTED cookie: REDACTED',
+    );
+    expect(scrubText('{"authorization":"k-123456789"}')).toBe('{"authorization":"REDACTED"}');
+  });
+});
+
+describe('failures', () => {
+  it('keeps every failed row, in order, listable in pages', async () => {
+    const rows: FailureRow[] = Array.from({ length: 2500 }, (_, n) => ({
+      line: n + 2,
+      kind: n % 5 === 0 ? 'rejected' : 'invalid',
+      field: 'email',
+      reason: n % 5 === 0 ? 'email: Enter a valid email address.' : 'not an e-mail address',
+      value: `bad-${n}`,
+      identity: `x:E${n}`,
+    }));
+    await store.addFailures('fail-run', rows.slice(0, 1234));
+    await store.addFailures('fail-run', rows.slice(1234));
+    expect(await store.countFailures('fail-run')).toBe(2500);
+    const read: FailureRow[] = [];
+    for (let offset = 0; ; offset += 400) {
+      const page = await store.listFailures('fail-run', { offset, limit: 400 });
+      if (page.length === 0) break;
+      read.push(...page);
+    }
+    expect(read).toEqual(rows);
+    await store.addFailures('fail-run', [
+      { line: 9, kind: 'invalid', reason: 'too long', value: 'x'.repeat(5000) },
+    ]);
+    const [long] = await store.listFailures('fail-run', { offset: 2500 });
+    expect(String(long!.value)).toMatch(/^x{1000}… \(5000 characters\)$/);
+    expect(await store.listFailures('empty-run')).toEqual([]);
+  });
+});
+
+describe('job lock', () => {
+  it('has one holder at a time; only the holder renews or releases', async () => {
+    expect(await store.acquireJobLock('nightly', 'run-A', 5_000)).toBe(true);
+    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.jobLockHolder('nightly')).toBe('run-A');
+    expect(await store.renewJobLock('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.releaseJobLock('nightly', 'run-B')).toBe(false);
+    expect(await store.renewJobLock('nightly', 'run-A', 60_000)).toBe(true);
+    expect(await redis.pttl(store.keys.jobLock('nightly'))).toBeGreaterThan(5_000);
+    expect(await store.releaseJobLock('nightly', 'run-A')).toBe(true);
+    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(true);
+    expect(await store.jobLockHolder('nightly')).toBe('run-B');
+  });
+
+  it('lets a new holder in once the lock expires', async () => {
+    expect(await store.acquireJobLock('short', 'run-A', 50)).toBe(true);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(await store.acquireJobLock('short', 'run-B', 5_000)).toBe(true);
+    expect(await store.releaseJobLock('short', 'run-A')).toBe(false);
+    expect(await store.jobLockHolder('short')).toBe('run-B');
+  });
+});
+
+describe('run scratch', () => {
+  it('finds identities claimed twice across batches, reporting every row once', async () => {
+    const run = 'claims-run';
+    expect(
+      await store.claimIdentities(run, [
+        { line: 2, keys: ['x:E1', 'a:A1'] },
+        { line: 3, keys: ['x:E2'] },
+      ]),
+    ).toEqual([]);
+    // Line 4 repeats line 2's account id; line 5 repeats line 4's external id; line 6 is fine.
+    const second = await store.claimIdentities(run, [
+      { line: 4, keys: ['x:E4', 'a:A1'] },
+      { line: 5, keys: ['x:E4'] },
+      { line: 6, keys: ['x:E6'] },
+    ]);
+    expect(second).toEqual([
+      { line: 4, identity: 'a:A1', otherLines: [2, 5], earlier: false },
+      { line: 5, identity: 'x:E4', otherLines: [4], earlier: false },
+      { line: 2, identity: 'a:A1', otherLines: [4], earlier: true },
+    ]);
+    // A third row with E1: it conflicts; line 2 is not reported again.
+    expect(await store.claimIdentities(run, [{ line: 7, keys: ['x:E1'] }])).toEqual([
+      { line: 7, identity: 'x:E1', otherLines: [2], earlier: false },
+    ]);
+    // Re-reading the export (a resumed run) gives the same verdicts for the same rows.
+    const again = await store.claimIdentities(run, [
+      { line: 2, keys: ['x:E1', 'a:A1'] },
+      { line: 3, keys: ['x:E2'] },
+    ]);
+    expect(again).toEqual([{ line: 2, identity: 'a:A1', otherLines: [4, 7], earlier: false }]);
+    expect(await redis.pttl(store.keys.claims(run))).toBeGreaterThan(0);
+  });
+
+  it('saves, scans and drops planned writes, and clears scratch', async () => {
+    const run = 'plan-run';
+    const writes: WriteAction[] = Array.from(
+      { length: 1200 },
+      (_, n) =>
+        ({
+          kind: n % 2 ? 'create' : 'update',
+          line: n + 2,
+          keys: [`x:E${n}`],
+          hash: `h${n}`,
+          body: { external_id: `E${n}`, name: `C${n}` },
+          ...(n % 2 ? {} : { platformId: n }),
+        }) as WriteAction,
+    );
+    await store.savePlannedWrites(run, writes);
+    await store.dropPlannedWrites(run, [2, 3, 4]);
+    expect(await store.countPlannedWrites(run)).toBe(1197);
+    const seen = new Map<number, WriteAction>();
+    let cursor = '0';
+    do {
+      const page = await store.scanPlannedWrites(run, cursor, 300);
+      cursor = page.cursor;
+      for (const w of page.writes) seen.set(w.line, w);
+    } while (cursor !== '0');
+    expect(seen.size).toBe(1197);
+    expect(seen.get(5)).toEqual(writes[3]);
+    expect(seen.has(3)).toBe(false);
+    await store.markSeen(run, [1, 2, 3]);
+    await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
+    await store.clearRunScratch(run);
+    expect(await redis.exists(...store.keys.scratch(run))).toBe(0);
+  });
+});
+
+describe('key layout', () => {
+  it('puts every key under the prefix and its hash tag', async () => {
+    let cursor = '0';
+    const keys: string[] = [];
+    do {
+      const [next, batch] = await redis.scan(
+        cursor,
+        'MATCH',
+        `*${prefix.slice(1, -1)}*`,
+        'COUNT',
+        1000,
+      );
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== '0');
+    expect(keys.length).toBeGreaterThan(10);
+    for (const key of keys) {
+      expect(key.startsWith(prefix)).toBe(true);
+      expect(hashTag(key)).toBe(prefix.slice(1, -1));
+    }
+  });
+});
