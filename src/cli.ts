@@ -7,6 +7,7 @@
 import { Command, CommanderError } from 'commander';
 import { reportFatal } from './cli/output.js';
 import { registerSandboxCommand } from './cli/sandbox.js';
+import { registerSchedulerCommand } from './cli/scheduler.js';
 
 export function buildProgram(): Command {
   const program = new Command('crm-sync')
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .exitOverride();
   // Commands register themselves here, one module each under src/cli/.
   registerSandboxCommand(program);
+  registerSchedulerCommand(program);
   return program;
 }
 

@@ -1,0 +1,37 @@
+/**
+ * `crm-sync scheduler [--jobs DIR]`: enqueues runs of the job definitions
+ * that have a `schedule`, until SIGTERM/SIGINT. Safe to run in several
+ * replicas: each slot is claimed in Redis before it is enqueued.
+ */
+import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { createLogger } from '../log.js';
+import { createShutdown } from '../ops/shutdown.js';
+import { startSchedulerService } from '../schedule/service.js';
+
+export function registerSchedulerCommand(program: Command): void {
+  program
+    .command('scheduler')
+    .description('Enqueue scheduled runs of the job definitions until SIGTERM/SIGINT.')
+    .option('--jobs <DIR>', 'folder of job definitions (env CRM_SYNC_JOBS_DIR, default ./jobs)')
+    .action(async (opts: { jobs?: string }) => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
+      shutdown.listen();
+      try {
+        await startSchedulerService({
+          config,
+          logger,
+          shutdown,
+          ...(opts.jobs !== undefined && { jobsDir: opts.jobs }),
+        });
+      } catch (err) {
+        // Close whatever opened before the failure, then report it as one line.
+        await shutdown.shutdown('start-up failed');
+        throw err;
+      }
+      // Runs until a signal: the shutdown exits the process.
+      await new Promise<never>(() => {});
+    });
+}

@@ -1,0 +1,75 @@
+/**
+ * The scheduler as a service: job definitions from the jobs folder, a
+ * waiting Redis connection, the runs queue, and the schedules, each
+ * registered with the process's shutdown so they close in reverse order.
+ * Used by `crm-sync scheduler` and by `crm-sync start` beside the workers.
+ */
+import type { Config } from '../config.js';
+import { JobError, loadJobs } from '../jobs/definition.js';
+import type { Logger } from '../log.js';
+import type { Shutdown } from '../ops/shutdown.js';
+import {
+  checkEvictionPolicy,
+  closeRedis,
+  createRedis,
+  safeRedisUrl,
+  whenReady,
+} from '../queue/connection.js';
+import { createRunQueue, enqueueRun } from '../queue/queues.js';
+import { startScheduler, type Scheduler } from './scheduler.js';
+
+/** What the scheduler puts on the runs queue (the run worker validates it as RunJobData). */
+export interface ScheduledRunData {
+  job: string;
+  trigger: 'schedule';
+  slot: string;
+}
+
+export interface SchedulerServiceOptions {
+  config: Config;
+  logger: Logger;
+  shutdown: Shutdown;
+  /** Overrides `config.jobsDir` (the `--jobs` option). */
+  jobsDir?: string;
+}
+
+/**
+ * Loads every job definition (refusing to start if any is invalid: a
+ * schedule silently dropped is worse than a loud start-up failure) and
+ * starts the schedules of those that have one.
+ */
+export async function startSchedulerService(opts: SchedulerServiceOptions): Promise<Scheduler> {
+  const { config, logger, shutdown } = opts;
+  const jobsDir = opts.jobsDir ?? config.jobsDir;
+  const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir });
+  if (problems.length > 0) throw new JobError('job.invalid', problems);
+
+  const redis = createRedis('worker', config.redisUrl, { logger });
+  shutdown.register('scheduler redis', () => closeRedis(redis));
+  logger.info({ redis: safeRedisUrl(config.redisUrl) }, 'waiting for Redis');
+  await whenReady(redis);
+  await checkEvictionPolicy(redis, logger);
+
+  const queue = createRunQueue<ScheduledRunData>({ connection: redis, prefix: config.prefix });
+  shutdown.register('runs queue (scheduler)', () => queue.close());
+
+  const scheduler = await startScheduler({
+    jobs: jobs.map((j) => ({
+      name: j.name,
+      ...(j.schedule !== undefined && { schedule: j.schedule }),
+      ...(j.timezone !== undefined && { timezone: j.timezone }),
+    })),
+    redis,
+    prefix: config.prefix,
+    logger,
+    enqueue: (job, slot) =>
+      enqueueRun<ScheduledRunData>(queue, job, { job, trigger: 'schedule', slot }),
+  });
+  shutdown.register('scheduler', () => scheduler.stop());
+  if (scheduler.scheduled.length === 0) {
+    logger.warn({ jobsDir }, 'no job definition has a schedule; the scheduler has nothing to do');
+  } else {
+    logger.info({ jobs: scheduler.scheduled }, 'scheduler running');
+  }
+  return scheduler;
+}
