@@ -1,0 +1,153 @@
+/**
+ * Sandbox throughput: the built CLI (`node dist/cli.js sandbox`, in its own
+ * process, no knobs) driven from this process over keep-alive connections.
+ * Two mixes: GET /companies/{id} only, and 80% GET / 20% POST /companies.
+ * Each is run 3 times for a fixed duration; the table gives the median and
+ * its ratio to the 5,000 requests/s target.
+ */
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { createInterface } from 'node:readline';
+import type { BenchTable, Scenario } from '../run.js';
+
+const KEY = 'bench-key';
+const TARGET = 5000;
+const CONCURRENCY = 32;
+const DURATION_MS = 3000;
+const SEEDED = 200;
+
+function call(
+  agent: Agent,
+  base: URL,
+  method: string,
+  path: string,
+  body?: string,
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method,
+        path,
+        headers: {
+          Authorization: KEY,
+          ...(body !== undefined && {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(body),
+          }),
+        },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function drive(
+  agent: Agent,
+  base: URL,
+  writeShare: number,
+  durationMs = DURATION_MS,
+): Promise<{ rps: number; errors: number }> {
+  let done = 0;
+  let errors = 0;
+  let n = 0;
+  const end = performance.now() + durationMs;
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const i = n++;
+      // Deterministic mix: every 5th request is a write when writeShare is 0.2.
+      const write = writeShare > 0 && i % Math.round(1 / writeShare) === 0;
+      const status = write
+        ? await call(
+            agent,
+            base,
+            'POST',
+            '/companies',
+            JSON.stringify({ name: `Bench ${i}`, external_id: `b-${i}` }),
+          )
+        : await call(agent, base, 'GET', `/companies/${(i % SEEDED) + 1}`);
+      if (status >= 300) errors++;
+      done++;
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return { rps: done / ((performance.now() - t0) / 1000), errors };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const scenario: Scenario = {
+  name: 'sandbox',
+  description: 'requests/s the sandbox CLI serves on loopback with no fault knobs (target 5,000)',
+  async run(): Promise<BenchTable[]> {
+    const child = spawn(
+      process.execPath,
+      ['dist/cli.js', 'sandbox', '--port', '0', '--api-key', KEY],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).on('line', (line) => {
+          const m = /(http:\/\/\S+)/.exec(line);
+          if (m) resolve(m[1]!);
+        });
+        child.on('exit', (code) => reject(new Error(`sandbox exited with ${code}`)));
+      });
+      const base = new URL(url);
+      const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+      for (let i = 0; i < SEEDED; i++) {
+        await call(agent, base, 'POST', '/companies', JSON.stringify({ name: `Seed ${i}` }));
+      }
+      // Warm-up, not measured: lets both processes' JITs settle.
+      await drive(agent, base, 0.2, 1000);
+      const rows: (string | number)[][] = [];
+      for (const [label, share] of [
+        ['GET /companies/{id}', 0],
+        ['80% GET /companies/{id}, 20% POST /companies', 0.2],
+      ] as const) {
+        const runs: number[] = [];
+        let errors = 0;
+        for (let r = 0; r < 3; r++) {
+          const res = await drive(agent, base, share);
+          runs.push(res.rps);
+          errors += res.errors;
+        }
+        const m = median(runs);
+        rows.push([
+          label,
+          runs.map((x) => x.toFixed(0)).join(' / '),
+          m.toFixed(0),
+          `${(m / TARGET).toFixed(2)}x`,
+          errors,
+        ]);
+      }
+      agent.destroy();
+      return [
+        {
+          title: 'Sandbox throughput (no knobs, loopback, keep-alive)',
+          columns: ['mix', 'runs (req/s)', 'median req/s', 'vs 5,000 req/s', 'non-2xx'],
+          rows,
+          notes: [
+            `${CONCURRENCY} concurrent keep-alive connections from the bench process, ${DURATION_MS / 1000} s per run after a 1 s warm-up, sandbox in its own process`,
+            'client and server share the machine: the figure is a floor for the sandbox alone',
+          ],
+        },
+      ];
+    } finally {
+      child.kill('SIGTERM');
+    }
+  },
+};
+
+export default scenario;
