@@ -108,7 +108,8 @@ async function* decodeFrom(
   while (headLen < SNIFF_BYTES) {
     const next = await it.next();
     if (next.done) break;
-    headParts.push(next.value);
+    // Copied: the bytes underneath may reuse their buffer for the next chunk.
+    headParts.push(Buffer.from(next.value));
     headLen += next.value.length;
   }
   if (headLen === 0)

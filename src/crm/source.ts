@@ -184,6 +184,8 @@ function httpError(err: unknown, name: string, timeoutMs: number, received: numb
   return new SourceError('source.unreachable', 'download failed', { source: name, cause: err });
 }
 
+const FILE_CHUNK = 64 * 1024;
+
 async function* fileBytes(
   path: string,
   signal: AbortSignal | undefined,
@@ -197,14 +199,21 @@ async function* fileBytes(
     await handle?.close();
     throw fileError(err, path);
   }
-  const stream = handle.createReadStream({ highWaterMark: 64 * 1024, signal });
+  // One buffer, reused for every read: a chunk is valid until the next pull
+  // (openBytes' contract), so reading leaves no garbage behind for the GC.
+  const buffer = Buffer.allocUnsafe(FILE_CHUNK);
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) yield chunk;
+    while (true) {
+      signal?.throwIfAborted();
+      const { bytesRead } = await handle.read(buffer, 0, FILE_CHUNK, null);
+      if (bytesRead === 0) break;
+      yield buffer.subarray(0, bytesRead);
+    }
   } catch (err) {
     if (signal?.aborted) throw signal.reason;
     throw fileError(err, path);
   } finally {
-    stream.destroy();
+    await handle.close();
   }
 }
 
@@ -271,7 +280,8 @@ async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGener
   while (head.length < 2) {
     const next = await it.next();
     if (next.done) break;
-    head = head.length === 0 ? next.value : Buffer.concat([head, next.value]);
+    // Copied: the file reader reuses its buffer for the next chunk.
+    head = head.length === 0 ? Buffer.from(next.value) : Buffer.concat([head, next.value]);
   }
   const rest: AsyncIterable<Uint8Array> = {
     [Symbol.asyncIterator]: () => it,
@@ -283,7 +293,8 @@ async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGener
   }
   async function* all(): AsyncGenerator<Uint8Array> {
     yield head;
-    yield* rest;
+    // zlib reads ahead, so each chunk is copied out of the reused buffer.
+    for await (const chunk of rest) yield Buffer.from(chunk);
   }
   const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(), () => {});
   try {
@@ -295,7 +306,11 @@ async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGener
   }
 }
 
-/** The decompressed bytes of a source. Errors are `SourceError`s naming it. */
+/**
+ * The decompressed bytes of a source. Errors are `SourceError`s naming it.
+ * A chunk is valid until the next one is pulled (file reads reuse one buffer):
+ * copy what must be kept longer.
+ */
 export function openBytes(spec: SourceSpec, opts: OpenOptions = {}): AsyncIterable<Uint8Array> {
   const name = sourceName(spec);
   const raw =
