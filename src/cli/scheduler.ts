@@ -1,11 +1,13 @@
 /**
  * `crm-sync scheduler [--jobs DIR]`: enqueues runs of the job definitions
  * that have a `schedule`, until SIGTERM/SIGINT. Safe to run in several
- * replicas: each slot is claimed in Redis before it is enqueued.
+ * replicas: each slot is claimed in Redis before it is enqueued. Serves the
+ * ops routes (OPS_HOST, OPS_PORT) for health checks and the dashboard.
  */
 import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
+import { startOpsServer } from '../ops/server.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { startSchedulerService } from '../schedule/service.js';
 
@@ -20,12 +22,23 @@ export function registerSchedulerCommand(program: Command): void {
       const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
       shutdown.listen();
       try {
-        await startSchedulerService({
+        const { redis, queue } = await startSchedulerService({
           config,
           logger,
           shutdown,
           ...(opts.jobs !== undefined && { jobsDir: opts.jobs }),
         });
+        // The scheduler never calls the platform: ready means Redis answers.
+        const ops = await startOpsServer({
+          host: config.ops.host,
+          port: config.ops.port,
+          ...(config.ops.token !== undefined && { token: config.ops.token }),
+          redis,
+          queues: [queue],
+          checkPlatform: async () => {},
+          logger,
+        });
+        shutdown.register('ops server', () => ops.close());
       } catch (err) {
         // Close whatever opened before the failure, then report it as one line.
         await shutdown.shutdown('start-up failed');

@@ -4,6 +4,7 @@
  * registered with the process's shutdown so they close in reverse order.
  * Used by `crm-sync scheduler` and by `crm-sync start` beside the workers.
  */
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
@@ -15,7 +16,7 @@ import {
   safeRedisUrl,
   whenReady,
 } from '../queue/connection.js';
-import { createRunQueue, enqueueRun } from '../queue/queues.js';
+import { createRunQueue, enqueueRun, type TypedQueue } from '../queue/queues.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
 
 /** What the scheduler puts on the runs queue (the run worker validates it as RunJobData). */
@@ -33,12 +34,22 @@ export interface SchedulerServiceOptions {
   jobsDir?: string;
 }
 
+export interface SchedulerService {
+  scheduler: Scheduler;
+  /** The service's waiting connection (for readiness checks). */
+  redis: Redis;
+  /** The runs queue it enqueues on (for the dashboard and queue depth). */
+  queue: TypedQueue<ScheduledRunData>;
+}
+
 /**
  * Loads every job definition (refusing to start if any is invalid: a
  * schedule silently dropped is worse than a loud start-up failure) and
  * starts the schedules of those that have one.
  */
-export async function startSchedulerService(opts: SchedulerServiceOptions): Promise<Scheduler> {
+export async function startSchedulerService(
+  opts: SchedulerServiceOptions,
+): Promise<SchedulerService> {
   const { config, logger, shutdown } = opts;
   const jobsDir = opts.jobsDir ?? config.jobsDir;
   const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir });
@@ -71,5 +82,5 @@ export async function startSchedulerService(opts: SchedulerServiceOptions): Prom
   } else {
     logger.info({ jobs: scheduler.scheduled }, 'scheduler running');
   }
-  return scheduler;
+  return { scheduler, redis, queue };
 }

@@ -35,7 +35,13 @@ function scheduler(): Proc {
     ['--import', 'tsx', 'src/cli.ts', 'scheduler', '--jobs', dir],
     {
       cwd: root,
-      env: { ...process.env, REDIS_URL: url, CRM_SYNC_PREFIX: prefix, LOG_LEVEL: 'debug' },
+      env: {
+        ...process.env,
+        REDIS_URL: url,
+        CRM_SYNC_PREFIX: prefix,
+        LOG_LEVEL: 'debug',
+        OPS_PORT: '0',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   );
@@ -62,8 +68,14 @@ const waitFor = async (cond: () => boolean, ms: number): Promise<void> => {
 describe('crm-sync scheduler (two processes)', () => {
   it('enqueues each slot of a fast cron once across replicas, then exits 0 on SIGTERM', async () => {
     const procs = [scheduler(), scheduler()];
-    const running = (p: Proc) => p.lines.some((l) => l.msg === 'scheduler running');
+    const running = (p: Proc) => p.lines.some((l) => l.msg === 'ops server listening');
     await waitFor(() => procs.every(running), 30_000);
+    // Each serves the ops routes; ready means its Redis answers.
+    for (const p of procs) {
+      const ops = p.lines.find((l) => l.msg === 'ops server listening');
+      expect(ops?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect((await fetch(`${ops!.url as string}/readyz`)).status).toBe(200);
+    }
     // Both replicas running together for a few slots.
     await new Promise((r) => setTimeout(r, 3_300));
     for (const p of procs) p.child.kill('SIGTERM');
