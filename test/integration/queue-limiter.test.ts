@@ -6,6 +6,9 @@ import {
   RateLimitRetriesExhaustedError,
   applyGlobalRateLimit,
   applyRateLimited,
+  rateLimitWindow,
+  rateLimitedStarts,
+  writeConcurrency,
 } from '../../src/queue/limiter.js';
 import { QueueName, createWriteQueue, workerOptions } from '../../src/queue/queues.js';
 
@@ -141,5 +144,26 @@ describe('global rate limit', () => {
       await queue.close();
       await closeRedis(extra);
     }
+  });
+});
+
+describe('limit arithmetic', () => {
+  it('turns a rate into whole-number windows', () => {
+    expect(rateLimitWindow(10)).toEqual({ max: 10, duration: 1_000 });
+    expect(rateLimitWindow(2.5)).toEqual({ max: 3, duration: 1_200 });
+    expect(rateLimitWindow(0.5)).toEqual({ max: 1, duration: 2_000 });
+    expect(() => rateLimitWindow(0)).toThrow(RangeError);
+  });
+
+  it('sizes concurrency to cover rate × latency, unless overridden', () => {
+    expect(writeConcurrency({ rateLimit: 10, latencyMs: 200 })).toBe(5);
+    expect(writeConcurrency({ rateLimit: 100, latencyMs: 300 })).toBe(47);
+    expect(writeConcurrency({ rateLimit: 100, latencyMs: 300, override: 8 })).toBe(8);
+  });
+
+  it('counts earlier starts that neither completed nor failed as rate-limited', () => {
+    expect(rateLimitedStarts({ attemptsStarted: 1, attemptsMade: 0 })).toBe(0);
+    expect(rateLimitedStarts({ attemptsStarted: 4, attemptsMade: 0 })).toBe(3);
+    expect(rateLimitedStarts({ attemptsStarted: 4, attemptsMade: 3 })).toBe(0);
   });
 });
