@@ -28,6 +28,8 @@ export interface Sandbox {
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 const MAX_BODY = 10 * 1024 * 1024;
+/** Marks a body over MAX_BODY: read and dropped, so the connection stays usable. */
+const TOO_LARGE = Buffer.alloc(0);
 const DEFAULT_PAGE_SIZE = 100;
 const MAX_PAGE_SIZE = 1000;
 
@@ -61,13 +63,14 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
       size += c.length;
       if (size <= MAX_BODY) chunks.push(c);
     });
-    req.on('end', () => resolve(size > MAX_BODY ? Buffer.alloc(0) : Buffer.concat(chunks)));
+    req.on('end', () => resolve(size > MAX_BODY ? TOO_LARGE : Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
 /** DRF's JSONParser: only JSON media types; a body without a type is read as JSON too. */
 function parseBody(req: IncomingMessage, raw: Buffer | undefined): unknown {
+  if (raw === TOO_LARGE) throw new ApiError(413, { detail: 'Request body too large.' });
   if (!raw || raw.length === 0) return {};
   const type = req.headers['content-type'];
   if (type !== undefined) {
@@ -190,6 +193,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const sockets = new Set<Socket>();
   const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
+      // A client that went away mid-request is not the sandbox's fault.
+      if (req.destroyed || res.destroyed) return;
       logger.error({ err }, 'sandbox request failed');
       if (!res.headersSent)
         send(res, { status: 500, body: { detail: 'A server error occurred.' } });

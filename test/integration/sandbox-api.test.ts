@@ -367,6 +367,24 @@ describe('DRF errors', () => {
   });
 });
 
+describe('HTTP details', () => {
+  it('serves HEAD where GET is served, accepts a trailing slash and refuses huge bodies', async () => {
+    const head = await fetch(`${sb.url}/account`, {
+      method: 'HEAD',
+      headers: { Authorization: KEY },
+    });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe('');
+    expect((await call('GET', '/companies/')).status).toBe(200);
+    const big = await call(
+      'POST',
+      '/companies',
+      JSON.stringify({ name: 'x'.repeat(11 * 1024 * 1024) }),
+    );
+    expect(big).toMatchObject({ status: 413, body: { detail: 'Request body too large.' } });
+  });
+});
+
 describe('pagination', () => {
   it('follows next across at least 3 pages, with absolute links and 404 past the end', async () => {
     const own = await startSandbox({ apiKey: KEY, pageSize: 4 });
