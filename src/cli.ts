@@ -6,8 +6,10 @@
  */
 import { Command, CommanderError } from 'commander';
 import { reportFatal } from './cli/output.js';
+import { registerRunCommands } from './cli/run.js';
 import { registerSandboxCommand } from './cli/sandbox.js';
 import { registerSchedulerCommand } from './cli/scheduler.js';
+import { registerWorkerCommands } from './cli/worker.js';
 
 export function buildProgram(): Command {
   const program = new Command('crm-sync')
@@ -16,8 +18,10 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   // Commands register themselves here, one module each under src/cli/.
-  registerSandboxCommand(program);
+  registerRunCommands(program);
+  registerWorkerCommands(program);
   registerSchedulerCommand(program);
+  registerSandboxCommand(program);
   return program;
 }
 

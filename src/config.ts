@@ -30,6 +30,7 @@ const EnvSchema = z.object({
   WRITE_BACKOFF_MS: positiveInt.default(1_000),
   RATE_LIMIT_MAX_RETRIES: z.coerce.number().int().min(0).default(20),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(30_000),
+  WORKER_LOCK_MS: positiveInt.default(30_000),
 });
 
 export interface Config {
@@ -49,6 +50,8 @@ export interface Config {
     rateLimitMaxRetries: number;
   };
   shutdownTimeoutMs: number;
+  /** How long a job's lock lasts without renewal: a killed worker's jobs move on after this. */
+  workerLockMs: number;
 }
 
 export class ConfigError extends Error {
@@ -114,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitMaxRetries: e.RATE_LIMIT_MAX_RETRIES,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    workerLockMs: e.WORKER_LOCK_MS,
   };
 }
 

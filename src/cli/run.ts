@@ -1,0 +1,245 @@
+/**
+ * `crm-sync run JOB`, `crm-sync show RUN` and `crm-sync plan JOB`: enqueue a
+ * run (or attach to the one going), wait for it with a progress bar, print
+ * it; or plan without writing anything.
+ */
+import { SingleBar } from 'cli-progress';
+import type { Command } from 'commander';
+import { requirePlatform } from '../config.js';
+import { dryRun } from '../engine/dry-run.js';
+import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
+import { createRunRecord } from '../engine/run.js';
+import { startWorkerService } from '../engine/service.js';
+import { loadJob } from '../jobs/definition.js';
+import { createShutdown } from '../ops/shutdown.js';
+import { PlatformClient } from '../platform/client.js';
+import { enqueueRun } from '../queue/queues.js';
+import type { StateStore } from '../state/store.js';
+import type { Action, Mode } from '../sync/action.js';
+import {
+  cliRuntime,
+  exitCodeOf,
+  formatSummary,
+  jobsOption,
+  openProducer,
+  summaryOf,
+  TERMINAL,
+  type RunSummary,
+} from './runtime.js';
+
+interface RunFlags {
+  source?: string;
+  full?: boolean;
+  dryRun?: boolean;
+  force?: boolean;
+  wait?: boolean;
+  json?: boolean;
+  withWorker?: boolean;
+  jobs?: string;
+  mode?: Mode;
+}
+
+export function registerRunCommands(program: Command): void {
+  jobsOption(
+    program
+      .command('run')
+      .description('enqueue a run of a job definition (or attach to the one going)')
+      .argument('<job>', 'job definition name (file name in the jobs folder, without .yaml)')
+      .option('--source <path-or-url>', "read this export instead of the job's source")
+      .option('--full', 'list the platform again and re-plan every record')
+      .option('--dry-run', 'plan only: print what would change, write nothing anywhere')
+      .option('--force', 'write even when a safety threshold trips')
+      .option('--mode <mode>', 'upsert | create-only | update-only (overrides the job)')
+      .option('--wait', 'wait until the run ends (progress bar on a terminal)')
+      .option('--json', 'print the run summary as one JSON object')
+      .option(
+        '--with-worker',
+        'also run the workers in this process (one command does a whole sync)',
+      ),
+  ).action(async (job: string, flags: RunFlags) => {
+    process.exitCode = flags.dryRun ? await planCommand(job, flags) : await runCommand(job, flags);
+  });
+
+  jobsOption(
+    program
+      .command('plan')
+      .description(
+        'dry run: what a run of JOB would create and update, with field diffs; writes nothing',
+      )
+      .argument('<job>', 'job definition name')
+      .option('--source <path-or-url>', "read this export instead of the job's source")
+      .option('--full', 'list the platform again instead of using the stored index')
+      .option('--json', 'print the plan as one JSON object'),
+  ).action(async (job: string, flags: RunFlags) => {
+    process.exitCode = await planCommand(job, flags);
+  });
+
+  program
+    .command('show')
+    .description('print one run')
+    .argument('<run>', 'run id')
+    .option('--wait', 'wait until the run ends')
+    .option('--json', 'print the run summary as one JSON object')
+    .action(async (runId: string, flags: { wait?: boolean; json?: boolean }) => {
+      const { config } = cliRuntime();
+      const producer = await openProducer(config);
+      try {
+        const summary = await watch(producer.store, runId, flags);
+        process.exitCode = summary ? (flags.wait ? exitCodeOf(summary.status) : 0) : 1;
+      } finally {
+        await producer.close();
+      }
+    });
+}
+
+async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
+  const { config, logger } = cliRuntime();
+  const jobsDir = flags.jobs ?? config.jobsDir;
+  // Refuse a job that cannot run before anything is enqueued.
+  const def = loadJob(jobsDir, jobName, { mappingsDir: config.mappingsDir });
+
+  const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
+  if (flags.withWorker) {
+    shutdown.listen();
+    await startWorkerService({ config, logger, shutdown, jobsDir });
+  }
+  const producer = await openProducer(config);
+  shutdown.register('producer', () => producer.close());
+  try {
+    const data: RunJobData = {
+      job: jobName,
+      ...(flags.source !== undefined && { source: flags.source }),
+      full: flags.full === true,
+      force: flags.force === true,
+      ...(flags.mode !== undefined && { mode: flags.mode }),
+      trigger: 'cli',
+    };
+    const { runId, attached } = await enqueueRun(producer.runQueue, jobName, data);
+    // The run record exists from now on, so `show` can find it before a worker takes the job.
+    if (!attached) await createRunRecord(producer.store, runId, def, RunJobDataSchema.parse(data));
+    if (!flags.json) {
+      process.stderr.write(
+        attached ? `attached to run ${runId}, already going\n` : `enqueued run ${runId}\n`,
+      );
+    }
+    const wait = flags.wait === true || flags.withWorker === true;
+    if (!wait) {
+      if (flags.json)
+        process.stdout.write(`${JSON.stringify({ runId, attached, status: 'queued' })}\n`);
+      else process.stderr.write(`follow it with: crm-sync show ${runId} --wait\n`);
+      return 0;
+    }
+    const summary = await watch(producer.store, runId, { wait: true, json: flags.json === true });
+    return summary ? exitCodeOf(summary.status) : 1;
+  } finally {
+    await shutdown.shutdown('run finished');
+  }
+}
+
+/** Prints a run, first waiting for its end when asked; null when there is no such run. */
+async function watch(
+  store: StateStore,
+  runId: string,
+  flags: { wait?: boolean; json?: boolean },
+): Promise<RunSummary | null> {
+  let run = await store.getRun(runId);
+  if (!run) {
+    process.stderr.write(`crm-sync: no run ${runId}\n`);
+    return null;
+  }
+  if (flags.wait && !TERMINAL.has(run.status)) {
+    const bar =
+      process.stderr.isTTY && !flags.json
+        ? new SingleBar({
+            format: ' {status} |{bar}| {value}/{total} writes | read {read} | {phase}',
+            hideCursor: true,
+          })
+        : undefined;
+    bar?.start(0, 0, { status: run.status, read: 0, phase: '' });
+    while (!TERMINAL.has(run.status)) {
+      await new Promise((r) => setTimeout(r, 300));
+      run = (await store.getRun(runId)) ?? run;
+      bar?.setTotal(run.counts.writesPlanned);
+      bar?.update(run.counts.writesSettled, {
+        status: run.status,
+        read: run.counts.read,
+        phase: run.phase ?? '',
+      });
+    }
+    bar?.stop();
+  }
+  const summary = summaryOf(run);
+  process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${formatSummary(summary)}\n`);
+  return summary;
+}
+
+async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
+  const { config, logger } = cliRuntime();
+  const platform = requirePlatform(config);
+  const def = loadJob(flags.jobs ?? config.jobsDir, jobName, { mappingsDir: config.mappingsDir });
+  const producer = await openProducer(config);
+  const client = new PlatformClient({ ...platform, timeoutMs: config.platform.timeoutMs, logger });
+  try {
+    const result = await dryRun({
+      def,
+      req: {
+        ...(flags.source !== undefined && { source: flags.source }),
+        full: flags.full === true,
+        ...(flags.mode !== undefined && { mode: flags.mode }),
+      },
+      store: producer.store,
+      client,
+      logger,
+    });
+    const c = result.counts;
+    if (flags.json) {
+      process.stdout.write(
+        `${JSON.stringify({
+          runId: null,
+          job: jobName,
+          status: 'dry-run',
+          counts: {
+            read: c.read,
+            created: c.create,
+            updated: c.update,
+            unchanged: c.unchanged,
+            adopted: c.adopt,
+            invalid: c.invalid,
+            conflict: c.conflict,
+            failed: 0,
+            skipped: c.skip + c.pending,
+            unsupported: c.unsupported,
+          },
+          actions: result.actions,
+        })}\n`,
+      );
+    } else {
+      process.stdout.write(`${formatPlan(jobName, result.counts, result.actions)}\n`);
+    }
+    return 0;
+  } finally {
+    client.close();
+    await producer.close();
+  }
+}
+
+function formatPlan(job: string, c: Record<string, number>, actions: Action[]): string {
+  const lines = [
+    `plan of ${job} (dry run, nothing written): read ${c.read}: would create ${c.create}, update ${c.update}; ` +
+      `unchanged ${c.unchanged}, adopt ${c.adopt}, invalid ${c.invalid}, conflict ${c.conflict}, ` +
+      `skip ${c.skip}, unsupported ${c.unsupported}`,
+  ];
+  for (const a of actions.slice(0, 50)) {
+    if (a.kind === 'update' || a.kind === 'unsupported') {
+      const diff = (a.changes ?? [])
+        .map((ch) => `${ch.field}: ${JSON.stringify(ch.from)} → ${JSON.stringify(ch.to)}`)
+        .join('; ');
+      lines.push(`  line ${a.line} ${a.kind} #${a.platformId}${diff ? `: ${diff}` : ''}`);
+    } else if (a.kind === 'create') lines.push(`  line ${a.line} create ${a.keys[0]}`);
+    else if (a.kind === 'invalid')
+      lines.push(`  line ${a.line} invalid ${a.field ?? ''}: ${a.reason}`);
+    else if (a.kind === 'conflict') lines.push(`  line ${a.line} conflict: ${a.reason}`);
+  }
+  if (actions.length > 50) lines.push(`  … ${actions.length - 50} more (use --json for all)`);
+  return lines.join('\n');
+}

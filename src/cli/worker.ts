@@ -1,0 +1,61 @@
+/**
+ * `crm-sync worker` (the run and write workers) and `crm-sync start` (the
+ * workers and the scheduler in one process: the container's default). Both
+ * serve the ops routes and run until SIGTERM/SIGINT, then close gracefully:
+ * stop taking jobs, let in-flight writes finish within the deadline, release
+ * the rest, close connections in reverse order.
+ */
+import type { Command } from 'commander';
+import type { Queue } from 'bullmq';
+import { startWorkerService } from '../engine/service.js';
+import { createMetrics } from '../ops/metrics.js';
+import { startOpsServer } from '../ops/server.js';
+import { createShutdown } from '../ops/shutdown.js';
+import { startSchedulerService } from '../schedule/service.js';
+import { cliRuntime, jobsOption } from './runtime.js';
+
+export function registerWorkerCommands(program: Command): void {
+  jobsOption(
+    program.command('worker').description('run the run and write workers until SIGTERM/SIGINT'),
+  ).action(async (opts: { jobs?: string }) => serve({ scheduler: false, ...opts }));
+
+  jobsOption(
+    program
+      .command('start')
+      .description(
+        'run the workers and the scheduler until SIGTERM/SIGINT (the container default)',
+      ),
+  ).action(async (opts: { jobs?: string }) => serve({ scheduler: true, ...opts }));
+}
+
+async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never> {
+  const { config, logger } = cliRuntime();
+  const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
+  shutdown.listen();
+  const metrics = createMetrics();
+  try {
+    const jobsDir = opts.jobs ?? config.jobsDir;
+    const service = await startWorkerService({ config, logger, shutdown, jobsDir, metrics });
+    const queues: Queue[] = [service.runQueue as Queue, service.writeQueue as Queue];
+    if (opts.scheduler) await startSchedulerService({ config, logger, shutdown, jobsDir });
+    const ops = await startOpsServer({
+      host: config.ops.host,
+      port: config.ops.port,
+      ...(config.ops.token !== undefined && { token: config.ops.token }),
+      redis: service.ctx.store.redis,
+      queues,
+      metrics,
+      // Ready only while the platform accepts our key.
+      checkPlatform: async () => {
+        await service.ctx.client.root();
+      },
+      logger,
+    });
+    shutdown.register('ops server', () => ops.close());
+    logger.info({ ops: ops.url }, 'ops server listening');
+  } catch (err) {
+    await shutdown.shutdown('start-up failed');
+    throw err;
+  }
+  return new Promise<never>(() => {});
+}

@@ -1,0 +1,64 @@
+/**
+ * What the engine's processors need, built once per process: the state
+ * store, the platform client, the write queue, the job definitions and the
+ * settings that bound a run.
+ */
+import type { JobDefinition } from '../jobs/definition.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { PlatformClient } from '../platform/client.js';
+import type { TypedQueue } from '../queue/queues.js';
+import type { StateStore } from '../state/store.js';
+import type { WriteJobData } from './payloads.js';
+import { RunProgress } from './progress.js';
+
+export interface EngineSettings {
+  /** Rows per planning batch (one Redis round trip or three each). */
+  batchSize: number;
+  /** The run waits before enqueueing more while this many writes are waiting. */
+  maxWaitingWrites: number;
+  /** How often a run waiting for its writes checks on them (ms). */
+  pollMs: number;
+  /** Rounds of "verify pending creates, create again what is missing" before giving up. */
+  maxCreateRounds: number;
+  /** In-process retries of a transient fault (p-retry), inside one BullMQ attempt. */
+  inProcessRetries: number;
+  /** A job's 429s tolerated in a row before its write fails. */
+  maxRateLimitRetries: number;
+  /** Requests per second to the platform, the ceiling for listing too. */
+  rateLimit: number;
+}
+
+export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
+  batchSize: 500,
+  maxWaitingWrites: 5_000,
+  pollMs: 500,
+  maxCreateRounds: 5,
+  inProcessRetries: 3,
+  maxRateLimitRetries: 50,
+  rateLimit: 10,
+};
+
+export interface EngineContext {
+  logger: Logger;
+  store: StateStore;
+  progress: RunProgress;
+  client: PlatformClient;
+  writeQueue: TypedQueue<WriteJobData>;
+  /** The job definition of this name, freshly loaded (a job file edited between runs counts). */
+  loadJob(name: string): JobDefinition;
+  /** Wakes a run waiting for its writes (the last write of a round has settled). */
+  wakeRun?: (runId: string) => Promise<void>;
+  metrics?: Metrics;
+  settings: EngineSettings;
+}
+
+export function createEngineContext(
+  parts: Omit<EngineContext, 'progress' | 'settings'> & { settings?: Partial<EngineSettings> },
+): EngineContext {
+  return {
+    ...parts,
+    progress: new RunProgress(parts.store),
+    settings: { ...DEFAULT_ENGINE_SETTINGS, ...parts.settings },
+  };
+}

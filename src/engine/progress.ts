@@ -1,0 +1,91 @@
+/**
+ * A run's progress in Redis, kept exact under at-least-once delivery: a write
+ * job may be processed twice (a worker killed after the request, before the
+ * job was marked done), so each write settles once per run and line, in one
+ * Lua script that also counts its outcome and records its failure row.
+ */
+import type { StateStore } from '../state/store.js';
+import type { FailureRow, RunCounter, RunCounts } from '../state/runs.js';
+import { RUN_COUNTERS } from '../state/runs.js';
+
+// KEYS: settled set, run hash, failures list. ARGV: line, counter, failure JSON ('' for none).
+// Returns {settled, planned} after this call, or {-1, planned} when the line had settled before.
+const SETTLE = `
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then
+  return {-1, tonumber(redis.call('HGET', KEYS[2], 'c:writesPlanned') or '0')}
+end
+redis.call('HINCRBY', KEYS[2], 'c:' .. ARGV[2], 1)
+local settled = redis.call('HINCRBY', KEYS[2], 'c:writesSettled', 1)
+if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
+return {settled, tonumber(redis.call('HGET', KEYS[2], 'c:writesPlanned') or '0')}
+`;
+
+/** How a write ended, and the counter it adds to. */
+export type WriteOutcome = 'created' | 'updated' | 'adopted' | 'rejected' | 'failed' | 'pending';
+
+export class RunProgress {
+  constructor(private readonly store: StateStore) {}
+
+  private settledKey(runId: string): string {
+    return `${this.store.keys.run(runId)}:settled`;
+  }
+
+  /**
+   * Settles one write of a run. `pending` adds to no counter: the write is
+   * settled for this round and its create is verified at finalize.
+   */
+  async settle(
+    runId: string,
+    line: number,
+    outcome: WriteOutcome,
+    failure?: FailureRow,
+  ): Promise<{ first: boolean; settled: number; planned: number }> {
+    const counter: RunCounter | 'pendingCreates' =
+      outcome === 'pending' ? 'pendingCreates' : outcome;
+    const reply = (await this.store.redis.eval(
+      SETTLE,
+      3,
+      this.settledKey(runId),
+      this.store.keys.run(runId),
+      this.store.keys.failures(runId),
+      String(line),
+      counter,
+      failure ? JSON.stringify(failure) : '',
+    )) as [number, number];
+    return { first: reply[0] !== -1, settled: Math.max(reply[0], 0), planned: reply[1] };
+  }
+
+  /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */
+  async unsettle(runId: string, lines: readonly number[]): Promise<void> {
+    if (lines.length === 0) return;
+    await this.store.redis.srem(this.settledKey(runId), ...lines.map(String));
+  }
+
+  /** Sets counters to absolute values (the planning pass owns its counts). */
+  async setCounts(
+    runId: string,
+    counts: Partial<RunCounts> | Record<string, number>,
+  ): Promise<void> {
+    const fields: Record<string, string> = {};
+    for (const [name, n] of Object.entries(counts)) fields[`c:${name}`] = String(n);
+    if (Object.keys(fields).length > 0)
+      await this.store.redis.hset(this.store.keys.run(runId), fields);
+  }
+
+  /**
+   * Forgets what a planning pass of this run learned, for a pass started
+   * again after a crash: counters, failure rows, scratch, settled lines.
+   */
+  async resetPlanning(runId: string): Promise<void> {
+    const k = this.store.keys;
+    const tx = this.store.redis.multi();
+    tx.hdel(k.run(runId), ...RUN_COUNTERS.map((c) => `c:${c}`), 'c:pendingCreates');
+    tx.unlink(k.failures(runId), this.settledKey(runId), ...k.scratch(runId));
+    await tx.exec();
+  }
+
+  /** Deletes the run's scratch and settled set at its end (the run record and failures stay). */
+  async clear(runId: string): Promise<void> {
+    await this.store.redis.unlink(this.settledKey(runId), ...this.store.keys.scratch(runId));
+  }
+}

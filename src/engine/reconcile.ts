@@ -1,0 +1,92 @@
+/**
+ * Learning what the platform holds: list every record of an entity (all
+ * pages, at no more than the configured rate) into the state store's index.
+ * The API has no filter, so listing is the only way to find a record we did
+ * not create, or to tell whether a create with an unknown outcome landed.
+ */
+import { RateLimitedError } from '../platform/errors.js';
+import { withRetry } from '../platform/retry.js';
+import type { Entity } from '../sync/identity.js';
+import type { IndexInfo, PlatformRecord } from '../state/platform-index.js';
+import type { EngineContext } from './context.js';
+
+/** Lists the entity into a new index generation and swaps it in. */
+export async function refreshIndex(
+  ctx: EngineContext,
+  entity: Entity,
+  signal?: AbortSignal,
+): Promise<IndexInfo> {
+  const started = Date.now();
+  const info = await ctx.store.replaceIndex(entity, pagesOf(ctx, entity, signal));
+  ctx.logger.info(
+    { entity, records: info.count, ambiguous: info.ambiguous, ms: Date.now() - started },
+    'platform index refreshed',
+  );
+  return info;
+}
+
+/**
+ * The listing in pages of records, paced to the platform rate. A 429 pauses
+ * the write queue too (every worker backs off) and the listing waits it out;
+ * transient faults of a GET are retried in-process (it is idempotent).
+ */
+async function* pagesOf(
+  ctx: EngineContext,
+  entity: Entity,
+  signal?: AbortSignal,
+): AsyncGenerator<PlatformRecord[]> {
+  const minGapMs = 1000 / ctx.settings.rateLimit;
+  let last = 0;
+  const pace = async (): Promise<void> => {
+    const wait = last + minGapMs - Date.now();
+    if (wait > 0) await sleep(wait);
+    last = Date.now();
+  };
+  const opts = signal ? { signal } : {};
+  if (entity === 'companies') {
+    let url: string | undefined;
+    for (;;) {
+      await pace();
+      const page = await getWithRateLimit(ctx, () =>
+        withRetry(() => ctx.client.companiesPage(url, opts), {
+          idempotent: true,
+          retries: ctx.settings.inProcessRetries,
+          ...opts,
+        }),
+      );
+      yield page.results as PlatformRecord[];
+      if (!page.next) return;
+      url = page.next;
+    }
+  }
+  // Members: the seed does not say whether GET /members is a page, an array or
+  // one record; the client's iterator takes all three. Batch for the index.
+  let batch: PlatformRecord[] = [];
+  for await (const m of ctx.client.members(opts)) {
+    batch.push(m as PlatformRecord);
+    if (batch.length >= 500) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+async function getWithRateLimit<T>(ctx: EngineContext, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof RateLimitedError) || attempt >= ctx.settings.maxRateLimitRetries)
+        throw err;
+      const ms = err.retryAfterMs ?? 1000;
+      await ctx.writeQueue.rateLimit(ms);
+      ctx.logger.warn({ retryAfterMs: ms }, 'platform rate limit while listing; waiting');
+      await sleep(ms);
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

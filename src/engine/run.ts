@@ -1,0 +1,501 @@
+/**
+ * A run of a job definition: the processor of a `sync-runs` job, written as a
+ * state machine over the run record in Redis so that a worker killed at any
+ * instant leaves a run the next worker resumes (BullMQ hands the stalled job
+ * over):
+ *
+ *   queued/planning → writing (enqueueing → waiting) → finalizing → completed
+ *                   ↘ stopped (a safety threshold)      ↘ writing (creates to verify again)
+ *
+ * Planning restarts from the top if it was cut off (it writes nothing to the
+ * platform, and its scratch is reset). Enqueueing is idempotent (one job id
+ * per run and line). While writes are in flight the run job sleeps in the
+ * delayed set and checks on them; it holds no worker slot.
+ */
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { JobDefinition } from '../jobs/definition.js';
+import { PlatformError } from '../platform/errors.js';
+import { isWrite, type WriteAction } from '../sync/action.js';
+import { checkThresholds } from '../sync/thresholds.js';
+import type { FailureRow, RunRecord } from '../state/runs.js';
+import type { StateStore } from '../state/store.js';
+import type { EngineContext } from './context.js';
+import { RunJobData, type RunJobRequest, type WriteJobData } from './payloads.js';
+import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
+import { refreshIndex } from './reconcile.js';
+import { failRun } from './write.js';
+import { sourceOf, sourceLabel } from './source.js';
+
+/** Stands for "written by a run that did not live to record its hash": never equal to a real hash. */
+const UNKNOWN_HASH = 'unknown';
+
+/** Transient faults (platform outage) a run waits out before it fails. */
+const MAX_RUN_RETRIES = 20;
+
+export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
+  const parsed = RunJobData.safeParse(job.data);
+  if (!parsed.success)
+    throw new UnrecoverableError(
+      `run job ${job.id} has an unreadable payload: ${parsed.error.message}`,
+    );
+  const req = parsed.data;
+  const runId = job.id!;
+  const log = ctx.logger.child({ runId, job: req.job });
+
+  let run = await ctx.store.getRun(runId);
+  let def: JobDefinition;
+  try {
+    def = ctx.loadJob(req.job);
+  } catch (err) {
+    if (!run) await createRunRecord(ctx.store, runId, undefined, req);
+    await failRun(ctx, runId, (err as Error).message);
+    throw new UnrecoverableError((err as Error).message);
+  }
+  if (!run) run = await createRunRecord(ctx.store, runId, def, req);
+
+  try {
+    for (;;) {
+      switch (run.status) {
+        case 'completed':
+        case 'failed':
+        case 'stopped':
+          return run.status;
+        case 'queued':
+        case 'planning':
+          await plan(ctx, run, def, req, log);
+          break;
+        case 'writing':
+          if (run.phase !== 'waiting') {
+            await enqueueWrites(ctx, run, def);
+            await ctx.store.updateRun(runId, { phase: 'waiting' });
+          }
+          if (!(await writesSettled(ctx, runId))) {
+            await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
+            throw new DelayedError();
+          }
+          await ctx.store.updateRun(runId, { status: 'finalizing', phase: 'verifying creates' });
+          break;
+        case 'finalizing':
+          await finalize(ctx, run, def, log);
+          break;
+      }
+      run = (await ctx.store.getRun(runId))!;
+    }
+  } catch (err) {
+    if (err instanceof DelayedError) throw err;
+    return onRunError(ctx, job, token, runId, err, log);
+  }
+}
+
+/** Creates the run record (status `queued`) unless it exists; returns it. */
+export async function createRunRecord(
+  store: StateStore,
+  runId: string,
+  def: JobDefinition | undefined,
+  req: RunJobRequest,
+): Promise<RunRecord> {
+  await store.createRun({
+    id: runId,
+    job: req.job,
+    entity: def?.entity ?? 'companies',
+    mode: req.mode ?? def?.mode ?? 'upsert',
+    source: def ? sourceLabel(def, req) : (req.source ?? '(unknown)'),
+    options: {
+      full: req.full,
+      force: req.force,
+      trigger: req.trigger,
+      ...(req.slot && { slot: req.slot }),
+    },
+  });
+  return (await store.getRun(runId))!;
+}
+
+/**
+ * A platform outage or a Redis hiccup pauses the run (retried later, from its
+ * checkpoint); anything else fails it with its message.
+ */
+async function onRunError(
+  ctx: EngineContext,
+  job: Job,
+  token: string | undefined,
+  runId: string,
+  err: unknown,
+  log: EngineContext['logger'],
+): Promise<string> {
+  const transient = err instanceof PlatformError && err.retryable;
+  if (transient) {
+    const tries = await ctx.store.redis.hincrby(ctx.store.keys.run(runId), 'retries', 1);
+    if (tries <= MAX_RUN_RETRIES) {
+      const wait = Math.min(60_000, 1_000 * 2 ** Math.min(tries, 6));
+      log.warn(
+        { err, waitMs: wait },
+        'run paused by a transient fault; it resumes from its checkpoint',
+      );
+      await job.moveToDelayed(Date.now() + wait, token);
+      throw new DelayedError();
+    }
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  await failRun(ctx, runId, message);
+  throw new UnrecoverableError(message);
+}
+
+// ---- planning ----------------------------------------------------------------
+
+async function plan(
+  ctx: EngineContext,
+  run: RunRecord,
+  def: JobDefinition,
+  req: RunJobRequest,
+  log: EngineContext['logger'],
+): Promise<void> {
+  const { store, progress } = ctx;
+  const runId = run.id;
+  const started = Date.now();
+  if (run.status === 'planning') log.info('planning was cut off; starting it again');
+  await progress.resetPlanning(runId);
+  await store.updateRun(runId, {
+    status: 'planning',
+    phase: 'checking the platform index',
+    startedAt: started,
+  });
+
+  const entity = def.entity;
+  const [index, stateInfo, pending] = await Promise.all([
+    store.indexInfo(entity),
+    store.stateInfo(entity),
+    store.listPending(entity),
+  ]);
+  const maxAge = def.indexMaxAgeHours * 3_600_000;
+  const reasons = [
+    !index && 'first listing',
+    req.full && '--full',
+    index && Date.now() - index.refreshedAt > maxAge && 'index older than indexMaxAgeHours',
+    pending.length > 0 && 'creates to verify',
+  ].filter(Boolean);
+  if (reasons.length > 0) {
+    await store.updateRun(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
+    await refreshIndex(ctx, entity);
+    if (pending.length > 0) await resolveForeignPending(ctx, entity, runId);
+  }
+
+  await store.updateRun(runId, { phase: 'reading the export' });
+  const sink = redisSink(ctx, runId, entity);
+  let lastFlush = 0;
+  const counts = await planExport({
+    entity,
+    mapping: def.mapping,
+    source: sourceOf(def, req),
+    mode: req.mode ?? def.mode,
+    memberUpdates: def.membersUpdate === 'put',
+    sink,
+    logger: ctx.logger,
+    batchSize: ctx.settings.batchSize,
+    onProgress: async (c) => {
+      if (Date.now() - lastFlush < 250) return;
+      lastFlush = Date.now();
+      await progress.setCounts(runId, runCountsOf(c));
+    },
+  });
+  const planned = await store.countPlannedWrites(runId);
+  await progress.setCounts(runId, {
+    ...runCountsOf(counts),
+    writesPlanned: planned,
+    writesSettled: 0,
+  });
+  const timings = { planning: Date.now() - started };
+  log.info({ counts, writes: planned, ms: timings.planning }, 'planned');
+
+  const verdict = checkThresholds(
+    {
+      read: counts.read,
+      invalid: counts.invalid,
+      creates: counts.create,
+      updates: counts.update,
+      firstSync: stateInfo === null,
+    },
+    def.thresholds,
+  );
+  if (!verdict.ok && !req.force) {
+    await store.updateRun(runId, {
+      status: 'stopped',
+      phase: 'stopped before writing',
+      error: verdict.reason,
+      finishedAt: Date.now(),
+      timings,
+    });
+    await progress.clear(runId);
+    log.warn({ reason: verdict.reason }, 'run stopped before writing');
+    return;
+  }
+  await store.updateRun(runId, { status: 'writing', phase: 'enqueueing', timings });
+}
+
+/** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
+function redisSink(
+  ctx: EngineContext,
+  runId: string,
+  entity: JobDefinition['entity'],
+): PlanningSink {
+  const { store } = ctx;
+  return {
+    claim: (entries) => store.claimIdentities(runId, entries),
+    lookup: (records) => store.lookup(entity, records),
+    async accept(actions) {
+      const writes: WriteAction[] = [];
+      const failures: FailureRow[] = [];
+      const seen: number[] = [];
+      const adopted: { keys: string[]; platformId: number; hash: string; runId: string }[] = [];
+      for (const a of actions) {
+        if (isWrite(a)) writes.push(a);
+        if ('platformId' in a && a.platformId !== undefined) seen.push(a.platformId);
+        switch (a.kind) {
+          case 'adopt':
+            adopted.push({ keys: a.keys, platformId: a.platformId, hash: a.hash, runId });
+            break;
+          case 'invalid':
+            failures.push({
+              line: a.line,
+              kind: 'invalid',
+              reason: a.reason,
+              ...(a.field !== undefined && { field: a.field }),
+              ...(a.value !== undefined && { value: a.value }),
+            });
+            break;
+          case 'conflict':
+            failures.push({
+              line: a.line,
+              kind: 'conflict',
+              reason: a.reason,
+              identity: a.identity,
+            });
+            break;
+          case 'unsupported':
+            failures.push({
+              line: a.line,
+              kind: 'unsupported',
+              reason: a.reason,
+              identity: a.keys[0]!,
+            });
+            break;
+          case 'pending':
+            failures.push({ line: a.line, kind: 'failed', reason: a.reason, identity: a.keys[0]! });
+            break;
+        }
+      }
+      await Promise.all([
+        store.savePlannedWrites(runId, writes),
+        store.addFailures(runId, failures),
+        store.markSeen(runId, seen),
+        store.commit(entity, adopted),
+      ]);
+    },
+    async withdraw(rows) {
+      await store.dropPlannedWrites(
+        runId,
+        rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.conflict.line),
+      );
+      await store.addFailures(
+        runId,
+        rows.map((r) => ({
+          line: r.conflict.line,
+          kind: 'conflict' as const,
+          reason: r.conflict.reason,
+          identity: r.conflict.identity,
+        })),
+      );
+    },
+  };
+}
+
+/** Planning counts under the run record's counter names. */
+export function runCountsOf(c: PlanCounts): Record<string, number> {
+  return {
+    read: c.read,
+    created: 0,
+    updated: 0,
+    unchanged: c.unchanged,
+    adopted: c.adopt,
+    invalid: c.invalid,
+    conflict: c.conflict,
+    skipped: c.skip + c.pending,
+    unsupported: c.unsupported,
+    plannedCreates: c.create,
+    plannedUpdates: c.update,
+  };
+}
+
+// ---- writing -------------------------------------------------------------------
+
+/** Enqueues the planned writes, a page at a time, keeping the waiting writes under a bound. */
+async function enqueueWrites(
+  ctx: EngineContext,
+  run: RunRecord,
+  def: JobDefinition,
+  round = 0,
+): Promise<void> {
+  let cursor = '0';
+  do {
+    while ((await ctx.writeQueue.getWaitingCount()) > ctx.settings.maxWaitingWrites) {
+      await sleep(ctx.settings.pollMs);
+    }
+    const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
+    cursor = page.cursor;
+    if (page.writes.length > 0) {
+      await ctx.writeQueue.addBulk(page.writes.map((a) => writeJob(run, def, a, round)));
+    }
+  } while (cursor !== '0');
+}
+
+function writeJob(run: RunRecord, def: JobDefinition, a: WriteAction, round: number) {
+  const data: WriteJobData = {
+    runId: run.id,
+    entity: def.entity,
+    kind: a.kind,
+    line: a.line,
+    keys: a.keys,
+    hash: a.hash,
+    body: a.body,
+    createVia: def.createVia,
+    ...(a.kind === 'update' && { platformId: a.platformId }),
+  };
+  // One job per run, line and round: enqueueing again after a crash adds nothing new.
+  return { name: a.kind, data, opts: { jobId: `${run.id}-${a.line}-${round}` } };
+}
+
+async function writesSettled(ctx: EngineContext, runId: string): Promise<boolean> {
+  const run = await ctx.store.getRun(runId);
+  if (!run) return false;
+  return run.counts.writesSettled >= run.counts.writesPlanned;
+}
+
+// ---- finalizing ------------------------------------------------------------------
+
+/**
+ * Verifies this run's creates whose outcome was unknown (one listing covers
+ * them all): found ones are adopted, missing ones are sent again in a new
+ * round. Then reports orphans and completes the run.
+ */
+async function finalize(
+  ctx: EngineContext,
+  run: RunRecord,
+  def: JobDefinition,
+  log: EngineContext['logger'],
+): Promise<void> {
+  const { store, progress } = ctx;
+  const entity = def.entity;
+  const mine = (await store.listPending(entity)).filter((p) => p.runId === run.id);
+  if (mine.length > 0) {
+    await refreshIndex(ctx, entity);
+    const lines = await linesOf(ctx, run.id, [...new Set(mine.map((p) => p.key))]);
+    const actions = await plannedWrites(ctx, run.id, [...new Set(lines)]);
+    const known = await store.lookup(entity, actions);
+    const found: { keys: string[]; platformId: number; hash: string; runId: string }[] = [];
+    const missing: WriteAction[] = [];
+    actions.forEach((a, n) => {
+      const platformId = known[n]?.platformId;
+      if (platformId === undefined) missing.push(a);
+      else found.push({ keys: a.keys, platformId, hash: a.hash, runId: run.id });
+    });
+    await store.commit(entity, found);
+    await store.incrementRun(run.id, { created: found.length });
+    for (const a of missing) await store.clearPending(entity, a.keys);
+    log.info(
+      { verified: found.length, missing: missing.length },
+      'creates with unknown outcome verified by listing',
+    );
+    if (missing.length > 0) {
+      const round = Number((await store.redis.hincrby(store.keys.run(run.id), 'round', 1)) ?? 1);
+      if (round > ctx.settings.maxCreateRounds) {
+        await store.addFailures(
+          run.id,
+          missing.map((a) => ({
+            line: a.line,
+            kind: 'failed' as const,
+            reason: `create not confirmed after ${ctx.settings.maxCreateRounds} rounds of verification`,
+            identity: a.keys[0]!,
+          })),
+        );
+        await store.incrementRun(run.id, { failed: missing.length });
+      } else {
+        await progress.unsettle(
+          run.id,
+          missing.map((a) => a.line),
+        );
+        await store.incrementRun(run.id, { writesPlanned: missing.length });
+        await ctx.writeQueue.addBulk(missing.map((a) => writeJob(run, def, a, round)));
+        await store.updateRun(run.id, { status: 'writing', phase: 'waiting' });
+        return;
+      }
+    }
+  }
+
+  if (def.fullSnapshot) {
+    await store.updateRun(run.id, { phase: 'reporting orphans' });
+    let orphans = 0;
+    for await (const batch of store.orphans(entity, run.id)) orphans += batch.length;
+    if (orphans > 0) {
+      await store.incrementRun(run.id, { orphans });
+      log.info({ orphans }, 'records in state but not in this export (the API has no delete)');
+    }
+  }
+  const now = Date.now();
+  await store.updateRun(run.id, {
+    status: 'completed',
+    phase: 'done',
+    finishedAt: now,
+    timings: { total: now - (run.startedAt ?? run.createdAt) },
+  });
+  await progress.clear(run.id);
+  log.info('run completed');
+}
+
+/** The lines of this run's export that claimed these identity keys. */
+async function linesOf(ctx: EngineContext, runId: string, keys: string[]): Promise<number[]> {
+  if (keys.length === 0) return [];
+  const values = await ctx.store.redis.hmget(ctx.store.keys.claims(runId), ...keys);
+  return values.filter((v): v is string => v !== null).map(Number);
+}
+
+async function plannedWrites(
+  ctx: EngineContext,
+  runId: string,
+  lines: number[],
+): Promise<WriteAction[]> {
+  if (lines.length === 0) return [];
+  const values = await ctx.store.redis.hmget(ctx.store.keys.plan(runId), ...lines.map(String));
+  return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as WriteAction);
+}
+
+/**
+ * Pending creates left by other runs (a crash before their finalize): after a
+ * fresh listing, a found record is adopted (its hash is unknown, so the next
+ * plan compares it with the platform's values) and a missing one is cleared,
+ * to be created by this run's plan.
+ */
+async function resolveForeignPending(
+  ctx: EngineContext,
+  entity: JobDefinition['entity'],
+  runId: string,
+): Promise<void> {
+  const pending = await ctx.store.listPending(entity);
+  const keys = pending.map((p) => [p.key]);
+  const known = await ctx.store.lookup(
+    entity,
+    keys.map((k) => ({ keys: k })),
+  );
+  const found = keys.flatMap((k, n) =>
+    known[n]?.platformId !== undefined
+      ? [{ keys: k, platformId: known[n].platformId, hash: UNKNOWN_HASH, runId }]
+      : [],
+  );
+  await ctx.store.commit(entity, found);
+  await ctx.store.clearPending(
+    entity,
+    pending.map((p) => p.key),
+  );
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

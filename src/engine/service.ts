@@ -1,0 +1,138 @@
+/**
+ * The worker as a service: Redis connections, the state store, the platform
+ * client, the two queues and their workers, each registered with the
+ * process's shutdown so they close in reverse order of opening. Used by
+ * `crm-sync worker`, `crm-sync start` and `crm-sync run --with-worker`.
+ */
+import { Worker, type Job } from 'bullmq';
+import { requirePlatform, type Config } from '../config.js';
+import { loadJob } from '../jobs/definition.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { Shutdown } from '../ops/shutdown.js';
+import { PlatformClient } from '../platform/client.js';
+import {
+  checkEvictionPolicy,
+  closeRedis,
+  createRedis,
+  safeRedisUrl,
+  whenReady,
+} from '../queue/connection.js';
+import { applyGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
+import {
+  createRunQueue,
+  createWriteQueue,
+  QueueName,
+  workerOptions,
+  type TypedQueue,
+} from '../queue/queues.js';
+import { StateStore } from '../state/store.js';
+import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
+import type { RunJobData, WriteJobData } from './payloads.js';
+import { processRun } from './run.js';
+import { processWrite } from './write.js';
+
+export interface WorkerServiceOptions {
+  config: Config;
+  logger: Logger;
+  shutdown: Shutdown;
+  /** Overrides `config.jobsDir` (the `--jobs` option). */
+  jobsDir?: string;
+  metrics?: Metrics;
+  settings?: Partial<EngineSettings>;
+}
+
+export interface WorkerService {
+  ctx: EngineContext;
+  runQueue: TypedQueue<RunJobData>;
+  writeQueue: TypedQueue<WriteJobData>;
+  runWorker: Worker;
+  writeWorker: Worker;
+  concurrency: number;
+}
+
+export async function startWorkerService(opts: WorkerServiceOptions): Promise<WorkerService> {
+  const { config, logger, shutdown } = opts;
+  const platform = requirePlatform(config);
+  const jobsDir = opts.jobsDir ?? config.jobsDir;
+
+  const redis = createRedis('worker', config.redisUrl, { logger });
+  shutdown.register('worker redis', () => closeRedis(redis));
+  const stateRedis = createRedis('state', config.redisUrl, { logger });
+  shutdown.register('state redis', () => closeRedis(stateRedis));
+  logger.info({ redis: safeRedisUrl(config.redisUrl) }, 'waiting for Redis');
+  await Promise.all([whenReady(redis), whenReady(stateRedis)]);
+  await checkEvictionPolicy(redis, logger);
+
+  const client = new PlatformClient({
+    baseUrl: platform.baseUrl,
+    apiKey: platform.apiKey,
+    timeoutMs: config.platform.timeoutMs,
+    logger,
+  });
+  shutdown.register('platform client', () => client.close());
+
+  const settings = { prefix: config.prefix, connection: redis };
+  const runQueue = createRunQueue<RunJobData>(settings);
+  shutdown.register('runs queue', () => runQueue.close());
+  const writeQueue = createWriteQueue<WriteJobData>({
+    ...settings,
+    retry: { attempts: config.writes.attempts, backoffMs: config.writes.backoffMs },
+  });
+  shutdown.register('writes queue', () => writeQueue.close());
+  await applyGlobalRateLimit(writeQueue, config.platform.rateLimit);
+
+  const ctx = createEngineContext({
+    logger,
+    store: new StateStore(stateRedis, { prefix: config.prefix }),
+    client,
+    writeQueue,
+    loadJob: (name) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir }),
+    wakeRun: async (runId) => {
+      const job = await runQueue.getJob(runId);
+      // Only a run asleep in the delayed set can be woken; any other state is already moving.
+      if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+    },
+    ...(opts.metrics && { metrics: opts.metrics }),
+    settings: {
+      rateLimit: config.platform.rateLimit,
+      maxRateLimitRetries: config.writes.rateLimitMaxRetries,
+      ...opts.settings,
+    },
+  });
+
+  const concurrency = writeConcurrency({
+    rateLimit: config.platform.rateLimit,
+    latencyMs: config.writes.latencyHintMs,
+    ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
+  });
+  const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
+  const writeWorker = new Worker(QueueName.writes, (job: Job) => processWrite(ctx, job), {
+    ...workerOptions(QueueName.writes, { ...settings, concurrency }),
+    ...lock,
+  });
+  const runWorker = new Worker(
+    QueueName.runs,
+    (job: Job, token?: string) => processRun(ctx, job, token),
+    { ...workerOptions(QueueName.runs, { ...settings, concurrency: 4 }), ...lock },
+  );
+  for (const [name, w] of [
+    ['run worker', runWorker],
+    ['write worker', writeWorker],
+  ] as const) {
+    // A worker without an error listener crashes the process on the first fault.
+    w.on('error', (err) => logger.error({ err, worker: name }, 'worker error'));
+    w.on('failed', (job, err) =>
+      logger.warn({ err, job: job?.name, jobId: job?.id, worker: name }, 'job failed'),
+    );
+    // Stop taking jobs, let the ones in flight finish until the deadline, then release them.
+    shutdown.register(name, async ({ deadline }) => {
+      const forced = new Promise<void>((resolve) =>
+        deadline.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      await Promise.race([w.close(), forced.then(() => w.close(true))]);
+    });
+  }
+  logger.info({ concurrency, rateLimit: config.platform.rateLimit, jobsDir }, 'workers running');
+  return { ctx, runQueue, writeQueue, runWorker, writeWorker, concurrency };
+}
