@@ -28,3 +28,56 @@ export async function execAll(p: ChainableCommander, what: string): Promise<unkn
 export function* chunks<T>(items: readonly T[], size = CHUNK): Generator<T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
+
+/*
+ * Many single-field hash commands on many keys, as one Lua call instead of
+ * one command each: the keys are all under one hash tag (one Cluster slot),
+ * and the client's per-command cost, not Redis, is what limits a batch of
+ * thousands (about 3x faster measured). Each adds ONE reply to the pipeline.
+ */
+const HGETS = `local out = {}
+for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
+return out`;
+
+const HSETS = `local n = 0
+for i = 1, #KEYS do n = n + redis.call('HSET', KEYS[i], ARGV[2 * i - 1], ARGV[2 * i]) end
+return n`;
+
+// Sets each field if absent, and answers who holds it now (the first writer wins).
+const HCLAIMS = `local out = {}
+for i = 1, #KEYS do
+  redis.call('HSETNX', KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
+  out[i] = redis.call('HGET', KEYS[i], ARGV[2 * i - 1])
+end
+return out`;
+
+/** Queues HGET of each `[key, field]`; the reply is an array of values (null when absent). */
+export function hgets(p: ChainableCommander, pairs: readonly (readonly [string, string])[]): void {
+  p.eval(HGETS, pairs.length, ...pairs.map(([k]) => k), ...pairs.map(([, f]) => f));
+}
+
+/** Queues HSET of each `[key, field, value]`; the reply is the number of new fields. */
+export function hsets(
+  p: ChainableCommander,
+  triples: readonly (readonly [string, string, string])[],
+): void {
+  p.eval(
+    HSETS,
+    triples.length,
+    ...triples.map(([k]) => k),
+    ...triples.flatMap(([, f, v]) => [f, v]),
+  );
+}
+
+/** Queues HSETNX then HGET of each `[key, field, value]`; the reply is each field's value after. */
+export function hclaims(
+  p: ChainableCommander,
+  triples: readonly (readonly [string, string, string])[],
+): void {
+  p.eval(
+    HCLAIMS,
+    triples.length,
+    ...triples.map(([k]) => k),
+    ...triples.flatMap(([, f, v]) => [f, v]),
+  );
+}

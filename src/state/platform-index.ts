@@ -17,7 +17,7 @@ import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';
 import { redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
-import { CHUNK, chunks, execAll } from './pipeline.js';
+import { CHUNK, chunks, execAll, hclaims, hsets } from './pipeline.js';
 
 /** A record as listed by the platform (a Company or a Member response). */
 export interface PlatformRecord {
@@ -98,10 +98,8 @@ export class PlatformIndex {
   /** Adds one page of listed records to the generation being built (one round trip). */
   async add(build: IndexBuild, records: readonly PlatformRecord[]): Promise<void> {
     const { entity, generation } = build;
-    const p = this.redis.pipeline();
-    const touched = new Set<string>();
-    // What each reply means, in order: [kind, expected platform id].
-    const replies: ('rec' | ['id', string])[] = [];
+    const recs: [string, string, string][] = [];
+    const ids: [string, string, string][] = [];
     for (const r of records) {
       const id = r.id;
       const keys = identityKeysOfPlatformRecord(entity, r);
@@ -109,30 +107,30 @@ export class PlatformIndex {
         build.unmatchable++;
         continue;
       }
-      const recKey = this.keys.indexRecs(entity, generation, this.keys.recBucketOf(id));
-      p.hset(recKey, String(id), canonicalJson(remoteValues(entity, r)));
-      replies.push('rec');
-      touched.add(recKey);
-      for (const k of keys) {
-        const idKey = this.keys.indexIds(entity, generation, this.keys.idBucketOf(k));
-        // First listed wins; the HGET tells a repeat of the same record from a second one.
-        p.hsetnx(idKey, k, String(id));
-        p.hget(idKey, k);
-        replies.push(['id', String(id)]);
-        touched.add(idKey);
-      }
+      const pid = String(id);
+      recs.push([
+        this.keys.indexRecs(entity, generation, this.keys.recBucketOf(id)),
+        pid,
+        canonicalJson(remoteValues(entity, r)),
+      ]);
+      for (const k of keys)
+        ids.push([this.keys.indexIds(entity, generation, this.keys.idBucketOf(k)), k, pid]);
     }
-    for (const key of touched) p.pexpire(key, this.opts.buildTtlMs);
-    const out = await execAll(p, 'indexing listed platform records');
-    let i = 0;
-    for (const meaning of replies) {
-      if (meaning === 'rec') {
-        if (out[i++] === 1) build.count++;
-      } else {
-        i++; // HSETNX
-        if (out[i++] !== meaning[1]) build.ambiguous++;
-      }
-    }
+    if (recs.length === 0) return;
+    const p = this.redis.pipeline();
+    hsets(p, recs);
+    // First listed wins; the answer tells a repeat of the same record (pages shift) from a second one.
+    hclaims(p, ids);
+    for (const key of new Set([...recs, ...ids].map(([key]) => key)))
+      p.pexpire(key, this.opts.buildTtlMs);
+    const [added, holders] = (await execAll(p, 'indexing listed platform records')) as [
+      number,
+      string[],
+    ];
+    build.count += added;
+    ids.forEach(([, , pid], n) => {
+      if (holders[n] !== pid) build.ambiguous++;
+    });
   }
 
   /** Makes the generation the entity's index, atomically; the old one expires after the grace period. */

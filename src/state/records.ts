@@ -12,7 +12,7 @@ import { redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { packRecord, unpackRecord } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
-import { chunks, execAll } from './pipeline.js';
+import { chunks, execAll, hgets, hsets } from './pipeline.js';
 import type { RunNumbers } from './run-numbers.js';
 
 /** A confirmed write (or an adoption) to record. */
@@ -87,88 +87,114 @@ export class RecordStates {
   async lookup(entity: Entity, records: readonly { keys: readonly string[] }[]): Promise<Known[]> {
     const k = this.keys;
     // 1: the index pointer, our identity map, pending creates.
+    const allKeys = records.flatMap((r) => r.keys);
     const p1 = this.redis.pipeline();
     p1.hgetall(k.index(entity));
-    for (const r of records)
-      for (const key of r.keys) p1.hget(k.ids(entity, k.idBucketOf(key)), key);
-    const allKeys = records.flatMap((r) => r.keys);
-    if (allKeys.length > 0) p1.hmget(k.pending(entity), ...allKeys);
-    const out1 = await execAll(p1, 'looking up records');
-    const index = readIndexInfo(out1[0] as Record<string, string>);
-    const pendingValues = (allKeys.length > 0 ? out1[out1.length - 1] : []) as (string | null)[];
+    hgets(
+      p1,
+      allKeys.map((key) => [k.ids(entity, k.idBucketOf(key)), key] as const),
+    );
+    hgets(
+      p1,
+      allKeys.map((key) => [k.pending(entity), key] as const),
+    );
+    const [indexHash, idValues, pendingValues] = (await execAll(p1, 'looking up records')) as [
+      Record<string, string>,
+      (string | null)[],
+      (string | null)[],
+    ];
+    const index = readIndexInfo(indexHash);
 
     const known: Known[] = records.map(() => ({}));
-    let i = 1;
     let j = 0;
     records.forEach((r, n) => {
       const kn = known[n]!;
-      for (const _ of r.keys) {
-        const id = platformIdOf(out1[i++]);
+      for (let m = 0; m < r.keys.length; m++, j++) {
+        const id = platformIdOf(idValues[j]);
         if (kn.platformId === undefined && id !== undefined) kn.platformId = id;
         const pending = kn.pending ?? parsePending(pendingValues[j]);
-        j++;
         if (pending) kn.pending = pending;
       }
     });
 
     // 2: record state of matched ids; index entries (remote values, or ids of unmatched records).
-    const p2 = this.redis.pipeline();
-    const step2: (['state' | 'remote', number] | ['ixid', number])[] = [];
+    const stateOf: [number, readonly [string, string]][] = [];
+    const remoteOfMatched: [number, readonly [string, string]][] = [];
+    const indexIdOf: [number, readonly [string, string]][] = [];
     records.forEach((r, n) => {
       const id = known[n]!.platformId;
       if (id !== undefined) {
-        p2.hget(k.recs(entity, k.recBucketOf(id)), String(id));
-        step2.push(['state', n]);
-        if (index) {
-          p2.hget(k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id));
-          step2.push(['remote', n]);
-        }
+        stateOf.push([n, [k.recs(entity, k.recBucketOf(id)), String(id)]]);
+        if (index)
+          remoteOfMatched.push([
+            n,
+            [k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id)],
+          ]);
       } else if (index) {
-        for (const key of r.keys) {
-          p2.hget(k.indexIds(entity, index.generation, k.idBucketOf(key)), key);
-          step2.push(['ixid', n]);
-        }
+        for (const key of r.keys)
+          indexIdOf.push([n, [k.indexIds(entity, index.generation, k.idBucketOf(key)), key]]);
       }
     });
-    if (step2.length === 0) return known;
-    const out2 = await execAll(p2, 'looking up records');
-    const remoteOf = new Map<number, string>();
+    if (stateOf.length === 0 && indexIdOf.length === 0) return known;
+    const p2 = this.redis.pipeline();
+    hgets(
+      p2,
+      stateOf.map(([, pair]) => pair),
+    );
+    hgets(
+      p2,
+      remoteOfMatched.map(([, pair]) => pair),
+    );
+    hgets(
+      p2,
+      indexIdOf.map(([, pair]) => pair),
+    );
+    const [states, remotes, indexIds] = (await execAll(p2, 'looking up records')) as (
+      string | null
+    )[][];
+
+    const remoteJson = new Map<number, string>();
+    const stale = new Set<number>();
+    stateOf.forEach(([n], m) => {
+      const value = states![m];
+      if (typeof value !== 'string') return;
+      const s = unpackRecord(value);
+      known[n]!.storedHash = s.hash;
+      // The listing reflects our write only if it started after the write was confirmed.
+      if (index && s.syncedAt > index.refreshedAt) stale.add(n);
+    });
+    remoteOfMatched.forEach(([n], m) => {
+      const value = remotes![m];
+      if (typeof value === 'string' && !stale.has(n)) remoteJson.set(n, value);
+    });
     const indexMatched: number[] = [];
-    step2.forEach(([what, n], m) => {
+    indexIdOf.forEach(([n], m) => {
       const kn = known[n]!;
-      const value = out2[m];
-      if (what === 'state' && typeof value === 'string') {
-        const s = unpackRecord(value);
-        kn.storedHash = s.hash;
-        // The listing reflects our write only if it started after the write was confirmed.
-        if (index && s.syncedAt > index.refreshedAt) remoteOf.set(n, '');
-      } else if (what === 'remote' && typeof value === 'string') {
-        if (remoteOf.get(n) !== '') remoteOf.set(n, value);
-      } else if (what === 'ixid' && kn.platformId === undefined) {
-        const id = platformIdOf(value);
-        if (id !== undefined) {
-          kn.platformId = id;
-          indexMatched.push(n);
-        }
+      const id = platformIdOf(indexIds![m]);
+      if (kn.platformId === undefined && id !== undefined) {
+        kn.platformId = id;
+        indexMatched.push(n);
       }
     });
 
     // 3: the platform's values of records matched through the index only.
     if (index && indexMatched.length > 0) {
       const p3 = this.redis.pipeline();
-      for (const n of indexMatched) {
-        const id = known[n]!.platformId!;
-        p3.hget(k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id));
-      }
-      const out3 = await execAll(p3, 'looking up records');
+      hgets(
+        p3,
+        indexMatched.map((n) => {
+          const id = known[n]!.platformId!;
+          return [k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id)] as const;
+        }),
+      );
+      const [values] = (await execAll(p3, 'looking up records')) as (string | null)[][];
       indexMatched.forEach((n, m) => {
-        const value = out3[m];
-        if (typeof value === 'string') remoteOf.set(n, value);
+        const value = values![m];
+        if (typeof value === 'string') remoteJson.set(n, value);
       });
     }
-    for (const [n, json] of remoteOf) {
-      if (json !== '') known[n]!.remote = JSON.parse(json) as Record<string, unknown>;
-    }
+    for (const [n, json] of remoteJson)
+      known[n]!.remote = JSON.parse(json) as Record<string, unknown>;
     return known;
   }
 
@@ -187,32 +213,28 @@ export class RecordStates {
     const now = this.now();
     let added = 0;
     for (const part of chunks(entries, 1000)) {
-      const ids = new Map<string, string[]>();
+      const ids: [string, string, string][] = [];
+      const recs: [string, string, string][] = [];
       const pendingKeys: string[] = [];
-      const tx = this.redis.multi();
       for (const e of part) {
         for (const key of e.keys) {
-          const bucket = k.ids(entity, k.idBucketOf(key));
-          const args = ids.get(bucket) ?? [];
-          args.push(key, String(e.platformId));
-          ids.set(bucket, args);
+          ids.push([k.ids(entity, k.idBucketOf(key)), key, String(e.platformId)]);
           pendingKeys.push(key);
         }
-      }
-      for (const [bucket, args] of ids) tx.hset(bucket, ...args);
-      const first = ids.size;
-      for (const e of part) {
         const value = packRecord({
           hash: e.hash,
           syncedAt: e.at ?? now,
           runNumber: runNumbers.get(e.runId)!,
         });
-        tx.hset(k.recs(entity, k.recBucketOf(e.platformId)), String(e.platformId), value);
+        recs.push([k.recs(entity, k.recBucketOf(e.platformId)), String(e.platformId), value]);
       }
+      const tx = this.redis.multi();
+      hsets(tx, ids);
+      hsets(tx, recs);
       if (pendingKeys.length > 0) tx.hdel(k.pending(entity), ...pendingKeys);
       tx.hsetnx(k.entityInfo(entity), 'firstCommitAt', String(now));
       const out = await execAll(tx, 'recording confirmed writes');
-      for (let n = first; n < first + part.length; n++) added += Number(out[n]);
+      added += Number(out[1]);
     }
     if (added > 0) {
       try {

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import type { WriteAction } from '../sync/action.js';
 import { redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
-import { chunks, execAll } from './pipeline.js';
+import { chunks, execAll, hclaims } from './pipeline.js';
 
 /** A row of the export with its identity keys, as claimed. */
 export interface Claim {
@@ -49,7 +49,7 @@ export class RunScratch {
    * makes both rows conflicts. Returns every row of this batch that is in
    * conflict (also when it was found in conflict before: a re-read export
    * gives the same answer), and every earlier row that has just become one.
-   * Three round trips per batch.
+   * At most three round trips per batch.
    */
   async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
@@ -58,15 +58,16 @@ export class RunScratch {
 
     // 1: claim every key (first claimer wins) and read who holds it; known conflicts of this batch.
     const p1 = this.redis.pipeline();
-    for (const e of entries) {
-      for (const key of e.keys) {
-        p1.hsetnx(claims, key, String(e.line));
-        p1.hget(claims, key);
-      }
-    }
+    hclaims(
+      p1,
+      entries.flatMap((e) => e.keys.map((key) => [claims, key, String(e.line)] as const)),
+    );
     p1.hmget(conflicted, ...entries.map((e) => String(e.line)));
     p1.pexpire(claims, this.ttlMs);
-    const out1 = await execAll(p1, 'claiming identities');
+    const [holders, known] = (await execAll(p1, 'claiming identities')) as [
+      string[],
+      (string | null)[],
+    ];
 
     const found = new Map<number, ConflictInfo>();
     const note = (line: number, identity: string, other: number): void => {
@@ -77,8 +78,7 @@ export class RunScratch {
     let i = 0;
     for (const e of entries) {
       for (const key of e.keys) {
-        i++; // HSETNX
-        const holder = Number(out1[i++]);
+        const holder = Number(holders[i++]);
         if (holder !== e.line) {
           note(e.line, key, holder);
           note(holder, key, e.line);
@@ -87,7 +87,7 @@ export class RunScratch {
     }
     const before = new Map<number, ConflictInfo>();
     const batchLines = new Set(entries.map((e) => e.line));
-    (out1[i] as (string | null)[]).forEach((v, n) => {
+    known.forEach((v, n) => {
       if (v) before.set(entries[n]!.line, parseInfo(v));
     });
 
