@@ -440,6 +440,27 @@ async function finalize(
     }
   }
   const now = Date.now();
+  const finished = await store.getRun(run.id);
+  if (ctx.metrics && finished) {
+    const c = finished.counts;
+    ctx.metrics.rowsRead.inc({ job: run.job }, c.read);
+    for (const outcome of [
+      'created',
+      'updated',
+      'unchanged',
+      'adopted',
+      'invalid',
+      'conflict',
+      'rejected',
+      'failed',
+    ] as const) {
+      if (c[outcome] > 0) ctx.metrics.records.inc({ job: run.job, outcome }, c[outcome]);
+    }
+    ctx.metrics.runDuration.observe(
+      { job: run.job, status: 'completed' },
+      (now - (run.startedAt ?? run.createdAt)) / 1000,
+    );
+  }
   await store.updateRun(run.id, {
     status: 'completed',
     phase: 'done',

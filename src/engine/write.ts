@@ -43,15 +43,30 @@ export async function processWrite(ctx: EngineContext, job: Job): Promise<WriteR
     );
   }
   const w = parsed.data;
+  const operation = operationOf(w);
   const run = await ctx.store.getRun(w.runId);
   // A run that failed (401) or is gone takes no more writes.
   if (!run || run.status === 'failed' || run.status === 'completed') return 'skipped';
 
   try {
-    return w.kind === 'create' ? await create(ctx, w) : await update(ctx, job, w);
+    const result = w.kind === 'create' ? await create(ctx, w) : await update(ctx, job, w);
+    ctx.metrics?.writes.inc({ operation, status: 'ok' });
+    return result;
   } catch (err) {
+    if (err instanceof PlatformError) {
+      ctx.metrics?.writes.inc({ operation, status: String(err.statusCode ?? err.code) });
+      if (err instanceof RateLimitedError) ctx.metrics?.rateLimited.inc({ operation });
+    }
     return await onError(ctx, job, w, err);
   }
+}
+
+/** The route template of a write, for metrics labels. */
+function operationOf(w: WriteJob): string {
+  if (w.kind === 'update') return `PUT /${w.entity}/{id}`;
+  return w.entity === 'companies' && w.createVia === 'customers'
+    ? 'POST /customers'
+    : `POST /${w.entity}`;
 }
 
 async function create(ctx: EngineContext, w: WriteJob): Promise<WriteResult> {
