@@ -29,3 +29,12 @@ export function redisError(what: string, cause: unknown): StateError {
   const reason = cause instanceof Error ? cause.message : String(cause);
   return new StateError('state.redis', `Redis failed while ${what}: ${reason}`, true, { cause });
 }
+
+/** Parses JSON we stored; unreadable text is corrupt state, not a crash of some other kind. */
+export function parseStored(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new StateError('state.corrupt', `${what} is not readable JSON`, false, { cause: err });
+  }
+}

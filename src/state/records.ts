@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
-import { redisError, StateError } from './errors.js';
+import { parseStored, redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { packRecord, unpackRecord } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
@@ -62,7 +62,7 @@ function platformIdOf(value: unknown): number | undefined {
 
 function parsePending(value: unknown): PendingCreate | undefined {
   if (typeof value !== 'string') return undefined;
-  const v = JSON.parse(value) as Partial<PendingCreate>;
+  const v = parseStored(value, 'pending create') as Partial<PendingCreate>;
   if (typeof v.runId !== 'string' || typeof v.since !== 'number') {
     throw new StateError('state.corrupt', `pending create ${value} is not readable`, false);
   }
@@ -194,7 +194,7 @@ export class RecordStates {
       });
     }
     for (const [n, json] of remoteJson)
-      known[n]!.remote = JSON.parse(json) as Record<string, unknown>;
+      known[n]!.remote = parseStored(json, 'indexed platform record') as Record<string, unknown>;
     return known;
   }
 

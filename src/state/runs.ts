@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
-import { redisError, StateError } from './errors.js';
+import { parseStored, redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { scrubText, stripCredentials } from './redaction.js';
@@ -277,7 +277,7 @@ export class Runs {
       throw redisError('listing failed rows', err);
     }
     return values.map((v) => {
-      const parsed = FailureSchema.safeParse(JSON.parse(v));
+      const parsed = FailureSchema.safeParse(parseStored(v, `failure row of run ${runId}`));
       if (!parsed.success) {
         throw new StateError(
           'state.corrupt',

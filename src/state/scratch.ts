@@ -8,7 +8,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { WriteAction } from '../sync/action.js';
-import { redisError, StateError } from './errors.js';
+import { parseStored, redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { chunks, execAll, hclaims } from './pipeline.js';
 
@@ -162,7 +162,8 @@ export class RunScratch {
     }
     const [next, flat] = reply;
     const writes: WriteAction[] = [];
-    for (let n = 1; n < flat.length; n += 2) writes.push(JSON.parse(flat[n]!) as WriteAction);
+    for (let n = 1; n < flat.length; n += 2)
+      writes.push(parseStored(flat[n]!, 'planned write') as WriteAction);
     return { cursor: next, writes };
   }
 
@@ -207,7 +208,7 @@ export class RunScratch {
 }
 
 function parseInfo(value: string): ConflictInfo {
-  const v = JSON.parse(value) as Partial<ConflictInfo>;
+  const v = parseStored(value, 'conflict record') as Partial<ConflictInfo>;
   if (typeof v.identity !== 'string' || !Array.isArray(v.otherLines)) {
     throw new StateError('state.corrupt', `conflict record ${value} is not readable`, false);
   }
