@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redactSecrets } from '../../src/log.js';
 import { readRows } from '../../src/crm/read.js';
 import { readAll } from './source-helpers.js';
 
@@ -180,6 +181,30 @@ describe('readRows over HTTP', () => {
       auth: 'Bearer from-env',
       key: 'key-from-env',
     });
+  });
+
+  it('registers the Authorization value as a secret: logs censor it', async () => {
+    await readAll(
+      { url: `${base}/companies.csv` },
+      { env: { CRM_SOURCE_AUTHORIZATION: 'Bearer zz-secret-token-41' } },
+    );
+    expect(redactSecrets('sent Bearer zz-secret-token-41')).toBe('sent [REDACTED]');
+  });
+
+  it('stops with the abort reason when the signal fires mid-read', async () => {
+    const controller = new AbortController();
+    const rows: unknown[] = [];
+    const reading = (async () => {
+      for await (const batch of readRows(
+        { url: `${base}/companies.csv` },
+        { signal: controller.signal, batchSize: 1 },
+      )) {
+        rows.push(...batch);
+        controller.abort(new Error('shutting down'));
+      }
+    })();
+    await expect(reading).rejects.toThrow('shutting down');
+    expect(rows).toHaveLength(1);
   });
 
   it('detects gzip and the format of a URL with no extension', async () => {

@@ -60,6 +60,37 @@ describe('CsvParser', () => {
     );
   });
 
+  it('reads back any table written by the RFC 4180 rules, with each row at its physical line', () => {
+    const cell = fc.stringMatching(/^[a-z ,;"\r\n\u00e9]{0,12}$/);
+    const quote = (v: string): string =>
+      /[",\r\n]/.test(v) || v === '' ? `"${v.replace(/"/g, '""')}"` : v;
+    fc.assert(
+      fc.property(
+        fc
+          .integer({ min: 1, max: 5 })
+          .chain((width) =>
+            fc.tuple(
+              fc.constant(width),
+              fc.array(fc.array(cell, { minLength: width, maxLength: width }), { maxLength: 8 }),
+              fc.constantFrom('\n', '\r\n'),
+            ),
+          ),
+        ([width, body, eol]) => {
+          const header = Array.from({ length: width }, (_, k) => `c${k}`);
+          const text = [header, ...body].map((r) => r.map(quote).join(',')).join(eol) + eol;
+          let line = 2;
+          const expected = body.map((r) => {
+            const row = { line, record: Object.fromEntries(header.map((h, k) => [h, r[k]])) };
+            line += 1 + r.join('').split('\n').length - 1;
+            return row;
+          });
+          expect(parse(text, { delimiter: ',' })).toEqual(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('reports ragged rows as problems and goes on', () => {
     expect(parse('a,b,c\n1,2\n1,2,3,4\n5,6,7\n')).toEqual([
       { line: 2, problem: 'row has 2 fields, header has 3' },
