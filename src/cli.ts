@@ -5,10 +5,15 @@
  * prints. Errors are one clear line (the stack with --verbose).
  */
 import { Command, CommanderError } from 'commander';
-import { reportFatal } from './cli/output.js';
+import { registerApiAccountCommand } from './cli/api-account.js';
+import { registerFailuresCommand } from './cli/failures.js';
+import { EXIT_CODES_HELP, ExitCode, reportFatal } from './cli/output.js';
+import { registerRetryCommand } from './cli/retry.js';
 import { registerRunCommands } from './cli/run.js';
+import { registerRunsCommand } from './cli/runs.js';
 import { registerSandboxCommand } from './cli/sandbox.js';
 import { registerSchedulerCommand } from './cli/scheduler.js';
+import { registerValidateCommand } from './cli/validate.js';
 import { registerWorkerCommands } from './cli/worker.js';
 
 export function buildProgram(): Command {
@@ -16,9 +21,15 @@ export function buildProgram(): Command {
     .description('Keeps a customer-onboarding platform in step with a CRM.')
     .option('--verbose', 'print stack traces with errors')
     .showHelpAfterError()
+    .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
   // Commands register themselves here, one module each under src/cli/.
   registerRunCommands(program);
+  registerRunsCommand(program);
+  registerFailuresCommand(program);
+  registerRetryCommand(program);
+  registerValidateCommand(program);
+  registerApiAccountCommand(program);
   registerWorkerCommands(program);
   registerSchedulerCommand(program);
   registerSandboxCommand(program);
@@ -31,7 +42,8 @@ async function main(argv: string[]): Promise<void> {
     await program.parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
-      process.exitCode = err.exitCode;
+      // --help and --version exit 0; every other parse error is a usage error.
+      process.exitCode = err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
       return;
     }
     reportFatal(err, argv.includes('--verbose'));

@@ -1,13 +1,26 @@
 import { redactSecrets } from '../log.js';
+import { RedisUnavailableError } from '../queue/connection.js';
 
-/** Exit codes of the CLI, documented in README. */
+/** Exit codes of the CLI, documented in docs/CLI.md and the root --help. */
 export const ExitCode = {
   ok: 0,
   failed: 1,
   usage: 2,
   config: 3,
   unavailable: 4,
+  stopped: 5,
 } as const;
+
+/** The exit code table printed under the root program's --help. */
+export const EXIT_CODES_HELP = `
+Exit codes:
+  0  ok (a run completed; rejected rows do not make it fail)
+  1  failed (a run failed, or the command did)
+  2  usage (unknown command or option, bad option value)
+  3  configuration (environment variables, job definitions, mappings)
+  4  Redis unreachable
+  5  a run stopped by a safety threshold before writing (--force overrides)
+Errors are one line; --verbose prints the stack.`;
 
 /** Prints an error as one line (or with its stack when verbose) and sets the exit code. */
 export function reportFatal(err: unknown, verbose: boolean): void {
@@ -15,5 +28,10 @@ export function reportFatal(err: unknown, verbose: boolean): void {
   const code = (e as { code?: unknown }).code;
   const text = verbose && e.stack ? e.stack : `crm-sync: ${e.message}`;
   process.stderr.write(`${redactSecrets(text)}\n`);
-  process.exitCode = code === 'crm-sync.config' ? ExitCode.config : ExitCode.failed;
+  process.exitCode =
+    err instanceof RedisUnavailableError
+      ? ExitCode.unavailable
+      : code === 'crm-sync.config' || code === 'job.invalid' || code === 'job.not-found'
+        ? ExitCode.config
+        : ExitCode.failed;
 }

@@ -137,7 +137,7 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
 }
 
 /** Prints a run, first waiting for its end when asked; null when there is no such run. */
-async function watch(
+export async function watch(
   store: StateStore,
   runId: string,
   flags: { wait?: boolean; json?: boolean },

@@ -1,0 +1,139 @@
+/**
+ * `crm-sync failures RUN`: the rows of a run that were not synced (invalid,
+ * conflict, rejected, unsupported, failed), with line, kind, field, reason
+ * and value. Pages through Redis, where they are kept complete, and writes
+ * as it reads: a run with 100,000 bad rows never sits in memory whole.
+ */
+import type { Command } from 'commander';
+import type { FailureRow } from '../state/runs.js';
+import type { StateStore } from '../state/store.js';
+import { csvRow } from './csv.js';
+import { integerOption } from './options.js';
+import { cliRuntime, openProducer } from './runtime.js';
+import { formatTable, type Column } from './table.js';
+
+interface FailuresFlags {
+  json?: boolean;
+  csv?: boolean;
+  limit?: number;
+  offset: number;
+}
+
+const PAGE = 1_000;
+
+export function registerFailuresCommand(program: Command): void {
+  program
+    .command('failures')
+    .description('list the rows of a run that were not synced, with the reason for each')
+    .argument('<run>', 'run id')
+    .option('--json', 'print one JSON array of failure rows')
+    .option('--csv', 'print RFC 4180 CSV (formula-safe cells, for spreadsheets)')
+    .option('--limit <N>', 'at most this many rows (default: all)', integerOption('--limit', 1))
+    .option('--offset <N>', 'skip this many rows first', integerOption('--offset', 0), 0)
+    .action(async (runId: string, flags: FailuresFlags, command: Command) => {
+      if (flags.json && flags.csv) {
+        command.error('error: give --json or --csv, not both', {
+          exitCode: 2,
+          code: 'crm-sync.usage',
+        });
+      }
+      const { config } = cliRuntime();
+      const producer = await openProducer(config);
+      try {
+        const run = await producer.store.getRun(runId);
+        if (!run) {
+          process.stderr.write(`crm-sync: no run ${runId}\n`);
+          process.exitCode = 1;
+          return;
+        }
+        const rows = pages(producer.store, runId, flags.offset, flags.limit);
+        const out = (s: string) => write(s);
+        if (flags.json) await printJson(rows, out);
+        else if (flags.csv) await printCsv(rows, out);
+        else {
+          const total = await producer.store.countFailures(runId);
+          process.stderr.write(`run ${runId} (${run.job}): ${total} row(s) not synced\n`);
+          await printTable(rows, out);
+        }
+      } finally {
+        await producer.close();
+      }
+    });
+}
+
+/** The failure rows from `offset`, at most `limit`, a page at a time. */
+export async function* pages(
+  store: StateStore,
+  runId: string,
+  offset: number,
+  limit = Infinity,
+): AsyncGenerator<FailureRow[]> {
+  let at = offset;
+  let left = limit;
+  while (left > 0) {
+    const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
+    if (page.length === 0) return;
+    yield page;
+    at += page.length;
+    left -= page.length;
+  }
+}
+
+/** Writes to stdout, waiting when the pipe is full (a pager reading slowly). */
+function write(text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ok = process.stdout.write(text, (err) => (err ? reject(err) : undefined));
+    if (ok) resolve();
+    else process.stdout.once('drain', resolve);
+  });
+}
+
+type Out = (text: string) => Promise<void>;
+
+export const CSV_HEADER = ['line', 'kind', 'field', 'reason', 'value', 'identity'] as const;
+
+export async function printCsv(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
+  await out(csvRow(CSV_HEADER));
+  for await (const page of rows) {
+    await out(
+      page.map((r) => csvRow([r.line, r.kind, r.field, r.reason, r.value, r.identity])).join(''),
+    );
+  }
+}
+
+export async function printJson(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
+  let first = true;
+  await out('[');
+  for await (const page of rows) {
+    await out((first ? '' : ',') + page.map((r) => JSON.stringify(r)).join(','));
+    first = false;
+  }
+  await out(']\n');
+}
+
+const COLUMNS: Column[] = [
+  { header: 'LINE', align: 'right' },
+  { header: 'KIND' },
+  { header: 'FIELD', maxWidth: 24 },
+  { header: 'REASON', maxWidth: 80 },
+  { header: 'VALUE', maxWidth: 40 },
+];
+
+/** A table per page: columns are as wide as each page needs. */
+export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
+  let header = true;
+  for await (const page of rows) {
+    const table = formatTable(
+      COLUMNS,
+      page.map((r) => [
+        String(r.line),
+        r.kind,
+        r.field ?? '',
+        r.reason,
+        r.value === undefined ? '' : JSON.stringify(r.value),
+      ]),
+    );
+    await out(`${header ? table : table.slice(table.indexOf('\n') + 1)}\n`);
+    header = false;
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * `crm-sync validate [--jobs DIR]`: loads every job file of the folder and
+ * compiles its mapping, and reports every problem of every file at once
+ * (file and path), so one pass fixes them all. A path source that does not
+ * exist yet is a warning, not a problem: exports are often dropped just
+ * before the run.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config.js';
+import { loadJobs, type JobDefinition } from '../jobs/definition.js';
+import { ExitCode } from './output.js';
+import { jobsOption } from './runtime.js';
+
+export function registerValidateCommand(program: Command): void {
+  jobsOption(
+    program
+      .command('validate')
+      .description('check every job definition and its mapping; list every problem at once'),
+  ).action((flags: { jobs?: string }) => {
+    const config = loadConfig();
+    const dir = resolve(flags.jobs ?? config.jobsDir);
+    const { jobs, problems } = loadJobs(dir, { mappingsDir: config.mappingsDir });
+    for (const job of jobs) process.stdout.write(`ok ${describe(job)}\n`);
+    for (const job of jobs) {
+      const path = job.source.path;
+      if (path !== undefined && !existsSync(path)) {
+        process.stderr.write(`warning: ${job.file}: source.path: ${path} does not exist (yet)\n`);
+      }
+    }
+    for (const p of problems) process.stderr.write(`${p}\n`);
+    if (problems.length > 0) {
+      process.stderr.write(
+        `${problems.length} problem(s) in ${dir}; ${jobs.length} job(s) valid\n`,
+      );
+      process.exitCode = ExitCode.config;
+    } else if (jobs.length === 0) {
+      process.stderr.write(`no job definitions (*.yaml) in ${dir}\n`);
+      process.exitCode = ExitCode.config;
+    }
+  });
+}
+
+function describe(job: JobDefinition): string {
+  const schedule = job.schedule
+    ? `, schedule '${job.schedule}'${job.timezone ? ` ${job.timezone}` : ''}`
+    : '';
+  return `${job.name}: ${job.entity} from ${job.source.path ?? job.source.url} (mapping ${job.mappingRef}, mode ${job.mode}${schedule})`;
+}
