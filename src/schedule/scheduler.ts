@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import cron, { type ScheduledTask } from 'node-cron';
+import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import { silentLogger, type Logger } from '../log.js';
 import { lastSlotKey, missedSlots, scheduleProblems, slotClaimKey, slotOf } from './slot.js';
 
@@ -135,6 +135,8 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
         ...(job.timezone !== undefined && { timezone: job.timezone }),
         // The slot claim, not node-cron, decides overlap and replicas.
         noOverlap: false,
+        // node-cron's own warnings (a tick missed under load) as JSON log lines.
+        logger: cronLogger(logger.child({ job: job.name })),
       },
     ),
   );
@@ -155,6 +157,17 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
         await Promise.allSettled([...inFlight]);
       })()),
   };
+}
+
+function cronLogger(logger: Logger): CronLogger {
+  const write =
+    (level: 'info' | 'warn' | 'error' | 'debug') =>
+    (message: string | Error, err?: Error): void => {
+      if (message instanceof Error) logger[level]({ err: message }, 'node-cron');
+      else if (err) logger[level]({ err }, message);
+      else logger[level](message);
+    };
+  return { info: write('info'), warn: write('warn'), error: write('error'), debug: write('debug') };
 }
 
 async function reportMissed(
