@@ -55,6 +55,11 @@ export class RunProgress {
     return { first: reply[0] !== -1, settled: Math.max(reply[0], 0), planned: reply[1] };
   }
 
+  /** Whether this write of the run has settled (a job added again after a crash is then a no-op). */
+  async isSettled(runId: string, line: number): Promise<boolean> {
+    return (await this.store.redis.sismember(this.settledKey(runId), String(line))) === 1;
+  }
+
   /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */
   async unsettle(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;

@@ -14,7 +14,7 @@
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { JobDefinition } from '../jobs/definition.js';
-import { PlatformError } from '../platform/errors.js';
+import { PlatformError, UnauthorizedError } from '../platform/errors.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import type { FailureRow, RunRecord } from '../state/runs.js';
@@ -23,7 +23,7 @@ import type { EngineContext } from './context.js';
 import { RunJobData, type RunJobRequest, type WriteJobData } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { refreshIndex } from './reconcile.js';
-import { failRun } from './write.js';
+import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
 import { sourceOf, sourceLabel } from './source.js';
 
 /** Stands for "written by a run that did not live to record its hash": never equal to a real hash. */
@@ -135,7 +135,12 @@ async function onRunError(
       throw new DelayedError();
     }
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message =
+    err instanceof UnauthorizedError
+      ? UNAUTHORIZED_MESSAGE
+      : err instanceof Error
+        ? err.message
+        : String(err);
   await failRun(ctx, runId, message);
   throw new UnrecoverableError(message);
 }

@@ -4,7 +4,7 @@
  * process's shutdown so they close in reverse order of opening. Used by
  * `crm-sync worker`, `crm-sync start` and `crm-sync run --with-worker`.
  */
-import { Worker, type Job } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import { requirePlatform, type Config } from '../config.js';
 import { loadJob } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
@@ -30,7 +30,7 @@ import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
 import type { RunJobData, WriteJobData } from './payloads.js';
 import { processRun } from './run.js';
-import { processWrite } from './write.js';
+import { processWrite, settleAbandoned } from './write.js';
 
 export interface WorkerServiceOptions {
   config: Config;
@@ -116,6 +116,15 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     (job: Job, token?: string) => processRun(ctx, job, token),
     { ...workerOptions(QueueName.runs, { ...settings, concurrency: 4 }), ...lock },
   );
+  writeWorker.on('failed', (job, err) => {
+    if (!job) return;
+    const final = err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (final) {
+      settleAbandoned(ctx, job, err).catch((e: unknown) =>
+        logger.error({ err: e, jobId: job.id }, 'could not settle an abandoned write'),
+      );
+    }
+  });
   for (const [name, w] of [
     ['run worker', runWorker],
     ['write worker', writeWorker],

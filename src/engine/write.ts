@@ -23,7 +23,7 @@ import {
 } from '../platform/errors.js';
 import { withRetry } from '../platform/retry.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
-import { applyRateLimited } from '../queue/limiter.js';
+import { applyRateLimited, RateLimitRetriesExhaustedError } from '../queue/limiter.js';
 import type { FailureRow } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 import { WriteJobData, type WriteJob } from './payloads.js';
@@ -45,8 +45,9 @@ export async function processWrite(ctx: EngineContext, job: Job): Promise<WriteR
   const w = parsed.data;
   const operation = operationOf(w);
   const run = await ctx.store.getRun(w.runId);
-  // A run that failed (401) or is gone takes no more writes.
+  // A run that failed (401) or is gone takes no more writes; nor does a write already settled.
   if (!run || run.status === 'failed' || run.status === 'completed') return 'skipped';
+  if (await ctx.progress.isSettled(w.runId, w.line)) return 'skipped';
 
   try {
     const result = w.kind === 'create' ? await create(ctx, w) : await update(ctx, job, w);
@@ -124,6 +125,14 @@ async function onError(
   err: unknown,
 ): Promise<WriteResult> {
   const isCreate = w.kind === 'create';
+  if (err instanceof RateLimitRetriesExhaustedError) {
+    return settle(ctx, w, 'failed', {
+      line: w.line,
+      kind: 'failed',
+      reason: err.message,
+      identity: w.keys[0]!,
+    });
+  }
   if (!(err instanceof PlatformError)) throw err; // Redis down and the like: BullMQ retries the job.
 
   if (err instanceof RateLimitedError) {
@@ -193,6 +202,23 @@ async function settle(
   const s = await ctx.progress.settle(w.runId, w.line, outcome, failure);
   if (s.first && s.settled >= s.planned) await ctx.wakeRun?.(w.runId);
   return s.first ? outcome : 'skipped';
+}
+
+/**
+ * A write job BullMQ gave up on (its last attempt threw something that is not
+ * a platform answer, or its payload was unreadable): settled as failed, so
+ * that its run does not wait for it forever.
+ */
+export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error): Promise<void> {
+  const parsed = WriteJobData.safeParse(job.data);
+  if (!parsed.success) return;
+  const w = parsed.data;
+  await settle(ctx, w, 'failed', {
+    line: w.line,
+    kind: 'failed',
+    reason: `write abandoned after ${job.attemptsMade} attempts: ${err.message}`,
+    identity: w.keys[0]!,
+  });
 }
 
 /** Marks the run failed (once); its remaining writes are skipped without a request. */
