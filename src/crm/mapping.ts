@@ -200,6 +200,8 @@ function own(obj: unknown, key: string): unknown {
  * the key found is remembered, since every row of a file has one header.
  */
 function getter(ref: string): Getter {
+  // Only names such as `constructor` need the slower own-property check.
+  const risky = PROTO_KEYS.has(ref);
   const wanted = ref.trim().toLowerCase();
   const path = ref.includes('.') ? ref.split('.') : null;
   let hint: string | null = null;
@@ -217,7 +219,7 @@ function getter(ref: string): Getter {
       const v = walk(rec);
       if (v !== undefined) return v;
     }
-    let v = own(rec, ref);
+    let v = risky ? own(rec, ref) : rec[ref];
     if (v !== undefined) return v;
     if (hint !== null) {
       v = own(rec, hint);
@@ -366,10 +368,24 @@ function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown) => bo
 }
 
 /** Validates a definition and compiles it; throws MappingError with every problem. */
+export interface CompileOptions {
+  /** Prefix of every problem's path, e.g. `mapping` for a mapping inside a job file. */
+  origin?: string;
+  /**
+   * Also parse every mapped body with the platform's zod request schema. The
+   * per-field conversions already give exactly what the schema accepts (unit
+   * tests check that every accepted body passes it), so this only costs time:
+   * about a third of the mapping (docs/BENCHMARKS.md). For debugging.
+   */
+  verifyWithSchema?: boolean;
+}
+
 export function compileMapping<E extends Entity = Entity>(
   input: unknown,
-  origin = '',
+  options: CompileOptions = {},
 ): CompiledMapping<E> {
+  const origin = options.origin ?? '';
+  const verify = options.verifyWithSchema ?? false;
   const parsed = MappingDefinition.safeParse(input);
   if (!parsed.success) {
     throw new MappingError('mapping.invalid', formatIssues(parsed.error, origin));
@@ -394,21 +410,22 @@ export function compileMapping<E extends Entity = Entity>(
       : Object.entries(m.custom);
     const custom = entries.map(([key, def]) => ({
       key,
+      // The JSON is written directly, in the mapping's key order: cheaper than
+      // building an object per row, and integer-like keys keep their place.
+      prefix: `${JSON.stringify(key)}:`,
       eval: compileField(def, 'json', isNull),
     }));
     fields.push({
       name: 'custom',
       eval: (rec) => {
-        const out: Rec = {};
-        let any = false;
+        let json = '';
         for (const c of custom) {
           const v = c.eval(rec);
           if (v === null) continue;
           if (v instanceof Failure) return new Failure(v.reason, v.value, `custom.${c.key}`);
-          out[c.key] = v;
-          any = true;
+          json += `${json === '' ? '{' : ','}${c.prefix}${JSON.stringify(v)}`;
         }
-        return any ? JSON.stringify(out) : null;
+        return json === '' ? null : `${json}}`;
       },
     });
   }
@@ -434,7 +451,7 @@ export function compileMapping<E extends Entity = Entity>(
       }
       body[f.name] = v;
     }
-    // The platform schema has the last word; the coercions above make this pass.
+    if (!verify) return { ok: true, line, body: body as MappedBody };
     const checked = schema.safeParse(body);
     if (!checked.success) {
       const issue = checked.error.issues[0]!;

@@ -192,7 +192,7 @@ function parseJob(
     mapping =
       typeof def.mapping === 'string'
         ? loadMapping(def.mapping, options)
-        : compileMapping(def.mapping, 'mapping');
+        : compileMapping(def.mapping, { origin: 'mapping' });
   } catch (err) {
     if (err instanceof MappingError) {
       // Preset problems already name their own file.

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   Invalid,
@@ -10,6 +11,7 @@ import {
   toEmail,
   toInteger,
   toWebsite,
+  websiteViaUrl,
   type Transform,
 } from '../../src/crm/transforms.js';
 
@@ -126,6 +128,35 @@ describe('website', () => {
   ])('%j → %j', (input, out) => expect(toWebsite(input)).toBe(out));
 
   it('treats blank as absent', () => expect(toWebsite('  ')).toBeNull());
+
+  it('gives the same result on its fast path as through the URL parser', () => {
+    const label = fc.stringMatching(/^[A-Za-z0-9-]{1,8}$/);
+    const segment = fc.oneof(
+      fc.constantFrom('', '.', '..', '.x', 'a..b', '%41', '~u', "it's", 'a b', 'Ä'),
+      fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@%-]{0,6}$/),
+    );
+    const website = fc
+      .record({
+        scheme: fc.constantFrom('', 'http://', 'https://', 'HTTPS://'),
+        www: fc.constantFrom('', 'www.', 'WWW.'),
+        labels: fc.array(label, { minLength: 1, maxLength: 3 }),
+        tld: fc.constantFrom('com', 'CO', 'example', 'x', 'de.', 'xn--p1ai'),
+        port: fc.constantFrom('', '', ':443', ':8080'),
+        path: fc.array(segment, { maxLength: 3 }),
+        slash: fc.constantFrom('', '/', '//'),
+        tail: fc.constantFrom('', '?a=1', '#top', '?x#y'),
+      })
+      .map(
+        (w) =>
+          `${w.scheme}${w.www}${w.labels.join('.')}.${w.tld}${w.port}${w.path.map((p) => `/${p}`).join('')}${w.slash}${w.tail}`,
+      );
+    fc.assert(
+      fc.property(website, (s) => {
+        expect(toWebsite(s)).toEqual(websiteViaUrl(s));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 
   it.each([
     ['info@acme.com', 'an e-mail address'],
