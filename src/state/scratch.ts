@@ -132,6 +132,18 @@ export class RunScratch {
     return result;
   }
 
+  /** The line that claimed each key in this run (null where none did), aligned with `keys`. */
+  async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
+    if (keys.length === 0) return [];
+    let values: (string | null)[];
+    try {
+      values = await this.redis.hmget(this.keys.claims(runId), ...keys);
+    } catch (err) {
+      throw redisError('reading identity claims', err);
+    }
+    return values.map((v) => (v === null ? null : Number(v)));
+  }
+
   /** Stores write actions of the run, keyed by line (saving a line again replaces it). */
   async savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
     const key = this.keys.plan(runId);
@@ -165,6 +177,20 @@ export class RunScratch {
     for (let n = 1; n < flat.length; n += 2)
       writes.push(parseStored(flat[n]!, 'planned write') as WriteAction);
     return { cursor: next, writes };
+  }
+
+  /** The planned writes of these lines (lines without one are left out), in the order given. */
+  async plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
+    if (lines.length === 0) return [];
+    let values: (string | null)[];
+    try {
+      values = await this.redis.hmget(this.keys.plan(runId), ...lines.map(String));
+    } catch (err) {
+      throw redisError('reading planned writes', err);
+    }
+    return values.flatMap((v) =>
+      v === null ? [] : [parseStored(v, 'planned write') as WriteAction],
+    );
   }
 
   /** Removes planned writes of rows that turned out to be conflicts. */

@@ -210,6 +210,10 @@ export class StateStore {
     return this.scratch.claimIdentities(runId, entries);
   }
 
+  claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
+    return this.scratch.claimHolders(runId, keys);
+  }
+
   savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
     return this.scratch.savePlannedWrites(runId, actions);
   }
@@ -220,6 +224,10 @@ export class StateStore {
     count = 500,
   ): Promise<{ cursor: string; writes: WriteAction[] }> {
     return this.scratch.scanPlannedWrites(runId, cursor, count);
+  }
+
+  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
+    return this.scratch.plannedWritesOf(runId, lines);
   }
 
   dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {

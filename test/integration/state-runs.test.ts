@@ -230,6 +230,7 @@ describe('run scratch', () => {
     ]);
     expect(again).toEqual([{ line: 2, identity: 'a:A1', otherLines: [4, 7], earlier: false }]);
     expect(await redis.pttl(store.keys.claims(run))).toBeGreaterThan(0);
+    expect(await store.claimHolders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
   });
 
   it('saves, scans and drops planned writes, and clears scratch', async () => {
@@ -259,6 +260,7 @@ describe('run scratch', () => {
     expect(seen.size).toBe(1197);
     expect(seen.get(5)).toEqual(writes[3]);
     expect(seen.has(3)).toBe(false);
+    expect(await store.plannedWritesOf(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
     await store.markSeen(run, [1, 2, 3]);
     await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
     await store.clearRunScratch(run);
