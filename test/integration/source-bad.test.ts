@@ -136,7 +136,7 @@ describe('bad rows in readable exports', () => {
       const ok = join(dir, 'big-cell.csv');
       const w = createWriteStream(ok);
       w.end(`Name,Notes\nAcme,"${'y'.repeat(180 * 1024)}"\n`);
-      await new Promise((resolve) => w.on('close', resolve));
+      await new Promise<void>((resolve) => w.on('close', () => resolve()));
       const rows = await readAll({ path: ok });
       expect(rows).toHaveLength(1);
       expect((rows[0] as { record: Record<string, string> }).record.Notes).toHaveLength(180 * 1024);
