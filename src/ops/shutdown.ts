@@ -43,6 +43,28 @@ export interface Shutdown {
 
 export const DEFAULT_SHUTDOWN_DEADLINE_MS = 30_000;
 
+/** What `workerCloser` needs of a BullMQ Worker. */
+export interface ClosableWorker {
+  close(force?: boolean): Promise<void>;
+  cancelAllJobs(reason?: string): void;
+}
+
+/**
+ * The closer of a BullMQ worker: stop taking jobs and wait for those in
+ * flight; at the deadline, abort them (each processor's AbortSignal fires).
+ * A job cut off keeps its lock until it lapses; then BullMQ's stalled-job
+ * check gives it to another worker. (A second `close(true)` would not help:
+ * BullMQ returns the close already under way.)
+ */
+export function workerCloser(worker: ClosableWorker): CloseFn {
+  return ({ deadline }) => {
+    const abort = (): void => worker.cancelAllJobs('shutdown deadline passed');
+    if (deadline.aborted) abort();
+    else deadline.addEventListener('abort', abort, { once: true });
+    return worker.close();
+  };
+}
+
 export function createShutdown(
   logger: Logger = silentLogger,
   opts: ShutdownOptions = {},

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { createShutdown, type SignalSource } from '../../src/ops/shutdown.js';
+import { createShutdown, workerCloser, type SignalSource } from '../../src/ops/shutdown.js';
 
 function signals(): SignalSource & { emit(s: string): boolean; count(s: string): number } {
   const e = new EventEmitter();
@@ -92,5 +92,39 @@ describe('createShutdown', () => {
     expect(exits).toEqual([]);
     src.emit('SIGTERM');
     expect(exits).toEqual([1]);
+  });
+});
+
+describe('workerCloser', () => {
+  it('waits for the worker to close, and aborts its jobs at the deadline', async () => {
+    const calls: string[] = [];
+    let finish!: () => void;
+    const worker = {
+      close: (force?: boolean) => {
+        calls.push(`close(${force ?? ''})`);
+        return new Promise<void>((r) => (finish = r));
+      },
+      cancelAllJobs: (reason?: string) => {
+        calls.push(`cancel:${reason}`);
+        finish();
+      },
+    };
+    const s = createShutdown(undefined, { deadlineMs: 30, exit: () => {} });
+    s.register('worker', workerCloser(worker));
+    const result = await s.shutdown();
+    expect(calls).toEqual(['close()', 'cancel:shutdown deadline passed']);
+    expect(result.timedOut).toEqual(['worker']);
+  });
+
+  it('does not cancel when jobs finish in time', async () => {
+    const calls: string[] = [];
+    const worker = {
+      close: async () => void calls.push('close'),
+      cancelAllJobs: () => void calls.push('cancel'),
+    };
+    const s = createShutdown(undefined, { deadlineMs: 1_000, exit: () => {} });
+    s.register('worker', workerCloser(worker));
+    expect((await s.shutdown()).clean).toBe(true);
+    expect(calls).toEqual(['close']);
   });
 });
