@@ -52,9 +52,10 @@ export interface ClosableWorker {
 /**
  * The closer of a BullMQ worker: stop taking jobs and wait for those in
  * flight; at the deadline, abort them (each processor's AbortSignal fires).
- * A job cut off keeps its lock until it lapses; then BullMQ's stalled-job
- * check gives it to another worker. (A second `close(true)` would not help:
- * BullMQ returns the close already under way.)
+ * An aborted job ends as a failed attempt, or, if the process exits first,
+ * keeps its lock until it lapses and BullMQ's stalled-job check gives it to
+ * another worker. (A second `close(true)` would not help: BullMQ returns the
+ * close already under way.)
  */
 export function workerCloser(worker: ClosableWorker): CloseFn {
   return ({ deadline }) => {
