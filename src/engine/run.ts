@@ -166,11 +166,13 @@ async function plan(
   });
 
   const entity = def.entity;
-  const [index, stateInfo, pending] = await Promise.all([
+  const [index, previous, pending] = await Promise.all([
     store.indexInfo(entity),
-    store.stateInfo(entity),
+    store.listRuns({ job: def.name, limit: 50 }),
     store.listPending(entity),
   ]);
+  // The change share says nothing on a job's first sync: everything is new to it.
+  const firstSync = !previous.some((r) => r.status === 'completed');
   const maxAge = def.indexMaxAgeHours * 3_600_000;
   const reasons = [
     !index && 'first listing',
@@ -217,7 +219,7 @@ async function plan(
       invalid: counts.invalid,
       creates: counts.create,
       updates: counts.update,
-      firstSync: stateInfo === null,
+      firstSync,
     },
     def.thresholds,
   );
