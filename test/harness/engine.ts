@@ -1,0 +1,369 @@
+/**
+ * The whole sync engine in one test process: a sandbox on port 0, a config
+ * on the harness Redis under a random `{…}` prefix, a temporary folder for
+ * job files and exports written by the test, the worker service in-process
+ * (short locks and polls), and `runJob`, which enqueues a run exactly as
+ * `crm-sync run` does and waits for its end. `close()` stops everything and
+ * deletes every key of the prefix.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach } from 'vitest';
+import { stringify } from 'yaml';
+import { openProducer, TERMINAL, type Producer } from '../../src/cli/runtime.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { EngineSettings } from '../../src/engine/context.js';
+import { RunJobData as RunJobDataSchema, type RunJobData } from '../../src/engine/payloads.js';
+import { createRunRecord } from '../../src/engine/run.js';
+import { startWorkerService, type WorkerService } from '../../src/engine/service.js';
+import { loadJob, type JobDefinition } from '../../src/jobs/definition.js';
+import { createLogger, silentLogger, type Logger } from '../../src/log.js';
+import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
+import { PlatformClient } from '../../src/platform/client.js';
+import { enqueueRun } from '../../src/queue/queues.js';
+import {
+  startSandbox,
+  type Sandbox,
+  type SandboxOptions,
+  type StatsEntry,
+} from '../../src/sandbox/index.js';
+import type { FailureRow, RunRecord } from '../../src/state/runs.js';
+import type { StateStore } from '../../src/state/store.js';
+import type { Mode } from '../../src/sync/action.js';
+import { deleteByPrefix, randomPrefix, redisUrl } from './redis.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+export const API_KEY = 'engine-test-key';
+
+export interface EngineOptions {
+  /** Sandbox options beside the API key (faults, page size, extensions, seed). */
+  sandbox?: Omit<SandboxOptions, 'apiKey' | 'port'>;
+  /** Extra environment for `loadConfig` (e.g. PLATFORM_RATE_LIMIT, WRITE_CONCURRENCY). */
+  env?: Record<string, string>;
+  /** Engine settings (batch size, poll interval, …). */
+  settings?: Partial<EngineSettings>;
+  /** The API key the worker sends (default: the sandbox's own key). */
+  apiKey?: string;
+  /** Start the sandbox only; call `startWorkers()` later (e.g. after creating an API account). */
+  deferWorkers?: boolean;
+}
+
+export interface RunOptions {
+  source?: string;
+  full?: boolean;
+  force?: boolean;
+  mode?: Mode;
+  /** How long to wait for a terminal status (default 45 s). */
+  timeoutMs?: number;
+  /** Called every poll while the run goes, with its record. */
+  onPoll?: (run: RunRecord) => void | Promise<void>;
+}
+
+export type Dump = {
+  companies: Record<string, unknown>[];
+  members: Record<string, unknown>[];
+} & Record<string, unknown>;
+
+export interface EngineHarness {
+  sandbox: Sandbox;
+  config: Config;
+  prefix: string;
+  dir: string;
+  jobsDir: string;
+  /** The producer side, as `crm-sync run` opens it: state store and runs queue. */
+  producer: Producer;
+  store: StateStore;
+  logger: Logger;
+  service: WorkerService | undefined;
+  /** Starts the worker service (once), with the API key given or the one in options. */
+  startWorkers(apiKey?: string): Promise<WorkerService>;
+  /** Writes `jobs/<name>.yaml` from an object; returns the loaded definition. */
+  writeJob(name: string, job: Record<string, unknown>): JobDefinition;
+  /** Writes a CSV (header + rows, quoted where needed) into the temp folder; returns its path. */
+  writeCsv(file: string, header: readonly string[], rows: readonly (readonly unknown[])[]): string;
+  /** Enqueues a run as `crm-sync run` does and waits for its terminal status. */
+  runJob(name: string, opts?: RunOptions): Promise<RunRecord>;
+  /** Enqueues only; returns the run id. */
+  enqueue(name: string, opts?: Omit<RunOptions, 'timeoutMs' | 'onPoll'>): Promise<string>;
+  waitForRun(runId: string, opts?: Pick<RunOptions, 'timeoutMs' | 'onPoll'>): Promise<RunRecord>;
+  failures(runId: string): Promise<FailureRow[]>;
+  /** A platform client on the sandbox with its key (for setup and adoption tests). */
+  client(apiKey?: string): PlatformClient;
+  stats(): Promise<StatsEntry[]>;
+  dump(): Promise<Dump>;
+  /** Every Redis key under the prefix, sorted. */
+  keys(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarness> {
+  const prefix = randomPrefix();
+  const dir = mkdtempSync(join(tmpdir(), 'crm-sync-engine-'));
+  const jobsDir = join(dir, 'jobs');
+  mkdirSync(jobsDir);
+  const logger = process.env.ENGINE_TEST_LOG
+    ? createLogger({ level: process.env.ENGINE_TEST_LOG })
+    : silentLogger;
+  const sandbox = await startSandbox({ apiKey: API_KEY, port: 0, ...opts.sandbox });
+  const env = (apiKey: string): Record<string, string> => ({
+    REDIS_URL: redisUrl(),
+    CRM_SYNC_PREFIX: prefix,
+    PLATFORM_BASE_URL: sandbox.url,
+    PLATFORM_API_KEY: apiKey,
+    PLATFORM_RATE_LIMIT: '500',
+    PLATFORM_TIMEOUT_MS: '5000',
+    WORKER_LOCK_MS: '5000',
+    WRITE_BACKOFF_MS: '20',
+    CRM_SYNC_JOBS_DIR: jobsDir,
+    CRM_SYNC_MAPPINGS_DIR: join(ROOT, 'config', 'mappings'),
+    LOG_LEVEL: 'silent',
+    ...opts.env,
+  });
+  let config = loadConfig(env(opts.apiKey ?? API_KEY));
+  const producer = await openProducer(config);
+  let shutdown: Shutdown | undefined;
+  const clients: PlatformClient[] = [];
+
+  const h: EngineHarness = {
+    sandbox,
+    get config() {
+      return config;
+    },
+    prefix,
+    dir,
+    jobsDir,
+    producer,
+    store: producer.store,
+    logger,
+    service: undefined,
+    async startWorkers(apiKey) {
+      if (h.service) return h.service;
+      if (apiKey !== undefined) config = loadConfig(env(apiKey));
+      shutdown = createShutdown(logger, { deadlineMs: 5_000 });
+      h.service = await startWorkerService({
+        config,
+        logger,
+        shutdown,
+        jobsDir,
+        settings: { pollMs: 50, ...opts.settings },
+      });
+      return h.service;
+    },
+    writeJob(name, job) {
+      writeFileSync(join(jobsDir, `${name}.yaml`), stringify(job));
+      return loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+    },
+    writeCsv(file, header, rows) {
+      const path = join(dir, file);
+      const lines = [header, ...rows].map((r) => r.map(csvField).join(','));
+      writeFileSync(path, `${lines.join('\n')}\n`);
+      return path;
+    },
+    async enqueue(name, o = {}) {
+      // What `crm-sync run` does (src/cli/run.ts): refuse a bad job, enqueue, create the record.
+      const def = loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+      const data: RunJobData = {
+        job: name,
+        ...(o.source !== undefined && { source: o.source }),
+        full: o.full === true,
+        force: o.force === true,
+        ...(o.mode !== undefined && { mode: o.mode }),
+        trigger: 'cli',
+      };
+      const { runId, attached } = await enqueueRun(producer.runQueue, name, data);
+      if (!attached)
+        await createRunRecord(producer.store, runId, def, RunJobDataSchema.parse(data));
+      return runId;
+    },
+    async waitForRun(runId, o = {}) {
+      const deadline = Date.now() + (o.timeoutMs ?? 45_000);
+      for (;;) {
+        const run = await producer.store.getRun(runId);
+        if (run && TERMINAL.has(run.status)) return run;
+        if (run) await o.onPoll?.(run);
+        if (Date.now() > deadline) {
+          throw new Error(
+            `run ${runId} still ${run?.status ?? 'missing'} (${run?.phase ?? ''}) after ${o.timeoutMs ?? 45_000} ms: ${JSON.stringify(run?.counts)}`,
+          );
+        }
+        await sleep(25);
+      }
+    },
+    async runJob(name, o = {}) {
+      await h.startWorkers();
+      const runId = await h.enqueue(name, o);
+      return h.waitForRun(runId, o);
+    },
+    failures: (runId) => producer.store.listFailures(runId, { limit: 100_000 }),
+    client(apiKey = API_KEY) {
+      const c = new PlatformClient({ baseUrl: sandbox.url, apiKey, timeoutMs: 5_000 });
+      clients.push(c);
+      return c;
+    },
+    async stats() {
+      const res = await fetch(`${sandbox.url}/__sandbox/stats`);
+      return ((await res.json()) as { requests: StatsEntry[] }).requests;
+    },
+    async dump() {
+      const res = await fetch(`${sandbox.url}/__sandbox/dump`);
+      return (await res.json()) as Dump;
+    },
+    async keys() {
+      const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+      const out: string[] = [];
+      let cursor = '0';
+      do {
+        const [next, found] = await producer.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        out.push(...found);
+      } while (cursor !== '0');
+      return out.sort();
+    },
+    async close() {
+      await shutdown?.shutdown('test finished');
+      for (const c of clients) c.close();
+      await deleteByPrefix(producer.redis, prefix);
+      await producer.close();
+      await sandbox.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  if (!opts.deferWorkers) await h.startWorkers();
+  return h;
+}
+
+/**
+ * A fresh engine for one test, closed after it: `const h = await engine(opts)`
+ * inside the test body.
+ */
+export function useEngines(): (opts?: EngineOptions) => Promise<EngineHarness> {
+  const open: EngineHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((h) => h.close()));
+  });
+  return async (opts) => {
+    const h = await startEngine(opts);
+    open.push(h);
+    return h;
+  };
+}
+
+// ---- reading the sandbox --------------------------------------------------------
+
+/** Requests in the stats matching method, route and (optionally) status. */
+export function countRequests(
+  stats: readonly StatsEntry[],
+  method: string,
+  route: string,
+  status?: number,
+): number {
+  return stats
+    .filter(
+      (e) =>
+        e.method === method && e.route === route && (status === undefined || e.status === status),
+    )
+    .reduce((n, e) => n + e.count, 0);
+}
+
+/** Every POST and PUT the platform received, whatever the outcome. */
+export function countWrites(stats: readonly StatsEntry[]): number {
+  return stats
+    .filter((e) => e.method === 'POST' || e.method === 'PUT' || e.method === 'PATCH')
+    .reduce((n, e) => n + e.count, 0);
+}
+
+/** The difference of two stats snapshots (requests served between them). */
+export function statsSince(
+  before: readonly StatsEntry[],
+  after: readonly StatsEntry[],
+): StatsEntry[] {
+  const key = (e: StatsEntry): string => `${e.method} ${e.status} ${e.route}`;
+  const was = new Map(before.map((e) => [key(e), e.count]));
+  return after
+    .map((e) => ({ ...e, count: e.count - (was.get(key(e)) ?? 0) }))
+    .filter((e) => e.count > 0);
+}
+
+// ---- generating exports -----------------------------------------------------------
+
+/** The columns of a HubSpot companies UI export (those the preset reads). */
+export const HUBSPOT_HEADER = [
+  'Record ID',
+  'Company name',
+  'Company Domain Name',
+  'Industry',
+  'Number of Employees',
+  'City',
+  'Country/Region',
+] as const;
+
+export interface CompanyRow {
+  id: number;
+  name: string;
+  domain: string;
+  industry: string;
+  employees: number;
+  city: string;
+  country: string;
+}
+
+/** `n` distinct companies, ids counting from `firstId`. */
+export function companyRows(n: number, firstId = 5_000_001): CompanyRow[] {
+  const industries = ['RETAIL', 'MANUFACTURING', 'FINANCIAL_SERVICES', 'SOFTWARE'];
+  const places: [string, string][] = [
+    ['Berlin', 'Germany'],
+    ['Austin', 'United States'],
+    ['Lyon', 'France'],
+    ['Osaka', 'Japan'],
+  ];
+  return Array.from({ length: n }, (_, i) => {
+    const [city, country] = places[i % places.length]!;
+    return {
+      id: firstId + i,
+      name: `Company ${i} GmbH`,
+      domain: `company-${i}.example`,
+      industry: industries[i % industries.length]!,
+      employees: 10 + i,
+      city,
+      country,
+    };
+  });
+}
+
+export function hubspotCells(r: CompanyRow): unknown[] {
+  return [r.id, r.name, r.domain, r.industry, r.employees, r.city, r.country];
+}
+
+/** The body the hubspot-companies preset maps a row to (what the platform should hold). */
+export function expectedCompany(r: CompanyRow): Record<string, unknown> {
+  return {
+    crm_company_id: r.id,
+    external_id: `hubspot:company:${r.id}`,
+    name: r.name,
+    website: `https://${r.domain}`,
+    custom: JSON.stringify({
+      industry: r.industry,
+      employees: r.employees,
+      city: r.city,
+      country: r.country,
+    }),
+  };
+}
+
+/** A job definition for the hubspot-companies preset reading `path`. */
+export function hubspotJob(
+  path: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return { entity: 'companies', source: { path }, mapping: 'hubspot-companies', ...extra };
+}
+
+function csvField(v: unknown): string {
+  const s = v === undefined || v === null ? '' : String(v);
+  return /[",\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

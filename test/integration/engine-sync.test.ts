@@ -1,0 +1,114 @@
+/**
+ * The sync engine end to end on the happy path: a first sync creates every
+ * record with its mapped fields, a re-sync of the same export writes nothing,
+ * and k edited rows make exactly k PUTs.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  companyRows,
+  countRequests,
+  countWrites,
+  expectedCompany,
+  hubspotCells,
+  hubspotJob,
+  HUBSPOT_HEADER,
+  statsSince,
+  useEngines,
+  type CompanyRow,
+  type Dump,
+} from '../harness/engine.js';
+
+const engine = useEngines();
+
+/** The platform's companies by external_id, each exactly once (a duplicate fails the test). */
+function byExternalId(dump: Dump): Map<string, Record<string, unknown>> {
+  const out = new Map<string, Record<string, unknown>>();
+  for (const c of dump.companies) {
+    const id = String(c.external_id);
+    expect(out.has(id), `duplicate company ${id}`).toBe(false);
+    out.set(id, c);
+  }
+  return out;
+}
+
+function expectCompanies(dump: Dump, rows: readonly CompanyRow[]): void {
+  const found = byExternalId(dump);
+  expect(found.size).toBe(rows.length);
+  for (const r of rows) {
+    const want = expectedCompany(r);
+    expect(found.get(String(want.external_id))).toMatchObject(want);
+  }
+}
+
+describe('engine: first sync, re-sync, changed rows', () => {
+  it('creates every record once with its mapped fields; a re-sync writes nothing; k edits make k PUTs', async () => {
+    const h = await engine({ settings: { batchSize: 25 } });
+    const rows = companyRows(60);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+
+    const first = await h.runJob('companies');
+    expect(first.status).toBe('completed');
+    expect(first.error).toBeUndefined();
+    expect(first.counts).toMatchObject({
+      read: 60,
+      created: 60,
+      updated: 0,
+      unchanged: 0,
+      adopted: 0,
+      invalid: 0,
+      conflict: 0,
+      rejected: 0,
+      failed: 0,
+      skipped: 0,
+      writesPlanned: 60,
+      writesSettled: 60,
+    });
+    expectCompanies(await h.dump(), rows);
+    const afterFirst = await h.stats();
+    expect(countRequests(afterFirst, 'POST', '/companies', 200)).toBe(60);
+    expect(countWrites(afterFirst)).toBe(60);
+    expect(await h.failures(first.id)).toEqual([]);
+
+    // Unchanged export: zero writes, every row unchanged, the index was fresh (no listing).
+    const second = await h.runJob('companies');
+    expect(second.status).toBe('completed');
+    expect(second.counts).toMatchObject({
+      read: 60,
+      created: 0,
+      updated: 0,
+      unchanged: 60,
+      writesPlanned: 0,
+    });
+    const during = statsSince(afterFirst, await h.stats());
+    expect(countWrites(during)).toBe(0);
+    expect(during).toEqual([]);
+
+    // k edited rows: exactly k PUTs carrying the new values.
+    const edited = rows.map((r) => ({ ...r }));
+    const changed = [3, 17, 29, 44, 58];
+    for (const i of changed) {
+      edited[i]!.name = `Renamed ${i} AG`;
+      edited[i]!.employees += 1000;
+    }
+    h.writeCsv('companies.csv', HUBSPOT_HEADER, edited.map(hubspotCells));
+    const beforeThird = await h.stats();
+    const third = await h.runJob('companies');
+    expect(third.status).toBe('completed');
+    expect(third.counts).toMatchObject({
+      read: 60,
+      created: 0,
+      updated: changed.length,
+      unchanged: 60 - changed.length,
+      writesPlanned: changed.length,
+    });
+    const writes = statsSince(beforeThird, await h.stats());
+    expect(countRequests(writes, 'PUT', '/companies/{id}', 200)).toBe(changed.length);
+    expect(countWrites(writes)).toBe(changed.length);
+    expectCompanies(await h.dump(), edited);
+
+    // And once more: nothing left to do.
+    const fourth = await h.runJob('companies');
+    expect(fourth.counts).toMatchObject({ unchanged: 60, updated: 0, created: 0 });
+  });
+});
