@@ -142,7 +142,11 @@ async function lookupRate(
   return [entity, fmt(N / wall), fmt(N / ((cpu.user + cpu.system) / 1e6)), fmt(N / redisCpu)];
 }
 
-async function indexMemory(redis: Redis, store: StateStore): Promise<(string | number)[]> {
+async function indexMemory(
+  redis: Redis,
+  store: StateStore,
+  label: string,
+): Promise<(string | number)[]> {
   const before = await settle(redis);
   const t0 = performance.now();
   async function* pages(): AsyncGenerator<Record<string, unknown>[]> {
@@ -161,7 +165,7 @@ async function indexMemory(redis: Redis, store: StateStore): Promise<(string | n
   const after = await settle(redis);
   const enc = await encodings(redis, `${store.keys.prefix}:companies:ix:*`);
   return [
-    'companies index',
+    label,
     info.count.toLocaleString('en-US'),
     '3.0',
     ((after - before) / N).toFixed(1),
@@ -213,7 +217,16 @@ const scenario: Scenario = {
         await lookupRate(redis, store, 'companies'),
         await lookupRate(redis, store, 'members'),
       ];
-      rows.push(await indexMemory(redis, store));
+      rows.push(await indexMemory(redis, store, 'companies index'));
+      // The same listing with a listpack value limit that fits a record's fields.
+      await redis.config('SET', 'hash-max-listpack-value', '512');
+      rows.push(
+        await indexMemory(
+          redis,
+          new StateStore(redis, { prefix: '{crm-sync-512}' }),
+          'companies index, listpack-value 512',
+        ),
+      );
       return [
         {
           title: `Redis memory per record (${N.toLocaleString('en-US')} synthetic records, INFO used_memory delta)`,
