@@ -230,23 +230,67 @@ async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Ui
     );
   }
   const timeoutMs = spec.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  // No socket (idle) timeout in got: a slow consumer (a run paused while Redis
+  // restarts) leaves the socket idle on purpose. A stalled server is caught
+  // below instead, by timing only the waits for the next chunk.
   const stream = got.stream(url, {
     headers: requestHeaders(spec, opts.env),
     retry: { limit: 0 },
-    timeout: { lookup: timeoutMs, connect: timeoutMs, response: timeoutMs, socket: timeoutMs },
+    timeout: {
+      lookup: timeoutMs,
+      connect: timeoutMs,
+      secureConnect: timeoutMs,
+      response: timeoutMs,
+    },
     signal: opts.signal,
   });
+  let responded = false;
+  stream.once('response', () => (responded = true));
+  const it = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   let received = 0;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      received += chunk.length;
-      yield chunk;
+    while (true) {
+      // Until the response headers come, got's connect and response timeouts rule.
+      const next = await nextWithin(it, responded ? timeoutMs : 0, () => {
+        const at = received === 0 ? 'before the first byte' : `after ${received} bytes`;
+        return new SourceError(
+          'source.timeout',
+          `the download stalled: no data for ${timeoutMs} ms ${at}`,
+          {
+            source: name,
+          },
+        );
+      });
+      if (next.done) break;
+      received += next.value.length;
+      yield next.value;
     }
   } catch (err) {
     if (opts.signal?.aborted) throw opts.signal.reason;
     throw httpError(err, name, timeoutMs, received);
   } finally {
     stream.destroy();
+  }
+}
+
+/** The next chunk, or the stall error when none comes within `ms`. */
+async function nextWithin<T>(
+  it: AsyncIterator<T>,
+  ms: number,
+  stalled: () => Error,
+): Promise<IteratorResult<T>> {
+  const pending = it.next();
+  if (ms <= 0) return pending;
+  // The loser of the race may still reject when the stream is destroyed.
+  pending.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(stalled()), ms);
+  });
+  try {
+    return await Promise.race([pending, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/redis-server.js';
 import type { SourceSpec } from '../../src/crm/source.js';
+import { readRows } from '../../src/crm/read.js';
 import { readAll, readError } from './source-helpers.js';
 
 const BAD = 'test/fixtures/bad';
@@ -152,11 +153,19 @@ describe('bad URL sources', () => {
 
   beforeAll(async () => {
     server = createServer((req, res) => {
-      if (req.url === '/error') {
+      if (req.url === '/ok') {
+        const lines = ['Name,Website'];
+        for (let i = 0; i < 20_000; i++) lines.push(`Company ${i},company${i}.example`);
+        res.end(`${lines.join('\n')}\n`);
+      } else if (req.url === '/error') {
         res.statusCode = 503;
         res.end('busy');
       } else if (req.url === '/silent') {
         // Never answers: the response timeout must end the read.
+      } else if (req.url === '/stall') {
+        // Sends part of the body, then nothing, keeping the connection open.
+        res.writeHead(200, { 'content-type': 'text/csv' });
+        res.write('Name,Website\nAcme,acme.com\n');
       } else if (req.url === '/cut') {
         res.writeHead(200, { 'content-type': 'text/csv' });
         res.write('Name,Website\nAcme,acme.com\n');
@@ -199,6 +208,27 @@ describe('bad URL sources', () => {
     const err = await readError({ url: `${base}/silent`, timeoutMs: 300 });
     expect(err).toMatchObject({ code: 'source.timeout', retryable: true });
     expect(err.message).toContain('no answer within 300 ms');
+  });
+
+  it('a download that stalls mid-body times out, naming how far it got', async () => {
+    const err = await readError({ url: `${base}/stall`, format: 'csv', timeoutMs: 300 });
+    expect(err).toMatchObject({ code: 'source.timeout', retryable: true });
+    expect(err.message).toBe(
+      `${base}/stall: the download stalled: no data for 300 ms after 27 bytes`,
+    );
+  });
+
+  it('a slow consumer does not make a healthy download time out', async () => {
+    let slow = 0;
+    for await (const batch of readRows(
+      { url: `${base}/ok`, format: 'csv', timeoutMs: 200 },
+      { batchSize: 100 },
+    )) {
+      // Pauses longer than the timeout: the socket idles because we do, not the server.
+      if (slow < 300) await new Promise((resolve) => setTimeout(resolve, 300));
+      slow += batch.length;
+    }
+    expect(slow).toBe(20_000);
   });
 
   it('a download cut short is an error, not a short file', async () => {
