@@ -38,6 +38,9 @@ export async function dryRun(opts: {
   const stale =
     !index || opts.req.full || Date.now() - index.refreshedAt > def.indexMaxAgeHours * 3_600_000;
   const listed = stale ? await listIntoMemory(opts.client, def.entity) : undefined;
+  // A prefix never synced holds no state, and the store's first lookup records
+  // its key layout (a write): a dry run on it reads nothing instead.
+  const noState = (await store.redis.exists(store.keys.meta())) === 0;
 
   const claims = new MemoryClaims();
   const kept: Action[] = [];
@@ -45,11 +48,11 @@ export async function dryRun(opts: {
   const sink: PlanningSink = {
     claim: async (entries) => claims.claim(entries),
     lookup: async (records) => {
-      const known = await store.lookup(def.entity, records);
+      const known = noState
+        ? records.map((): Known => ({}))
+        : await store.lookup(def.entity, records);
       if (!listed) return known;
-      return known.map((k, n) =>
-        k.platformId === undefined ? matchListed(listed, records[n]!.keys, k) : k,
-      );
+      return known.map((k, n) => matchListed(listed, records[n]!.keys, k));
     },
     accept: async (actions) => {
       for (const a of actions) {
@@ -92,12 +95,16 @@ async function listIntoMemory(client: PlatformClient, entity: Entity): Promise<L
   return listed;
 }
 
+/**
+ * What the listing just made says of a record: its platform id when our state
+ * has none, and, either way, the platform's current values (a listing made now
+ * is newer than any write we confirmed), so updates show their field diffs.
+ */
 function matchListed(listed: Listed, keys: readonly string[], known: Known): Known {
-  for (const k of keys) {
-    const id = listed.ids.get(k);
-    if (id !== undefined) return { ...known, platformId: id, remote: listed.remote.get(id)! };
-  }
-  return known;
+  const id = known.platformId ?? keys.map((k) => listed.ids.get(k)).find((v) => v !== undefined);
+  if (id === undefined) return known;
+  const remote = listed.remote.get(id);
+  return remote ? { ...known, platformId: id, remote } : { ...known, platformId: id };
 }
 
 /** Identity claims of one export, in memory: the same answers as the Redis scratch gives. */
