@@ -13,6 +13,7 @@ import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import { openProducer, TERMINAL, type Producer } from '../../src/cli/runtime.js';
 import { loadConfig, type Config } from '../../src/config.js';
+import { salesforceChecksum } from '../../src/crm/salesforce-id.js';
 import type { EngineSettings } from '../../src/engine/context.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../../src/engine/payloads.js';
 import { createRunRecord } from '../../src/engine/run.js';
@@ -21,7 +22,7 @@ import { loadJob, type JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
 import { PlatformClient } from '../../src/platform/client.js';
-import { enqueueRun } from '../../src/queue/queues.js';
+import { enqueueRun, QueueName } from '../../src/queue/queues.js';
 import {
   startSandbox,
   type Sandbox,
@@ -78,10 +79,17 @@ export interface EngineHarness {
   service: WorkerService | undefined;
   /** Starts the worker service (once), with the API key given or the one in options. */
   startWorkers(apiKey?: string): Promise<WorkerService>;
+  /** Stops the worker service (so that nothing but the test touches Redis). */
+  stopWorkers(): Promise<void>;
   /** Writes `jobs/<name>.yaml` from an object; returns the loaded definition. */
   writeJob(name: string, job: Record<string, unknown>): JobDefinition;
   /** Writes a CSV (header + rows, quoted where needed) into the temp folder; returns its path. */
-  writeCsv(file: string, header: readonly string[], rows: readonly (readonly unknown[])[]): string;
+  writeCsv(
+    file: string,
+    header: readonly string[],
+    rows: readonly (readonly unknown[])[],
+    opts?: { delimiter?: string },
+  ): string;
   /** Enqueues a run as `crm-sync run` does and waits for its terminal status. */
   runJob(name: string, opts?: RunOptions): Promise<RunRecord>;
   /** Enqueues only; returns the run id. */
@@ -94,6 +102,12 @@ export interface EngineHarness {
   dump(): Promise<Dump>;
   /** Every Redis key under the prefix, sorted. */
   keys(): Promise<string[]>;
+  /**
+   * Every key of sync state under the prefix with its serialized value
+   * (Redis DUMP), to prove a dry run changed nothing. The BullMQ queues' own
+   * keys are left out: their stalled-check markers expire on their own.
+   */
+  stateSnapshot(): Promise<Map<string, string>>;
   close(): Promise<void>;
 }
 
@@ -150,13 +164,18 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       });
       return h.service;
     },
+    async stopWorkers() {
+      await shutdown?.shutdown('workers stopped by the test');
+      shutdown = undefined;
+      h.service = undefined;
+    },
     writeJob(name, job) {
       writeFileSync(join(jobsDir, `${name}.yaml`), stringify(job));
       return loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
     },
-    writeCsv(file, header, rows) {
+    writeCsv(file, header, rows, o = {}) {
       const path = join(dir, file);
-      const lines = [header, ...rows].map((r) => r.map(csvField).join(','));
+      const lines = [header, ...rows].map((r) => r.map(csvField).join(o.delimiter ?? ','));
       writeFileSync(path, `${lines.join('\n')}\n`);
       return path;
     },
@@ -219,6 +238,12 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
         out.push(...found);
       } while (cursor !== '0');
       return out.sort();
+    },
+    async stateSnapshot() {
+      const queues = [`${prefix}:${QueueName.runs}:`, `${prefix}:${QueueName.writes}:`];
+      const keys = (await h.keys()).filter((k) => !queues.some((q) => k.startsWith(q)));
+      const values = await Promise.all(keys.map((k) => producer.redis.dumpBuffer(k)));
+      return new Map(keys.map((k, n) => [k, values[n]?.toString('hex') ?? '(gone)']));
     },
     async close() {
       await shutdown?.shutdown('test finished');
@@ -359,9 +384,49 @@ export function hubspotJob(
   return { entity: 'companies', source: { path }, mapping: 'hubspot-companies', ...extra };
 }
 
+/** The columns of a Salesforce User export (those the preset reads). */
+export const SALESFORCE_USER_HEADER = ['Id', 'Email', 'FirstName', 'LastName', 'Title'] as const;
+
+export interface MemberRow {
+  id: string;
+  email: string;
+  first: string;
+  last: string;
+  title: string;
+}
+
+/** `n` distinct Salesforce users with valid 18-character ids. */
+export function memberRows(n: number, first = 1): MemberRow[] {
+  return Array.from({ length: n }, (_, i) => {
+    const id15 = `0055g00000${String(first + i).padStart(5, '0')}`;
+    return {
+      id: id15 + salesforceChecksum(id15),
+      email: `user${first + i}@acme.example`,
+      first: `First${first + i}`,
+      last: `Last${first + i}`,
+      title: i % 2 === 0 ? 'Engineer' : 'Manager',
+    };
+  });
+}
+
+export function salesforceUserCells(r: MemberRow): unknown[] {
+  return [r.id, r.email, r.first, r.last, r.title];
+}
+
+/** The body the salesforce-users preset maps a row to. */
+export function expectedMember(r: MemberRow): Record<string, unknown> {
+  return {
+    external_id: `salesforce:${r.id}`,
+    email: r.email.toLowerCase(),
+    first_name: r.first,
+    last_name: r.last,
+    custom: JSON.stringify({ title: r.title }),
+  };
+}
+
 function csvField(v: unknown): string {
   const s = v === undefined || v === null ? '' : String(v);
-  return /[",\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
+  return /[",;\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 function sleep(ms: number): Promise<void> {
