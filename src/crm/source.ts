@@ -5,8 +5,8 @@
  * by its name, and inflated as it streams.
  *
  * Credentials come from the environment only: a URL with userinfo is refused,
- * `CRM_SOURCE_AUTHORIZATION` becomes the Authorization header, and header
- * values in the spec may say `${ENV_VAR}`. Every such value is registered as a
+ * `CRM_SOURCE_AUTHORIZATION` becomes the Authorization header, and the URL
+ * and header values in the spec may say `${ENV_VAR}`. Every such value is registered as a
  * secret. Errors and logs name a URL by origin and path only (the query may
  * hold a signature, as in presigned links).
  */
@@ -103,16 +103,28 @@ export interface OpenOptions {
 /** Headers never secret; every other value given for a URL is registered as one. */
 const PLAIN_HEADERS = new Set(['accept', 'accept-encoding', 'accept-language', 'user-agent']);
 
-function expandEnv(value: string, env: NodeJS.ProcessEnv, header: string, name: string): string {
+/**
+ * Replaces `${NAME}` with the environment variable NAME. Substituted values
+ * are registered as secrets: references are how job files carry credentials.
+ */
+export function expandEnv(
+  value: string,
+  env: NodeJS.ProcessEnv,
+  what: string,
+  name: string,
+): string {
   return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, v: string) => {
     const got = env[v];
     if (got === undefined || got === '') {
       throw new SourceError(
         'source.config',
-        `header ${header} names the environment variable ${v}, which is not set`,
-        { source: name },
+        `${what} names the environment variable ${v}, which is not set`,
+        {
+          source: name,
+        },
       );
     }
+    registerSecret(got);
     return got;
   });
 }
@@ -130,7 +142,7 @@ export function requestHeaders(
     headers.authorization = auth;
   }
   for (const [key, raw] of Object.entries(spec.headers ?? {})) {
-    const value = expandEnv(raw, env, key, name);
+    const value = expandEnv(raw, env, `header ${key}`, name);
     if (!PLAIN_HEADERS.has(key.toLowerCase())) registerSecret(value);
     headers[key.toLowerCase()] = value;
   }
@@ -218,8 +230,9 @@ async function* fileBytes(
 }
 
 async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Uint8Array> {
-  const url = spec.url ?? '';
-  const name = displayUrl(url);
+  const name = displayUrl(spec.url ?? '');
+  // A query credential is written `?token=${HUB_TOKEN}` in a job file.
+  const url = expandEnv(spec.url ?? '', opts.env ?? process.env, 'the URL', name);
   const parsed = new URL(url);
   if (parsed.username || parsed.password) {
     registerSecret(decodeURIComponent(parsed.password));

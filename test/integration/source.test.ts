@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactSecrets } from '../../src/log.js';
 import { readRows } from '../../src/crm/read.js';
-import { readAll } from './source-helpers.js';
+import { readAll, readError } from './source-helpers.js';
 
 const FIX = 'test/fixtures/sources';
 
@@ -181,6 +181,23 @@ describe('readRows over HTTP', () => {
       auth: 'Bearer from-env',
       key: 'key-from-env',
     });
+  });
+
+  it('expands ${VAR} in the URL from the environment, and never shows the value', async () => {
+    const rows = await readAll(
+      { url: `${base}/companies.csv?token=\${TEST_QUERY_TOKEN}` },
+      { env: { TEST_QUERY_TOKEN: 'q-secret-9931' } },
+    );
+    expect(rows).toHaveLength(4);
+    expect(seen.at(-1)?.url).toBe('/companies.csv?token=q-secret-9931');
+    expect(redactSecrets('token=q-secret-9931')).toBe('token=[REDACTED]');
+    const err = await readError(
+      { url: `${base}/nope.csv?token=\${TEST_QUERY_TOKEN}` },
+      { env: {} },
+    );
+    expect(err.message).toBe(
+      `${base}/nope.csv?…: the URL names the environment variable TEST_QUERY_TOKEN, which is not set`,
+    );
   });
 
   it('registers the Authorization value as a secret: logs censor it', async () => {
