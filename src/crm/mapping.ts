@@ -86,26 +86,48 @@ export const MappingDefinition = z
     nullMarkers: z.array(z.string()).default(DEFAULT_NULL_MARKERS),
     fields: z.record(z.string(), Field),
     /** A list of columns (keys as written), or key → field. Stored as JSON in `custom`. */
-    custom: z.union([z.array(z.string().min(1)).min(1), z.record(z.string(), Field)]).optional(),
+    // A list is shorthand for key = column; one record schema keeps inner problems' paths.
+    custom: z
+      .preprocess(
+        (v) =>
+          Array.isArray(v) && v.every((c) => typeof c === 'string')
+            ? Object.fromEntries(v.map((c) => [c, c]))
+            : v,
+        z.record(z.string(), Field),
+      )
+      .optional(),
   })
-  .superRefine((m, ctx) => {
-    const shape = REQUEST_SCHEMAS[m.entity].shape;
-    for (const key of Object.keys(m.fields)) {
-      if (!Object.hasOwn(shape, key)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['fields', key],
-          message: `not a ${m.entity} request field (known: ${Object.keys(shape).join(', ')})`,
-        });
-      } else if (key === 'custom' && m.custom !== undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['fields', key],
-          message: 'custom is built from the custom section; map it in one place only',
-        });
-      }
+  // Runs even when another part failed, so that every problem is reported at once.
+  .superRefine((m, ctx) => checkFields(m, ctx), { when: () => true });
+
+/** Field names against the entity's request schema; the input may be partly invalid here. */
+function checkFields(
+  m: { entity?: unknown; fields?: unknown; custom?: unknown },
+  ctx: z.RefinementCtx,
+) {
+  if (!m.fields || typeof m.fields !== 'object') return;
+  const keys = Object.keys(m.fields);
+  if (keys.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['fields'], message: 'map at least one field' });
+  }
+  if (m.entity !== 'companies' && m.entity !== 'members') return;
+  const shape = REQUEST_SCHEMAS[m.entity].shape;
+  for (const key of keys) {
+    if (!Object.hasOwn(shape, key)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fields', key],
+        message: `not a ${m.entity} request field (known: ${Object.keys(shape).join(', ')})`,
+      });
+    } else if (key === 'custom' && m.custom !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fields', key],
+        message: 'custom is built from the custom section; map it in one place only',
+      });
     }
-  });
+  }
+}
 
 export type MappingDefinitionInput = z.input<typeof MappingDefinition>;
 export type MappingDefinitionOutput = z.output<typeof MappingDefinition>;
@@ -405,9 +427,7 @@ export function compileMapping<E extends Entity = Entity>(
   );
 
   if (m.custom !== undefined) {
-    const entries: [string, FieldDef][] = Array.isArray(m.custom)
-      ? m.custom.map((c) => [c, FieldObject.parse({ from: c })])
-      : Object.entries(m.custom);
+    const entries: [string, FieldDef][] = Object.entries(m.custom);
     const custom = entries.map(([key, def]) => ({
       key,
       // The JSON is written directly, in the mapping's key order: cheaper than

@@ -62,6 +62,19 @@ describe('mapping schema', () => {
     ]);
   });
 
+  it('reports custom entries and an empty mapping with their paths', () => {
+    expect(
+      problems({
+        ...base,
+        fields: {},
+        custom: { employees: { from: 'E', transforms: ['intger'] } },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^custom\.employees\.transforms\[0\]: unknown transform "intger"/),
+      'fields: map at least one field',
+    ]);
+  });
+
   it('checks member fields against the member request', () => {
     expect(problems({ ...base, entity: 'members', fields: { website: 'W' } })[0]).toMatch(
       /^fields\.website: not a members request field/,
