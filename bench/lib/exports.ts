@@ -1,0 +1,44 @@
+/**
+ * The exports the sync benchmarks feed the engine: the generated 15-column
+ * HubSpot companies CSV of bench/crm-data.ts, and a "nightly" copy of it in
+ * which 1% of the rows changed (their Company name), written into
+ * bench/.out/ once and reused.
+ */
+import { createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { COLUMNS, OUT_DIR, companyRow } from '../crm-data.js';
+
+/** Rows of the nightly export that differ from the first one: every 100th, from row 37. */
+export function changedInNightly(i: number): boolean {
+  return i % 100 === 37;
+}
+
+function csvCell(v: string): string {
+  return /[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+}
+
+/** The cells of row i of an export; in the nightly one, 1% of the names changed. */
+export function exportRow(i: number, nightly: boolean): string[] {
+  const cells = companyRow(i);
+  if (nightly && changedInNightly(i)) cells[1] = `${cells[1]} (renamed)`;
+  return cells;
+}
+
+/** Writes (once) the first or nightly export of `rows` companies; returns its path. */
+export async function ensureSyncExport(rows: number, nightly: boolean): Promise<string> {
+  mkdirSync(OUT_DIR, { recursive: true });
+  const path = join(OUT_DIR, `sync-${rows}${nightly ? '-nightly' : ''}.csv`);
+  if (existsSync(path)) return path;
+  const tmp = `${path}.tmp`;
+  const out = createWriteStream(tmp);
+  const write = async (s: string): Promise<void> => {
+    if (!out.write(s)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+  };
+  await write(`${COLUMNS.map(csvCell).join(',')}\n`);
+  for (let i = 0; i < rows; i++) await write(`${exportRow(i, nightly).map(csvCell).join(',')}\n`);
+  await new Promise<void>((resolve, reject) =>
+    out.end((err?: Error | null) => (err ? reject(err) : resolve())),
+  );
+  renameSync(tmp, path);
+  return path;
+}
