@@ -315,7 +315,8 @@ export class RecordStates {
    */
   async *orphans(entity: Entity, runId: string, seenKey: string): AsyncGenerator<Orphan[]> {
     const k = this.keys;
-    const thisRun = await this.runNumbers.numberOf(runId);
+    // Read-only: a run that wrote nothing has no number, and then every record is a candidate.
+    const thisRun = (await this.runNumbers.peek(runId)) ?? -1;
     const buckets = Array.from({ length: k.buckets.records }, (_, b) => b);
     for (const part of chunks(buckets, 256)) {
       const p = this.redis.pipeline();

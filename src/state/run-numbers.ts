@@ -39,6 +39,21 @@ export class RunNumbers {
     return n;
   }
 
+  /** The number of `runId` if it has one, without assigning (a read-only caller's view). */
+  async peek(runId: string): Promise<number | undefined> {
+    const cached = this.numbers.get(runId);
+    if (cached !== undefined) return cached;
+    let value: string | null;
+    try {
+      value = await this.redis.hget(this.keys.runIds(), `r:${runId}`);
+    } catch (err) {
+      throw redisError('reading run numbers', err);
+    }
+    if (value === null) return undefined;
+    this.remember(runId, Number(value));
+    return Number(value);
+  }
+
   /** The run ids of `numbers` (`undefined` where unknown), in one round trip. */
   async idsOf(numbers: readonly number[]): Promise<(string | undefined)[]> {
     const missing = [...new Set(numbers.filter((n) => !this.ids.has(n)))];

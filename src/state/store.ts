@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
-import { StateError } from './errors.js';
+import { redisError, StateError } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, type Buckets } from './keys.js';
 import { execAll } from './pipeline.js';
 import { JobLocks } from './lock.js';
@@ -87,9 +87,13 @@ export class StateStore {
 
   // ---- record state --------------------------------------------------------
 
-  /** What is known of each record (aligned with `records`): see RecordStates.lookup. Three round trips. */
+  /**
+   * What is known of each record (aligned with `records`): see
+   * RecordStates.lookup. At most three round trips. Writes nothing, not even
+   * the layout record: a dry run relies on it.
+   */
   async lookup(entity: Entity, records: readonly { keys: readonly string[] }[]): Promise<Known[]> {
-    await this.checkLayout();
+    await this.checkLayoutForRead();
     return this.records.lookup(entity, records);
   }
 
@@ -127,10 +131,10 @@ export class StateStore {
 
   /**
    * Records in state that run `runId` neither saw (`markSeen`) nor wrote, in
-   * batches. Meaningful for full-snapshot sources only.
+   * batches. Meaningful for full-snapshot sources only. Writes nothing.
    */
   async *orphans(entity: Entity, runId: string): AsyncGenerator<Orphan[]> {
-    await this.checkLayout();
+    await this.checkLayoutForRead();
     yield* this.records.orphans(entity, runId, this.keys.seen(runId));
   }
 
@@ -279,17 +283,43 @@ export class StateStore {
     return this.layoutChecked;
   }
 
+  /**
+   * The check for reads: compares a recorded layout but records none. With
+   * nothing recorded, nothing was ever stored under any layout, so there is
+   * nothing to misread; the check is then repeated on the next read (one extra
+   * round trip per call until the first write).
+   */
+  private async checkLayoutForRead(): Promise<void> {
+    if (this.layoutChecked) return this.layoutChecked;
+    let have: Record<string, string>;
+    try {
+      have = await this.redis.hgetall(this.keys.meta());
+    } catch (err) {
+      throw redisError('checking the state layout', err);
+    }
+    if (Object.keys(have).length === 0) return;
+    this.compareLayout(have);
+    this.layoutChecked = Promise.resolve();
+  }
+
   private async doCheckLayout(): Promise<void> {
-    const want = {
+    const p = this.redis.pipeline();
+    for (const [f, v] of Object.entries(this.wantedLayout())) p.hsetnx(this.keys.meta(), f, v);
+    p.hgetall(this.keys.meta());
+    const out = await execAll(p, 'checking the state layout');
+    this.compareLayout(out[out.length - 1] as Record<string, string>);
+  }
+
+  private wantedLayout(): Record<string, string> {
+    return {
       version: String(LAYOUT_VERSION),
       idBuckets: String(this.keys.buckets.ids),
       recBuckets: String(this.keys.buckets.records),
     };
-    const p = this.redis.pipeline();
-    for (const [f, v] of Object.entries(want)) p.hsetnx(this.keys.meta(), f, v);
-    p.hgetall(this.keys.meta());
-    const out = await execAll(p, 'checking the state layout');
-    const have = out[out.length - 1] as Record<string, string>;
+  }
+
+  private compareLayout(have: Record<string, string>): void {
+    const want = this.wantedLayout();
     const wrong = Object.entries(want).filter(([f, v]) => have[f] !== v);
     if (wrong.length > 0) {
       throw new StateError(

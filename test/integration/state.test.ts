@@ -64,7 +64,10 @@ describe('StateStore: record state', () => {
     const store = new StateStore(c.client, { prefix: `${prefix}:batch` });
     const rows = Array.from({ length: 1000 }, (_, n) => company(n));
     const records = rows.map((b) => ({ keys: identityKeys('companies', b) }));
-    await store.lookup('companies', records.slice(0, 1)); // first use checks the layout
+    // A lookup writes nothing, not even the layout record (a dry run relies on it).
+    await store.lookup('companies', records.slice(0, 1));
+    expect(await redis.keys(`${prefix}:batch*`)).toEqual([]);
+    await store.commit('companies', []); // records the layout, once per process
     c.reset();
     const known = await store.lookup('companies', records);
     expect(known).toHaveLength(1000);
@@ -144,7 +147,7 @@ describe('StateStore: record state', () => {
     expect(() => new StateStore(redis, { prefix: 'crm-sync' })).toThrow(/hash tag/);
     expect(() => new StateStore(redis, { prefix: '{}crm' })).toThrow(/hash tag/);
     const p = `${prefix}:layout`;
-    await new StateStore(redis, { prefix: p }).lookup('companies', []);
+    await new StateStore(redis, { prefix: p }).commit('companies', []);
     const other = new StateStore(redis, { prefix: p, buckets: { ids: 16, records: 16 } });
     await expect(other.lookup('companies', [])).rejects.toMatchObject({
       code: 'state.layout-mismatch',
@@ -246,6 +249,10 @@ describe('StateStore: orphans and key layout', () => {
     const found = [];
     for await (const batch of store.orphans('companies', 'new')) found.push(...batch);
     expect(found).toEqual([{ platformId: 2, syncedAt: 5, lastRunId: 'old' }]);
+    // A run that saw nothing and wrote nothing: everything in state is an orphan.
+    const all = [];
+    for await (const batch of store.orphans('companies', 'empty-export')) all.push(...batch);
+    expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
   });
 
   it('puts every key it creates under the prefix, in its hash tag', async () => {
