@@ -83,6 +83,8 @@ export class CsvParser {
   private delimiter: CsvDelimiter | undefined;
   private delimCode = 44;
   private pending = '';
+  private started = false;
+  private crOnly = false;
   private state: State = FIELD_START;
   private fields: string[] = [];
   private extraFields = 0;
@@ -106,20 +108,18 @@ export class CsvParser {
   }
 
   push(text: string, out: SourceRow[]): void {
-    if (this.delimiter === undefined) {
+    if (!this.started) {
       this.pending += text;
-      const d = detectDelimiter(this.pending, this.pending.length > DETECT_LIMIT);
-      if (d === undefined) return;
-      this.setDelimiter(d);
+      if (!this.start(false)) return;
       text = this.pending;
       this.pending = '';
-    }
+    } else if (this.crOnly) text = text.replaceAll('\r', '\n');
     this.scan(text, out);
   }
 
   end(out: SourceRow[]): void {
-    if (this.delimiter === undefined) {
-      this.setDelimiter(detectDelimiter(this.pending, true) ?? ',');
+    if (!this.started) {
+      this.start(true);
       const text = this.pending;
       this.pending = '';
       this.scan(text, out);
@@ -152,6 +152,28 @@ export class CsvParser {
         source: this.opts.source,
       });
     }
+  }
+
+  /**
+   * Looks at the first line once it is complete: line ends (a bare CR, as
+   * classic Mac Excel writes, is read as a line end) and the delimiter.
+   */
+  private start(final: boolean): boolean {
+    let p = this.pending;
+    const decide = final || p.length > DETECT_LIMIT;
+    const nl = p.indexOf('\n');
+    const cr = p.indexOf('\r');
+    if (!decide && nl < 0 && (cr < 0 || cr === p.length - 1)) return false;
+    this.crOnly =
+      cr >= 0 && (nl < 0 || cr < nl) && p.charCodeAt(cr + 1) !== NL && cr < p.length - 1;
+    if (this.crOnly) this.pending = p = p.replaceAll('\r', '\n');
+    if (this.delimiter === undefined) {
+      const d = detectDelimiter(p, decide);
+      if (d === undefined) return false;
+      this.setDelimiter(d);
+    }
+    this.started = true;
+    return true;
   }
 
   private setDelimiter(d: CsvDelimiter): void {

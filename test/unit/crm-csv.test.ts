@@ -91,6 +91,18 @@ describe('CsvParser', () => {
     );
   });
 
+  it('reads classic Mac line ends (a bare CR), however the text is cut', () => {
+    const text = 'a,b\r1,"x\ry"\r\r2,z\r';
+    const expected = [
+      { line: 2, record: { a: '1', b: 'x\ny' } },
+      { line: 5, record: { a: '2', b: 'z' } },
+    ];
+    expect(parse(text)).toEqual(expected);
+    for (let cut = 1; cut < text.length; cut++)
+      expect(parse([text.slice(0, cut), text.slice(cut)])).toEqual(expected);
+    expect(parse('a,b\r\n1,2\r\n')).toEqual([{ line: 2, record: { a: '1', b: '2' } }]);
+  });
+
   it('reports ragged rows as problems and goes on', () => {
     expect(parse('a,b,c\n1,2\n1,2,3,4\n5,6,7\n')).toEqual([
       { line: 2, problem: 'row has 2 fields, header has 3' },
