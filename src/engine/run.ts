@@ -26,9 +26,6 @@ import { refreshIndex } from './reconcile.js';
 import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
 import { sourceOf, sourceLabel } from './source.js';
 
-/** Stands for "written by a run that did not live to record its hash": never equal to a real hash. */
-const UNKNOWN_HASH = 'unknown';
-
 /** Transient faults (platform outage) a run waits out before it fails. */
 const MAX_RUN_RETRIES = 20;
 
@@ -183,7 +180,7 @@ async function plan(
   if (reasons.length > 0) {
     await store.updateRun(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
     await refreshIndex(ctx, entity);
-    if (pending.length > 0) await resolveForeignPending(ctx, entity, runId);
+    if (pending.length > 0) await resolveForeignPending(ctx, entity);
   }
 
   await store.updateRun(runId, { phase: 'reading the export' });
@@ -496,28 +493,18 @@ async function plannedWrites(
 }
 
 /**
- * Pending creates left by other runs (a crash before their finalize): after a
- * fresh listing, a found record is adopted (its hash is unknown, so the next
- * plan compares it with the platform's values) and a missing one is cleared,
- * to be created by this run's plan.
+ * Pending creates left by other runs (a crash before their finalize), after a
+ * fresh listing: every mark is cleared, and this run's plan finds the records
+ * that landed in the index like any record we did not create (adopted when
+ * equal, updated with a diff when not) and creates the missing ones. Recording
+ * found ones in state here instead would make the index look older than our
+ * "write" and hide the platform's values: each would get a needless PUT.
  */
 async function resolveForeignPending(
   ctx: EngineContext,
   entity: JobDefinition['entity'],
-  runId: string,
 ): Promise<void> {
   const pending = await ctx.store.listPending(entity);
-  const keys = pending.map((p) => [p.key]);
-  const known = await ctx.store.lookup(
-    entity,
-    keys.map((k) => ({ keys: k })),
-  );
-  const found = keys.flatMap((k, n) =>
-    known[n]?.platformId !== undefined
-      ? [{ keys: k, platformId: known[n].platformId, hash: UNKNOWN_HASH, runId }]
-      : [],
-  );
-  await ctx.store.commit(entity, found);
   await ctx.store.clearPending(
     entity,
     pending.map((p) => p.key),
