@@ -1,0 +1,66 @@
+/**
+ * Creates left with an unknown outcome by a run that did not live to verify
+ * them (a crash between the POST and its answer): the next run lists the
+ * platform first, adopts those that landed and creates the others, so no
+ * record is ever created twice.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CompanyRequest } from '../../src/platform/schemas.js';
+import { identityKeys } from '../../src/sync/identity.js';
+import {
+  companyRows,
+  countRequests,
+  countWrites,
+  expectedCompany,
+  hubspotCells,
+  hubspotJob,
+  HUBSPOT_HEADER,
+  statsSince,
+  useEngines,
+} from '../harness/engine.js';
+
+const engine = useEngines();
+
+describe('engine: pending creates of a run that died', () => {
+  it('adopts the creates that landed, creates the rest, and never duplicates', async () => {
+    const h = await engine();
+    const rows = companyRows(20);
+    const client = h.client();
+    // Rows 0-9 were being created by a run that crashed: 0-4 reached the platform.
+    for (const r of rows.slice(0, 5))
+      await client.createCompany(expectedCompany(r) as CompanyRequest);
+    for (const r of rows.slice(0, 10)) {
+      await h.store.markPending(
+        'companies',
+        identityKeys('companies', expectedCompany(r)),
+        'run-crashed',
+        Date.now(),
+      );
+    }
+    const before = await h.stats();
+
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    const run = await h.runJob('companies');
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 20, created: 15, adopted: 5, failed: 0, skipped: 0 });
+    expect(await h.store.listPending('companies')).toEqual([]);
+
+    const during = statsSince(before, await h.stats());
+    expect(countRequests(during, 'POST', '/companies', 200)).toBe(15);
+    const dump = await h.dump();
+    expect(dump.companies).toHaveLength(20);
+    for (const r of rows) {
+      expect(dump.companies.filter((c) => c.crm_company_id === r.id)).toEqual([
+        expect.objectContaining(expectedCompany(r)),
+      ]);
+    }
+    // The landed ones equal the export: no PUT was needed for them.
+    expect(countWrites(during)).toBe(15);
+
+    const afterFirst = await h.stats();
+    const second = await h.runJob('companies');
+    expect(second.counts).toMatchObject({ unchanged: 20 });
+    expect(countWrites(statsSince(afterFirst, await h.stats()))).toBe(0);
+  });
+});
