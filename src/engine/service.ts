@@ -9,7 +9,7 @@ import { requirePlatform, type Config } from '../config.js';
 import { loadJob } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { Shutdown } from '../ops/shutdown.js';
+import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
 import {
   checkEvictionPolicy,
@@ -107,10 +107,14 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
   });
   const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
-  const writeWorker = new Worker(QueueName.writes, (job: Job) => processWrite(ctx, job), {
-    ...workerOptions(QueueName.writes, { ...settings, concurrency }),
-    ...lock,
-  });
+  const writeWorker = new Worker(
+    QueueName.writes,
+    (job: Job, _token?: string, signal?: AbortSignal) => processWrite(ctx, job, signal),
+    {
+      ...workerOptions(QueueName.writes, { ...settings, concurrency }),
+      ...lock,
+    },
+  );
   const runWorker = new Worker(
     QueueName.runs,
     (job: Job, token?: string) => processRun(ctx, job, token),
@@ -134,13 +138,8 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     w.on('failed', (job, err) =>
       logger.warn({ err, job: job?.name, jobId: job?.id, worker: name }, 'job failed'),
     );
-    // Stop taking jobs, let the ones in flight finish until the deadline, then release them.
-    shutdown.register(name, async ({ deadline }) => {
-      const forced = new Promise<void>((resolve) =>
-        deadline.addEventListener('abort', () => resolve(), { once: true }),
-      );
-      await Promise.race([w.close(), forced.then(() => w.close(true))]);
-    });
+    // Stop taking jobs, let the ones in flight finish until the deadline, then abort them.
+    shutdown.register(name, workerCloser(w));
   }
   logger.info({ concurrency, rateLimit: config.platform.rateLimit, jobsDir }, 'workers running');
   return { ctx, runQueue, writeQueue, runWorker, writeWorker, concurrency };

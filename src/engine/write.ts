@@ -22,6 +22,7 @@ import {
   UnauthorizedError,
 } from '../platform/errors.js';
 import { withRetry } from '../platform/retry.js';
+import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
 import { applyRateLimited, RateLimitRetriesExhaustedError } from '../queue/limiter.js';
 import type { FailureRow } from '../state/runs.js';
@@ -35,7 +36,11 @@ export const UNAUTHORIZED_MESSAGE =
 /** What became of one write job. */
 export type WriteResult = WriteOutcome | 'skipped';
 
-export async function processWrite(ctx: EngineContext, job: Job): Promise<WriteResult> {
+export async function processWrite(
+  ctx: EngineContext,
+  job: Job,
+  signal?: AbortSignal,
+): Promise<WriteResult> {
   const parsed = WriteJobData.safeParse(job.data);
   if (!parsed.success) {
     throw new UnrecoverableError(
@@ -50,7 +55,9 @@ export async function processWrite(ctx: EngineContext, job: Job): Promise<WriteR
   if (await ctx.progress.isSettled(w.runId, w.line)) return 'skipped';
 
   try {
-    const result = w.kind === 'create' ? await create(ctx, w) : await update(ctx, job, w);
+    const call = signal ? { signal } : {};
+    const result =
+      w.kind === 'create' ? await create(ctx, w, call) : await update(ctx, job, w, call);
     ctx.metrics?.writes.inc({ operation, status: 'ok' });
     return result;
   } catch (err) {
@@ -70,7 +77,7 @@ function operationOf(w: WriteJob): string {
     : `POST /${w.entity}`;
 }
 
-async function create(ctx: EngineContext, w: WriteJob): Promise<WriteResult> {
+async function create(ctx: EngineContext, w: WriteJob, call: CallOptions): Promise<WriteResult> {
   const { store } = ctx;
   // An earlier attempt left the outcome unknown: only listing can tell.
   if (await store.pending(w.entity, w.keys)) return settle(ctx, w, 'pending');
@@ -83,11 +90,11 @@ async function create(ctx: EngineContext, w: WriteJob): Promise<WriteResult> {
   const record = await withRetry(
     () =>
       w.entity === 'members'
-        ? ctx.client.createMember(w.body as MemberRequest)
+        ? ctx.client.createMember(w.body as MemberRequest, call)
         : w.createVia === 'customers'
-          ? ctx.client.createCustomer(w.body as CompanyRequest)
-          : ctx.client.createCompany(w.body as CompanyRequest),
-    { idempotent: false, retries: ctx.settings.inProcessRetries },
+          ? ctx.client.createCustomer(w.body as CompanyRequest, call)
+          : ctx.client.createCompany(w.body as CompanyRequest, call),
+    { idempotent: false, retries: ctx.settings.inProcessRetries, ...call },
   );
   const id = record.id;
   if (typeof id !== 'number') {
@@ -102,15 +109,20 @@ async function create(ctx: EngineContext, w: WriteJob): Promise<WriteResult> {
   return settle(ctx, w, 'created');
 }
 
-async function update(ctx: EngineContext, job: Job, w: WriteJob): Promise<WriteResult> {
+async function update(
+  ctx: EngineContext,
+  job: Job,
+  w: WriteJob,
+  call: CallOptions,
+): Promise<WriteResult> {
   const id = w.platformId;
   if (id === undefined) throw new UnrecoverableError(`update job ${job.id} has no platform id`);
   await withRetry(
     () =>
       w.entity === 'members'
-        ? ctx.client.updateMember(id, w.body as MemberRequest)
-        : ctx.client.updateCompany(id, w.body as CompanyRequest),
-    { idempotent: true, retries: ctx.settings.inProcessRetries },
+        ? ctx.client.updateMember(id, w.body as MemberRequest, call)
+        : ctx.client.updateCompany(id, w.body as CompanyRequest, call),
+    { idempotent: true, retries: ctx.settings.inProcessRetries, ...call },
   );
   await ctx.store.commit(w.entity, [
     { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId },
