@@ -41,6 +41,39 @@ describe('engine: platform rate limit', () => {
   });
 });
 
+describe('engine: endless 429s', () => {
+  it('fails a write throttled past the cap instead of waiting for it forever', async () => {
+    const h = await engine({
+      sandbox: { rateLimit: 3 },
+      env: { RATE_LIMIT_MAX_RETRIES: '0', WRITE_CONCURRENCY: '8' },
+    });
+    const rows = companyRows(30);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+
+    const run = await h.runJob('companies', { timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    const { created, failed } = run.counts;
+    expect(failed).toBeGreaterThan(0);
+    expect(created + failed).toBe(30);
+    const failures = await h.failures(run.id);
+    expect(failures).toHaveLength(failed);
+    for (const f of failures) {
+      expect(f.kind).toBe('failed');
+      expect(f.reason).toMatch(/rate limited by the platform/);
+    }
+    const dump = await h.dump();
+    expect(dump.companies).toHaveLength(created);
+    expect(new Set(dump.companies.map((c) => c.crm_company_id)).size).toBe(created);
+
+    // The throttled rows were never marked synced: the next run creates them.
+    h.sandbox.setFaults({ rateLimit: undefined });
+    const next = await h.runJob('companies', { force: true });
+    expect(next.counts).toMatchObject({ created: failed, unchanged: created, failed: 0 });
+    expect((await h.dump()).companies).toHaveLength(30);
+  });
+});
+
 describe('engine: one run per job', () => {
   it('attaches a second run of a job to the one going', async () => {
     const h = await engine({ sandbox: { latencyMs: 20 } });
