@@ -109,10 +109,17 @@ export const JobSchema = z
     description: z.string().optional(),
     entity: z.enum(['companies', 'members']),
     source: Source,
-    mapping: z.union([
-      z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'a preset name or an inline mapping'),
-      z.record(z.string(), z.unknown()),
-    ]),
+    mapping: z.union(
+      [
+        z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9_-]*$/, 'a preset name uses lower-case letters, digits, - and _'),
+        z.record(z.string(), z.unknown()),
+      ],
+      {
+        error: 'a preset name (lower-case letters, digits, - and _) or an inline mapping',
+      },
+    ),
     schedule: z
       .string()
       .refine((s) => cron.validate(s), 'not a valid cron expression')
@@ -141,11 +148,19 @@ export const JobSchema = z
       .prefault({}),
     indexMaxAgeHours: z.number().positive().default(24),
   })
-  .superRefine((j, ctx) => {
-    if (j.timezone !== undefined && j.schedule === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'a timezone needs a schedule' });
-    }
-  });
+  // Runs even when another field failed, so that every problem is reported at once.
+  .superRefine(
+    (j, ctx) => {
+      if (j.timezone !== undefined && j.schedule === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['timezone'],
+          message: 'a timezone needs a schedule',
+        });
+      }
+    },
+    { when: () => true },
+  );
 
 type JobFile = z.output<typeof JobSchema>;
 

@@ -187,6 +187,19 @@ mapping:
     ]);
   });
 
+  it('reports a bad mapping reference and a timezone without schedule alongside other problems', () => {
+    const dir = jobsDir({
+      'odd.yaml':
+        'entity: companies\nsource: { path: a.csv }\nmapping: Bad Name\ntimezone: UTC\nmode: x\n',
+    });
+    const file = join(dir, 'odd.yaml');
+    expect(problemsOf(() => loadJob(dir, 'odd'))).toEqual([
+      `${file}: mapping: a preset name uses lower-case letters, digits, - and _`,
+      expect.stringMatching(new RegExp(`^${file}: mode: `)),
+      `${file}: timezone: a timezone needs a schedule`,
+    ]);
+  });
+
   it('reports YAML syntax errors by line', () => {
     const dir = jobsDir({ 'broken.yaml': 'entity: companies\nsource: [unclosed\n' });
     expect(problemsOf(() => loadJob(dir, 'broken'))[0]).toMatch(
