@@ -76,7 +76,10 @@ describe('Redis restarted mid-run', () => {
 
     const done = await runCli(['show', runId, '--wait', '--json'], env, 120_000);
     expect(done.code, done.stderr).toBe(0);
-    const summary = JSON.parse(done.stdout) as { status: string; counts: Record<string, number> };
+    const summary = JSON.parse(done.stdout) as {
+      status: string;
+      counts: Record<'created' | 'adopted' | 'failed', number>;
+    };
     expect(summary.status).toBe('completed');
     expect(summary.counts.created + summary.counts.adopted).toBe(ROWS);
     expect(summary.counts.failed).toBe(0);

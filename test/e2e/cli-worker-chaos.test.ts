@@ -98,7 +98,10 @@ async function expectEachRecordOnce(url: string): Promise<void> {
 async function finish(env: NodeJS.ProcessEnv, runId: string) {
   const r = await runCli(['show', runId, '--wait', '--json'], env, 120_000);
   expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as { status: string; counts: Record<string, number> };
+  return JSON.parse(r.stdout) as {
+    status: string;
+    counts: Record<'created' | 'adopted' | 'failed', number>;
+  };
 }
 
 describe('a worker process stopped mid-run', () => {
