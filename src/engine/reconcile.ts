@@ -43,26 +43,27 @@ async function* pagesOf(
     last = Date.now();
   };
   const opts = signal ? { signal } : {};
+  // One page's GET, paced, its transient faults retried and its 429s waited out.
+  const eachPage = async <R>(get: () => Promise<R>): Promise<R> => {
+    await pace();
+    return getWithRateLimit(ctx, () =>
+      withRetry(get, { idempotent: true, retries: ctx.settings.inProcessRetries, ...opts }),
+    );
+  };
   if (entity === 'companies') {
     let url: string | undefined;
     for (;;) {
-      await pace();
-      const page = await getWithRateLimit(ctx, () =>
-        withRetry(() => ctx.client.companiesPage(url, opts), {
-          idempotent: true,
-          retries: ctx.settings.inProcessRetries,
-          ...opts,
-        }),
-      );
+      const page = await eachPage(() => ctx.client.companiesPage(url, opts));
       yield page.results as PlatformRecord[];
       if (!page.next) return;
       url = page.next;
     }
   }
   // Members: the seed does not say whether GET /members is a page, an array or
-  // one record; the client's iterator takes all three. Batch for the index.
+  // one record; the client's iterator takes all three, each page's GET going
+  // through the same retry, pacing and 429 handling. Batch for the index.
   let batch: PlatformRecord[] = [];
-  for await (const m of ctx.client.members(opts)) {
+  for await (const m of ctx.client.members({ ...opts, eachPage })) {
     batch.push(m as PlatformRecord);
     if (batch.length >= 500) {
       yield batch;

@@ -47,6 +47,15 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** Options of a listing that follows pages itself (an array or one record is one "page"). */
+export interface ListOptions extends CallOptions {
+  /**
+   * Runs each page's GET: a caller wraps it to retry or pace it, so that a
+   * fault costs that page again, not the whole listing from its first page.
+   */
+  eachPage?: <R>(get: () => Promise<R>) => Promise<R>;
+}
+
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'OPTIONS';
 type Id = string | number;
 
@@ -230,7 +239,7 @@ export class PlatformClient {
     });
   }
 
-  members(o: CallOptions = {}): AsyncGenerator<Member, void, undefined> {
+  members(o: ListOptions = {}): AsyncGenerator<Member, void, undefined> {
     return this.list('/members', Member, o);
   }
 
@@ -456,14 +465,17 @@ export class PlatformClient {
   private list<T>(
     route: string,
     item: z.ZodType<T>,
-    o: CallOptions,
+    o: ListOptions,
   ): AsyncGenerator<T, void, undefined> {
     return paginate({
       first: this.http.url(route),
       origin: this.origin,
       route,
-      fetch: async (url) =>
-        (await this.http.send({ method: 'GET', route, url, signal: o.signal })).body,
+      fetch: async (url) => {
+        const get = async (): Promise<unknown> =>
+          (await this.http.send({ method: 'GET', route, url, signal: o.signal })).body;
+        return o.eachPage ? o.eachPage(get) : get();
+      },
       parseItem: (value, path, url) =>
         this.parse(item, value, path, { method: 'GET', route, path: url.pathname + url.search }),
     });
