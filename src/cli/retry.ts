@@ -14,6 +14,7 @@ import { startWorkerService } from '../engine/service.js';
 import { loadJob, type JobDefinition } from '../jobs/definition.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { enqueueRun } from '../queue/queues.js';
+import { stripCredentials } from '../state/redaction.js';
 import type { RunRecord } from '../state/runs.js';
 import { ExitCode } from './output.js';
 import { watch } from './run.js';
@@ -114,19 +115,27 @@ async function retryCommand(originalId: string, flags: RetryFlags): Promise<numb
   }
 }
 
+/** A retry whose original source cannot be read again as stored. */
+export class RetrySourceError extends Error {
+  readonly code = 'cli.retry-source';
+  constructor(runId: string, source: string) {
+    super(
+      `run ${runId} read ${source}, stored without its query or credentials: give the source again with --source`,
+    );
+    this.name = 'RetrySourceError';
+  }
+}
+
 /**
  * The run request of a retry: the original's job, options and source
- * override. `run.source` holds the source without credentials; a URL whose
- * secrets were redacted cannot be read again, so it needs `--source`.
+ * override. Run records hold sources as shown (a URL without its query or
+ * credentials), so an override is recognised by comparing with the job's own
+ * source shown the same way, and one that lost its query needs `--source`.
  */
 export function retryRequest(run: RunRecord, def: JobDefinition, source?: string): RunJobData {
   let override = source;
-  if (override === undefined && run.source !== sourceLabel(def, {})) {
-    if (run.source.includes('REDACTED')) {
-      throw new Error(
-        `run ${run.id} read ${run.source}, whose credentials are not stored: give the source again with --source`,
-      );
-    }
+  if (override === undefined && run.source !== stripCredentials(sourceLabel(def, {}))) {
+    if (/REDACTED|…|%E2%80%A6|^\(/.test(run.source)) throw new RetrySourceError(run.id, run.source);
     override = run.source;
   }
   return {
