@@ -26,6 +26,9 @@ import { refreshIndex } from './reconcile.js';
 import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
 import { sourceOf, sourceLabel } from './source.js';
 
+/** Run statuses after which a run writes nothing more. */
+const ENDED: ReadonlySet<RunRecord['status']> = new Set(['completed', 'failed', 'stopped']);
+
 /** Transient faults (platform outage) a run waits out before it fails. */
 const MAX_RUN_RETRIES = 20;
 
@@ -493,21 +496,29 @@ async function plannedWrites(
 }
 
 /**
- * Pending creates left by other runs (a crash before their finalize), after a
- * fresh listing: every mark is cleared, and this run's plan finds the records
- * that landed in the index like any record we did not create (adopted when
- * equal, updated with a diff when not) and creates the missing ones. Recording
- * found ones in state here instead would make the index look older than our
- * "write" and hide the platform's values: each would get a needless PUT.
+ * Pending creates left by runs that ended without verifying them (a crash
+ * before their finalize), after a fresh listing: their marks are cleared, and
+ * this run's plan finds the records that landed in the index like any record
+ * we did not create (adopted when equal, updated with a diff when not) and
+ * creates the missing ones. Recording found ones in state here instead would
+ * make the index look older than that "write" and hide the platform's values:
+ * each would get a needless PUT. The marks of a run still going (another job
+ * on the same entity) are left to its own finalize: its create may land after
+ * this listing, and creating the record here too would make a duplicate.
  */
 async function resolveForeignPending(
   ctx: EngineContext,
   entity: JobDefinition['entity'],
 ): Promise<void> {
   const pending = await ctx.store.listPending(entity);
+  const live = new Set<string>();
+  for (const id of new Set(pending.map((p) => p.runId))) {
+    const owner = await ctx.store.getRun(id);
+    if (owner && !ENDED.has(owner.status)) live.add(id);
+  }
   await ctx.store.clearPending(
     entity,
-    pending.map((p) => p.key),
+    pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
   );
 }
 
