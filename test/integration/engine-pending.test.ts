@@ -63,4 +63,43 @@ describe('engine: pending creates of a run that died', () => {
     expect(second.counts).toMatchObject({ unchanged: 20 });
     expect(countWrites(statsSince(afterFirst, await h.stats()))).toBe(0);
   });
+
+  it('leaves the pending creates of a run still going to that run', async () => {
+    const h = await engine();
+    const rows = companyRows(20);
+    // Another job on the same entity is mid-write: its create of rows 0-2 is in flight.
+    await h.store.createRun({
+      id: 'run-live',
+      job: 'other-companies',
+      entity: 'companies',
+      mode: 'upsert',
+      source: 'other.csv',
+    });
+    await h.store.updateRun('run-live', { status: 'writing', phase: 'waiting' });
+    const inFlight = rows.slice(0, 3);
+    for (const r of inFlight) {
+      await h.store.markPending(
+        'companies',
+        identityKeys('companies', expectedCompany(r)),
+        'run-live',
+        Date.now(),
+      );
+    }
+
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    const run = await h.runJob('companies');
+    expect(run.status).toBe('completed');
+    // Creating them here could duplicate the other run's creates when they land: they wait.
+    expect(run.counts).toMatchObject({ read: 20, created: 17, skipped: 3 });
+    // Marked under each identity key (external_id and crm_company_id) of the three rows.
+    const marks = await h.store.listPending('companies');
+    expect(marks).toHaveLength(6);
+    expect(new Set(marks.map((p) => p.runId))).toEqual(new Set(['run-live']));
+    // The other run's creates land; nothing was created twice.
+    for (const r of inFlight) await h.client().createCompany(expectedCompany(r) as CompanyRequest);
+    const dump = await h.dump();
+    expect(dump.companies).toHaveLength(20);
+    expect(new Set(dump.companies.map((c) => c.crm_company_id)).size).toBe(20);
+  });
 });
