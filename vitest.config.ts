@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Three projects, named apart: unit tests are pure and fast; integration tests
+// Four projects, named apart: unit tests are pure and fast; integration tests
 // talk to a real redis-server and an in-process sandbox; e2e tests drive the
-// built CLI (dist/) as separate processes.
+// built CLI (dist/) as separate processes; chaos tests break a whole sync
+// on purpose and check nothing is lost or doubled.
 export default defineConfig({
   test: {
     projects: [
@@ -30,6 +31,18 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           // CLI processes are heavy on two cores: one file at a time.
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          // Worker processes SIGKILLed, a private Redis restarted, platform
+          // faults injected (docs/CHAOS.md); heavy, so one file at a time.
+          name: 'chaos',
+          include: ['test/chaos/**/*.test.ts'],
+          globalSetup: ['test/harness/global-redis.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 60_000,
           fileParallelism: false,
         },
       },

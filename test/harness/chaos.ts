@@ -1,0 +1,348 @@
+/**
+ * The chaos suite's world: a redis-server of its own with AOF (fsync always,
+ * so a restart keeps the queues), the sandbox in this process (so faults can
+ * change while a run goes), a job folder with a generated HubSpot companies
+ * export, and crm-sync worker processes (`node dist/cli.js worker`) that can
+ * be SIGKILLed for real. Runs are enqueued with `crm-sync run`; their records,
+ * failures and the platform's state are read directly and checked against
+ * the expected mapping of the export (the preset mapping applied to the rows
+ * read by `readRows`, the same code the engine runs, computed once here).
+ */
+import { writeFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { expect } from 'vitest';
+import { loadMapping } from '../../src/crm/presets.js';
+import { readRows } from '../../src/crm/read.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import type { RunCounts, RunRecord } from '../../src/state/runs.js';
+import { StateStore } from '../../src/state/store.js';
+import {
+  cliEnv,
+  companiesJob,
+  runCli,
+  spawnCli,
+  tempDir,
+  type CliProcess,
+  type TempDir,
+} from './cli.js';
+import { countWrites, statsSince, HUBSPOT_HEADER } from './engine.js';
+import { randomPrefix } from './redis.js';
+import { removeDir, startRedisServer, type RedisServer } from './redis-server.js';
+
+export const CHAOS_JOB = 'chaos';
+export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
+
+/** A small seeded PRNG (mulberry32): the same seed gives the same kill moments. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const csvField = (v: string): string => (/[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+
+/**
+ * A HubSpot companies export of `rows` rows, some invalid on purpose (missing
+ * name, an e-mail address as website, a Record ID that is not a number, an
+ * employee count that is not a number), some with quotes, commas and
+ * non-ASCII text so that every field is worth checking.
+ */
+export function chaosCsv(rows: number): string {
+  const industries = ['RETAIL', 'SOFTWARE', 'FINANCIAL_SERVICES', ''];
+  const places: [string, string][] = [
+    ['Berlin', 'Germany'],
+    ['São Paulo', 'Brazil'],
+    ['Austin, TX', 'United States'],
+    ['Osaka', 'Japan'],
+  ];
+  const lines = [HUBSPOT_HEADER.join(',')];
+  for (let i = 0; i < rows; i++) {
+    const [city, country] = places[i % places.length]!;
+    let id = String(7_000_001 + i);
+    let name = i % 7 === 3 ? `"Quoted" Company ${i}, Ltd.` : `Company ${i} Größe`;
+    let domain = `company-${i}.example`;
+    let employees = String(5 + (i % 500));
+    if (i % 97 === 13) name = '';
+    if (i % 89 === 7) domain = `sales@company-${i}.example`;
+    if (i % 113 === 5) id = `R-${i}`;
+    if (i % 131 === 9) employees = 'many';
+    const cells = [id, name, domain, industries[i % industries.length]!, employees, city, country];
+    lines.push(cells.map(csvField).join(','));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export interface Expected {
+  rows: number;
+  /** external_id → the body the platform must hold. */
+  valid: Map<string, Record<string, unknown>>;
+  /** line → reason, for every row the mapping refuses. */
+  invalid: Map<number, string>;
+}
+
+/** The preset mapping applied to the export as `readRows` reads it. */
+export async function expectedOf(path: string): Promise<Expected> {
+  const mapping = loadMapping('hubspot-companies');
+  const valid = new Map<string, Record<string, unknown>>();
+  const invalid = new Map<number, string>();
+  let rows = 0;
+  for await (const batch of readRows({ path })) {
+    for (const row of batch) {
+      rows++;
+      const r = mapping.map(row);
+      if (r.ok) valid.set(String(r.body.external_id), r.body as Record<string, unknown>);
+      else invalid.set(r.line, r.reason);
+    }
+  }
+  return { rows, valid, invalid };
+}
+
+export interface ChaosOptions {
+  rows?: number;
+  sandbox?: Omit<SandboxOptions, 'apiKey' | 'port'>;
+  /** Extra environment of every worker and CLI process. */
+  env?: Record<string, string | number>;
+}
+
+export interface Chaos {
+  redisServer: RedisServer;
+  sandbox: Sandbox;
+  apiKey: string;
+  /** A connection of the test's own (reconnects after a Redis restart). */
+  redis: Redis;
+  store: StateStore;
+  files: TempDir;
+  expected: Expected;
+  /** The environment of worker and CLI processes; `env(key)` with another API key. */
+  env(apiKey?: string): NodeJS.ProcessEnv;
+  workers: CliProcess[];
+  /** Starts a worker process and waits until it serves. */
+  startWorker(apiKey?: string): Promise<CliProcess>;
+  /** SIGKILLs the worker at `index` (of those running) and waits for it to die. */
+  killWorker(index: number): Promise<void>;
+  /** Stops Redis (SIGTERM, or SIGKILL with `hard`), waits `downMs`, starts it again. */
+  restartRedis(opts?: { hard?: boolean; downMs?: number }): Promise<void>;
+  /** `crm-sync run chaos --json`; returns the run id. */
+  enqueue(args?: string[]): Promise<string>;
+  /** Polls the run record (tolerating a Redis outage) until it ends. */
+  waitForRun(
+    runId: string,
+    opts?: { timeoutMs?: number; onPoll?: (run: RunRecord) => void | Promise<void> },
+  ): Promise<RunRecord>;
+  close(): Promise<void>;
+}
+
+export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
+  const rows = opts.rows ?? 2_000;
+  const apiKey = `chaos-key-${randomPrefix().slice(16, 28)}`;
+  const files = tempDir('chaos');
+  const exportPath = files.write('chaos.csv', chaosCsv(rows));
+  writeFileSync(files.path(`${CHAOS_JOB}.yaml`), companiesJob(exportPath));
+  const expected = await expectedOf(exportPath);
+  const redisServer = await startRedisServer({ appendonly: true });
+  const sandbox = await startSandbox({ apiKey, port: 0, ...opts.sandbox });
+  const prefix = randomPrefix();
+  // Retry forever: the test's reads must outlive a Redis restart.
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+  redis.on('error', () => {});
+  const store = new StateStore(redis, { prefix });
+
+  const env = (key = apiKey): NodeJS.ProcessEnv =>
+    cliEnv({
+      REDIS_URL: redisServer.url,
+      CRM_SYNC_PREFIX: prefix,
+      CRM_SYNC_JOBS_DIR: files.dir,
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_API_KEY: key,
+      PLATFORM_RATE_LIMIT: 400,
+      PLATFORM_TIMEOUT_MS: 5_000,
+      OPS_PORT: 0,
+      WORKER_LOCK_MS: 2_500,
+      WRITE_BACKOFF_MS: 100,
+      SHUTDOWN_TIMEOUT_MS: 3_000,
+      LOG_LEVEL: 'info',
+      ...opts.env,
+    });
+
+  const c: Chaos = {
+    redisServer,
+    sandbox,
+    apiKey,
+    redis,
+    store,
+    files,
+    expected,
+    env,
+    workers: [],
+    async startWorker(key) {
+      const w = spawnCli(['worker'], env(key));
+      c.workers.push(w);
+      void w.exited.then(() => {
+        const at = c.workers.indexOf(w);
+        if (at >= 0) c.workers.splice(at, 1);
+      });
+      await w.waitForLine(/"msg":"ops server listening"/, { timeoutMs: 30_000 });
+      return w;
+    },
+    async killWorker(index) {
+      const w = c.workers[index];
+      if (!w) throw new Error(`no worker ${index} (${c.workers.length} running)`);
+      w.kill('SIGKILL');
+      expect((await w.exited).signal).toBe('SIGKILL');
+    },
+    async restartRedis(o = {}) {
+      await redisServer.stop(o.hard);
+      await sleep(o.downMs ?? 1_000);
+      await redisServer.start();
+    },
+    async enqueue(args = []) {
+      const r = await runCli(['run', CHAOS_JOB, '--json', ...args], env(), 60_000);
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as { runId: string }).runId;
+    },
+    async waitForRun(runId, o = {}) {
+      const timeoutMs = o.timeoutMs ?? 120_000;
+      const deadline = Date.now() + timeoutMs;
+      let last: RunRecord | undefined;
+      for (;;) {
+        last = (await store.getRun(runId).catch(() => undefined)) ?? last;
+        if (last && TERMINAL_STATUSES.has(last.status)) return last;
+        if (last) await o.onPoll?.(last);
+        if (Date.now() > deadline) {
+          throw new Error(
+            `run ${runId} still ${last?.status ?? 'missing'} (${last?.phase ?? ''}) after ${timeoutMs} ms: ${JSON.stringify(last?.counts)}`,
+          );
+        }
+        await sleep(50);
+      }
+    },
+    async close() {
+      await Promise.all(
+        c.workers.map(async (w) => {
+          w.kill('SIGKILL');
+          await w.exited;
+        }),
+      );
+      redis.disconnect();
+      await sandbox.close();
+      await redisServer.stop(true);
+      removeDir(redisServer.dir);
+      files.remove();
+    },
+  };
+  return c;
+}
+
+const OUTCOMES = [
+  'created',
+  'updated',
+  'unchanged',
+  'adopted',
+  'invalid',
+  'conflict',
+  'rejected',
+  'failed',
+  'skipped',
+  'unsupported',
+] as const satisfies readonly (keyof RunCounts)[];
+
+/**
+ * The checks after a run that must have synced everything: completed, the
+ * platform holds exactly the expected records (each once, every field as
+ * mapped), every invalid row is in the run's failures with its reason, and
+ * every row read has exactly one outcome.
+ */
+export async function expectSynced(c: Chaos, run: RunRecord): Promise<void> {
+  expect(run.error, 'run error').toBeUndefined();
+  expect(run.status).toBe('completed');
+  const { valid, invalid, rows } = c.expected;
+
+  const companies = (
+    await fetchJson<{ companies: Record<string, unknown>[] }>(c, '/__sandbox/dump')
+  ).companies;
+  const seen = new Map<string, number>();
+  for (const co of companies) {
+    const id = String(co.external_id);
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  const duplicated = [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  expect(duplicated, 'records created more than once').toEqual([]);
+  const missing = [...valid.keys()].filter((id) => !seen.has(id));
+  expect(missing, 'valid rows not on the platform').toEqual([]);
+  const unexpected = [...seen.keys()].filter((id) => !valid.has(id));
+  expect(unexpected, 'records on the platform that no valid row maps to').toEqual([]);
+  const wrong = companies.flatMap((co) => {
+    const want = valid.get(String(co.external_id))!;
+    const got = Object.fromEntries(Object.keys(want).map((k) => [k, co[k]]));
+    return JSON.stringify(got) === JSON.stringify(want) ? [] : [{ got, want }];
+  });
+  expect(wrong.slice(0, 3), `${wrong.length} records with wrong fields`).toEqual([]);
+
+  const failures = await c.store.listFailures(run.id, { limit: 100_000 });
+  const invalidFailures = new Map(
+    failures.filter((f) => f.kind === 'invalid').map((f) => [f.line, f.reason]),
+  );
+  expect(invalidFailures).toEqual(invalid);
+  expect(failures.filter((f) => f.kind !== 'invalid')).toEqual([]);
+
+  const k = run.counts;
+  expect(k.read).toBe(rows);
+  expect(k.invalid).toBe(invalid.size);
+  expect(k.failed + k.rejected + k.conflict).toBe(0);
+  const outcomes = OUTCOMES.reduce((n, o) => n + k[o], 0);
+  expect(outcomes, `outcomes of ${JSON.stringify(k)}`).toBe(k.read);
+}
+
+/** A second run of the same export completes, with every record unchanged and no POST or PUT. */
+export async function expectSecondRunWritesNothing(c: Chaos): Promise<void> {
+  const before = await sandboxStats(c);
+  const run = await c.waitForRun(await c.enqueue(), { timeoutMs: 60_000 });
+  expect(run.status).toBe('completed');
+  expect(run.counts).toMatchObject({
+    read: c.expected.rows,
+    unchanged: c.expected.valid.size,
+    created: 0,
+    updated: 0,
+    adopted: 0,
+    invalid: c.expected.invalid.size,
+  });
+  expect(countWrites(statsSince(before, await sandboxStats(c)))).toBe(0);
+}
+
+export interface StatsEntry {
+  method: string;
+  route: string;
+  status: number;
+  count: number;
+}
+
+export async function sandboxStats(c: Chaos): Promise<StatsEntry[]> {
+  return (await fetchJson<{ requests: StatsEntry[] }>(c, '/__sandbox/stats')).requests;
+}
+
+/** Requests of `method` on `route` answered with `status` (any status when omitted). */
+export function requests(
+  stats: readonly StatsEntry[],
+  method: string,
+  route: string,
+  status?: number,
+): number {
+  return stats
+    .filter((e) => e.method === method && e.route === route)
+    .filter((e) => status === undefined || e.status === status)
+    .reduce((n, e) => n + e.count, 0);
+}
+
+async function fetchJson<T>(c: Chaos, path: string): Promise<T> {
+  const res = await fetch(`${c.sandbox.url}${path}`);
+  return (await res.json()) as T;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
