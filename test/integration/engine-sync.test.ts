@@ -111,4 +111,61 @@ describe('engine: first sync, re-sync, changed rows', () => {
     const fourth = await h.runJob('companies');
     expect(fourth.counts).toMatchObject({ unchanged: 60, updated: 0, created: 0 });
   });
+
+  it('creates through POST /customers when the job says so', async () => {
+    const h = await engine();
+    const rows = companyRows(12);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path, { createVia: 'customers' }));
+    const run = await h.runJob('companies');
+    expect(run.counts).toMatchObject({ read: 12, created: 12 });
+    const stats = await h.stats();
+    expect(countRequests(stats, 'POST', '/customers', 200)).toBe(12);
+    expect(countWrites(stats)).toBe(12);
+    expectCompanies(await h.dump(), rows);
+  });
+
+  it('honours create-only and update-only modes, and a --source override', async () => {
+    const h = await engine();
+    const rows = companyRows(20);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.slice(0, 10).map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    expect((await h.runJob('companies')).counts.created).toBe(10);
+
+    // Rows 0-9 renamed, rows 10-19 new, in another file given as the run's source.
+    const next = [
+      ...rows.slice(0, 10).map((r) => ({ ...r, name: `${r.name} v2` })),
+      ...rows.slice(10),
+    ];
+    const other = h.writeCsv('next.csv', HUBSPOT_HEADER, next.map(hubspotCells));
+
+    const before = await h.stats();
+    const updateOnly = await h.runJob('companies', {
+      source: other,
+      mode: 'update-only',
+      force: true,
+    });
+    expect(updateOnly.mode).toBe('update-only');
+    expect(updateOnly.source).toContain('next.csv');
+    expect(updateOnly.counts).toMatchObject({ read: 20, updated: 10, created: 0, skipped: 10 });
+    let during = statsSince(before, await h.stats());
+    expect(countRequests(during, 'PUT', '/companies/{id}', 200)).toBe(10);
+    expect(countWrites(during)).toBe(10);
+
+    const more = next.map((r) => ({ ...r, name: `${r.name} v3` }));
+    h.writeCsv('next.csv', HUBSPOT_HEADER, more.map(hubspotCells));
+    const mid = await h.stats();
+    const createOnly = await h.runJob('companies', {
+      source: other,
+      mode: 'create-only',
+      force: true,
+    });
+    expect(createOnly.counts).toMatchObject({ read: 20, created: 10, updated: 0, skipped: 10 });
+    during = statsSince(mid, await h.stats());
+    expect(countRequests(during, 'POST', '/companies', 200)).toBe(10);
+    expect(countWrites(during)).toBe(10);
+    const dump = await h.dump();
+    expect(dump.companies).toHaveLength(20);
+    expectCompanies(dump, [...next.slice(0, 10), ...more.slice(10)]);
+  });
 });
