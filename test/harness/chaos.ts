@@ -8,7 +8,8 @@
  * the expected mapping of the export (the preset mapping applied to the rows
  * read by `readRows`, the same code the engine runs, computed once here).
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
@@ -169,6 +170,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       ...opts.env,
     });
 
+  const everyWorker: CliProcess[] = [];
   const c: Chaos = {
     redisServer,
     sandbox,
@@ -181,6 +183,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
     workers: [],
     async startWorker(key) {
       const w = spawnCli(['worker'], env(key));
+      everyWorker.push(w);
       c.workers.push(w);
       void w.exited.then(() => {
         const at = c.workers.indexOf(w);
@@ -222,6 +225,13 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       }
     },
     async close() {
+      // CHAOS_LOGS=DIR keeps every worker's log lines there, to read after a failure.
+      const logs = process.env.CHAOS_LOGS;
+      if (logs) {
+        mkdirSync(logs, { recursive: true });
+        for (const [n, w] of [...everyWorker].entries())
+          writeFileSync(join(logs, `worker-${n}.log`), w.stderr.join('\n'));
+      }
       await Promise.all(
         c.workers.map(async (w) => {
           w.kill('SIGKILL');
