@@ -81,6 +81,14 @@ export async function* pages(
 
 /** Writes to stdout, waiting when the pipe is full (a pager reading slowly). */
 function write(text: string): Promise<void> {
+  // A reader that stops early (`| head`) closes the pipe: that ends the listing, quietly.
+  if (process.stdout.listenerCount('error') === 0) {
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0);
+      process.stderr.write(`crm-sync: cannot write the listing (${err.code ?? err.message})\n`);
+      process.exit(1);
+    });
+  }
   return new Promise((resolve, reject) => {
     const ok = process.stdout.write(text, (err) => (err ? reject(err) : undefined));
     if (ok) resolve();
