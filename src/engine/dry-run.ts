@@ -7,12 +7,14 @@
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
+import { withRetry } from '../platform/retry.js';
 import type { Action, Mode } from '../sync/action.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { remoteValues } from '../sync/remote.js';
 import type { StateStore } from '../state/store.js';
 import type { Claim, ClaimConflict } from '../state/scratch.js';
+import { DEFAULT_ENGINE_SETTINGS } from './context.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { sourceOf } from './source.js';
@@ -85,7 +87,11 @@ interface Listed {
 
 async function listIntoMemory(client: PlatformClient, entity: Entity): Promise<Listed> {
   const listed: Listed = { ids: new Map(), remote: new Map() };
-  const records = entity === 'companies' ? client.companies() : client.members();
+  // A transient fault costs that page again, as in a real run's listing; a dry run has no queue to wait in.
+  const eachPage = <R>(get: () => Promise<R>): Promise<R> =>
+    withRetry(get, { idempotent: true, retries: DEFAULT_ENGINE_SETTINGS.inProcessRetries });
+  const records =
+    entity === 'companies' ? client.companies({ eachPage }) : client.members({ eachPage });
   for await (const r of records) {
     if (typeof r.id !== 'number') continue;
     listed.remote.set(r.id, remoteValues(entity, r));

@@ -136,13 +136,16 @@ export class PlatformClient {
   }
 
   /** Every page of GET /companies, following `next` on the same origin; a loop is an error. */
-  async *companyPages(o: CallOptions = {}): AsyncGenerator<CompanyPage, void, undefined> {
+  async *companyPages(o: ListOptions = {}): AsyncGenerator<CompanyPage, void, undefined> {
     const route = '/companies';
     const seen = new Set<string>();
     let url = this.http.url(route);
     while (true) {
       seen.add(url.href);
-      const page = await this.call({ method: 'GET', route, url, response: CompanyPage, ...o });
+      const at = url;
+      const get = (): Promise<CompanyPage> =>
+        this.call({ method: 'GET', route, url: at, response: CompanyPage, signal: o.signal });
+      const page = await (o.eachPage ? o.eachPage(get) : get());
       yield page;
       if (!page.next) return;
       const ctx = { method: 'GET', route, path: url.pathname + url.search };
@@ -160,7 +163,7 @@ export class PlatformClient {
   }
 
   /** Every company, streamed page by page. */
-  async *companies(o: CallOptions = {}): AsyncGenerator<Company, void, undefined> {
+  async *companies(o: ListOptions = {}): AsyncGenerator<Company, void, undefined> {
     for await (const page of this.companyPages(o)) yield* page.results;
   }
 
