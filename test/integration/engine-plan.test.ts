@@ -7,12 +7,14 @@
 import { describe, expect, it } from 'vitest';
 import { dryRun } from '../../src/engine/dry-run.js';
 import { loadJob } from '../../src/jobs/definition.js';
+import type { CompanyRequest } from '../../src/platform/schemas.js';
 import type { Action, ConflictAction, UpdateAction } from '../../src/sync/action.js';
 import type { FieldChange } from '../../src/sync/diff.js';
 import {
   companyRows,
   countRequests,
   countWrites,
+  expectedCompany,
   expectedMember,
   hubspotCells,
   hubspotJob,
@@ -112,6 +114,26 @@ describe('engine: dry run', () => {
     const listing = statsSince(stats, await h.stats());
     expect(countWrites(listing)).toBe(0);
     expect(listing.every((e) => e.method === 'GET')).toBe(true);
+  });
+});
+
+describe('engine: dry run on a flaky platform', () => {
+  it('retries a listing page that failed instead of giving up', async () => {
+    const h = await engine({ sandbox: { pageSize: 20, seed: 3 } });
+    const rows = companyRows(100);
+    const client = h.client();
+    for (const r of rows.slice(0, 60))
+      await client.createCompany(expectedCompany(r) as CompanyRequest);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    h.sandbox.setFaults({ faultRate: 0.3 });
+    const plan = await planOf(h, 'companies');
+    expect(plan.counts).toMatchObject({ read: 100, adopt: 60, create: 40 });
+    const stats = await h.stats();
+    expect(countRequests(stats, 'GET', '/companies', 503)).toBeGreaterThan(0);
+    expect(countRequests(stats, 'GET', '/companies', 200)).toBe(3);
+    expect(countRequests(stats, 'POST', '/companies', 200)).toBe(60);
+    expect(countWrites(stats)).toBe(60);
   });
 });
 
