@@ -10,6 +10,7 @@ import { dryRun } from '../engine/dry-run.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
 import { createRunRecord } from '../engine/run.js';
 import { startWorkerService } from '../engine/service.js';
+import { checkSourceOverride } from '../engine/source.js';
 import { loadJob } from '../jobs/definition.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
@@ -97,6 +98,8 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
   const jobsDir = flags.jobs ?? config.jobsDir;
   // Refuse a job that cannot run before anything is enqueued.
   const def = loadJob(jobsDir, jobName, { mappingsDir: config.mappingsDir });
+  // The request is stored in Redis for the worker: no credential may travel in it.
+  if (flags.source !== undefined) checkSourceOverride(flags.source);
 
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
   if (flags.withWorker) {

@@ -17,3 +17,45 @@ export function sourceOf(def: JobDefinition, req: Pick<RunJobRequest, 'source'>)
 export function sourceLabel(def: JobDefinition, req: Pick<RunJobRequest, 'source'>): string {
   return sourceName(sourceOf(def, req));
 }
+
+// Query parameters that hold credentials in practice (tokens, keys, presigned signatures).
+const SECRET_PARAM = /token|key|secret|sig|password|auth|session|credential/i;
+const ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
+
+/** A `--source` that would put a credential into Redis (in the queued run's data). */
+export class SourceCredentialsError extends Error {
+  readonly code = 'run.source-credentials';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceCredentialsError';
+  }
+}
+
+/**
+ * Refuses a `--source` URL with a credential written out: the run request is
+ * stored in Redis for the worker, and secrets never go there. As in job files,
+ * a credential is written as `${VAR}`, read from the worker's environment.
+ */
+export function checkSourceOverride(source: string): void {
+  if (!/^https?:\/\//i.test(source)) return;
+  let url: URL;
+  try {
+    url = new URL(source.replace(/\$\{[A-Za-z_][A-Za-z0-9_]*\}/g, 'x'));
+  } catch {
+    return; // Not a URL we can read: the source layer says so when the run reads it.
+  }
+  if (url.username || url.password) {
+    throw new SourceCredentialsError(
+      "--source: the URL must not carry credentials; use the job's headers with ${VAR} references",
+    );
+  }
+  const query = source.includes('?') ? source.slice(source.indexOf('?') + 1).split('#')[0]! : '';
+  for (const pair of query.split('&')) {
+    const [name = '', value = ''] = pair.split('=');
+    if (name && SECRET_PARAM.test(name) && !ENV_REF.test(decodeURIComponent(value))) {
+      throw new SourceCredentialsError(
+        `--source: query parameter ${name} looks like a credential; write it as \${VAR} and set VAR in the worker's environment`,
+      );
+    }
+  }
+}
