@@ -18,6 +18,7 @@ import type { EngineSettings } from '../../src/engine/context.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../../src/engine/payloads.js';
 import { createRunRecord } from '../../src/engine/run.js';
 import { startWorkerService, type WorkerService } from '../../src/engine/service.js';
+import { checkSourceOverride } from '../../src/engine/source.js';
 import { loadJob, type JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
@@ -108,6 +109,8 @@ export interface EngineHarness {
    * keys are left out: their stalled-check markers expire on their own.
    */
   stateSnapshot(): Promise<Map<string, string>>;
+  /** Every value stored under the prefix (keys, fields, members, entries), as one text. */
+  redisText(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -182,6 +185,7 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
     async enqueue(name, o = {}) {
       // What `crm-sync run` does (src/cli/run.ts): refuse a bad job, enqueue, create the record.
       const def = loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+      if (o.source !== undefined) checkSourceOverride(o.source);
       const data: RunJobData = {
         job: name,
         ...(o.source !== undefined && { source: o.source }),
@@ -244,6 +248,22 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       const keys = (await h.keys()).filter((k) => !queues.some((q) => k.startsWith(q)));
       const values = await Promise.all(keys.map((k) => producer.redis.dumpBuffer(k)));
       return new Map(keys.map((k, n) => [k, values[n]?.toString('hex') ?? '(gone)']));
+    },
+    async redisText() {
+      const r = producer.redis;
+      const parts: string[] = [];
+      for (const key of await h.keys()) {
+        parts.push(key);
+        const type = await r.type(key);
+        if (type === 'string') parts.push((await r.get(key)) ?? '');
+        else if (type === 'hash') parts.push(...Object.entries(await r.hgetall(key)).flat());
+        else if (type === 'list') parts.push(...(await r.lrange(key, 0, -1)));
+        else if (type === 'set') parts.push(...(await r.smembers(key)));
+        else if (type === 'zset') parts.push(...(await r.zrange(key, '0', '-1')));
+        else if (type === 'stream')
+          for (const [id, fields] of await r.xrange(key, '-', '+')) parts.push(id, ...fields);
+      }
+      return parts.join('\n');
     },
     async close() {
       await shutdown?.shutdown('test finished');
