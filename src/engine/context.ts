@@ -27,6 +27,8 @@ export interface EngineSettings {
   maxRateLimitRetries: number;
   /** Requests per second to the platform, the ceiling for listing too. */
   rateLimit: number;
+  /** The write worker's job lock (WORKER_LOCK_MS): a create renews it just before sending. */
+  lockMs: number;
 }
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
@@ -37,6 +39,7 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   inProcessRetries: 3,
   maxRateLimitRetries: 50,
   rateLimit: 10,
+  lockMs: 30_000,
 };
 
 export interface EngineContext {

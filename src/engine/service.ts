@@ -97,6 +97,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     settings: {
       rateLimit: config.platform.rateLimit,
       maxRateLimitRetries: config.writes.rateLimitMaxRetries,
+      lockMs: config.workerLockMs,
       ...opts.settings,
     },
   });
@@ -109,7 +110,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
   const writeWorker = new Worker(
     QueueName.writes,
-    (job: Job, _token?: string, signal?: AbortSignal) => processWrite(ctx, job, signal),
+    (job: Job, token?: string, signal?: AbortSignal) => processWrite(ctx, job, signal, token),
     {
       ...workerOptions(QueueName.writes, { ...settings, concurrency }),
       ...lock,

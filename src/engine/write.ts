@@ -40,6 +40,7 @@ export async function processWrite(
   ctx: EngineContext,
   job: Job,
   signal?: AbortSignal,
+  token?: string,
 ): Promise<WriteResult> {
   const parsed = WriteJobData.safeParse(job.data);
   if (!parsed.success) {
@@ -57,7 +58,9 @@ export async function processWrite(
   try {
     const call = signal ? { signal } : {};
     const result =
-      w.kind === 'create' ? await create(ctx, w, call) : await update(ctx, job, w, call);
+      w.kind === 'create'
+        ? await create(ctx, job, w, call, token)
+        : await update(ctx, job, w, call);
     ctx.metrics?.writes.inc({ operation, status: 'ok' });
     return result;
   } catch (err) {
@@ -77,7 +80,13 @@ function operationOf(w: WriteJob): string {
     : `POST /${w.entity}`;
 }
 
-async function create(ctx: EngineContext, w: WriteJob, call: CallOptions): Promise<WriteResult> {
+async function create(
+  ctx: EngineContext,
+  job: Job,
+  w: WriteJob,
+  call: CallOptions,
+  token: string | undefined,
+): Promise<WriteResult> {
   const { store } = ctx;
   // An earlier attempt left the outcome unknown: only listing can tell.
   if (await store.pending(w.entity, w.keys)) return settle(ctx, w, 'pending');
@@ -86,6 +95,14 @@ async function create(ctx: EngineContext, w: WriteJob, call: CallOptions): Promi
   if (known?.platformId !== undefined && known.storedHash === w.hash)
     return settle(ctx, w, 'created');
 
+  // A worker starved past its lock (CPU, GC) wakes up after BullMQ handed the
+  // job to another worker, which may have sent this create already: send only
+  // while this attempt still holds the lock, renewed here so that the request
+  // goes out well within it.
+  if (token !== undefined && (await job.extendLock(token, ctx.settings.lockMs)) !== 1) {
+    ctx.logger.warn({ runId: w.runId, line: w.line }, 'write lock lost; another worker has it');
+    return 'skipped';
+  }
   await store.markPending(w.entity, w.keys, w.runId, Date.now());
   const record = await withRetry(
     () =>
