@@ -231,6 +231,8 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
         mkdirSync(logs, { recursive: true });
         for (const [n, w] of [...everyWorker].entries())
           writeFileSync(join(logs, `worker-${n}.log`), w.stderr.join('\n'));
+        const dump = await fetch(`${sandbox.url}/__sandbox/dump`).then((r) => r.text());
+        writeFileSync(join(logs, 'sandbox-dump.json'), dump);
       }
       await Promise.all(
         c.workers.map(async (w) => {
