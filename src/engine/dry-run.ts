@@ -74,6 +74,7 @@ export async function dryRun(opts: {
     source: sourceOf(def, opts.req),
     mode: (opts.req.mode ?? def.mode) as Mode,
     memberUpdates: def.membersUpdate === 'put',
+    verifyRemote: opts.req.full === true,
     sink,
     logger: opts.logger,
   });

@@ -50,6 +50,8 @@ export interface PlanningOptions {
   source: SourceSpec;
   mode: Mode;
   memberUpdates: boolean;
+  /** Compare with the platform's values even where the stored hash matches (`--full`). */
+  verifyRemote?: boolean;
   sink: PlanningSink;
   logger: Logger;
   signal?: AbortSignal;
@@ -173,6 +175,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
       entity,
       mode: opts.mode,
       memberUpdates: opts.memberUpdates,
+      verifyRemote: opts.verifyRemote === true,
     });
     planned.forEach((a, n) => (actions[toPlanAt[n]!] = a));
 

@@ -195,6 +195,7 @@ async function plan(
     source: sourceOf(def, req),
     mode: req.mode ?? def.mode,
     memberUpdates: def.membersUpdate === 'put',
+    verifyRemote: req.full,
     sink,
     logger: ctx.logger,
     batchSize: ctx.settings.batchSize,

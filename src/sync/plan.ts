@@ -8,7 +8,8 @@
  *    could be born.
  * 2. No platform id known: `create`, or `skip` in update-only mode.
  * 3. `unchanged` iff the stored hash (of the last confirmed write) equals the
- *    row's hash.
+ *    row's hash (with `verifyRemote`, and the platform's values known: only
+ *    if they equal the row's too, so that `--full` corrects drift).
  * 4. `adopt` when the platform's values are known and equal on every mapped
  *    field: nothing to send, the store records the hash. The store gives
  *    `remote` only when it is no older than our last write to that record.
@@ -49,6 +50,11 @@ export interface PlanOptions {
   mode?: Mode;
   /** The job opts in to PUT /members/{id} (members only; companies always update). */
   memberUpdates?: boolean;
+  /**
+   * Compare with the platform's values (when known) even when the stored hash
+   * matches: a `--full` run corrects records edited on the platform by hand.
+   */
+  verifyRemote?: boolean;
 }
 
 export const UNSUPPORTED_MEMBER_UPDATE = 'update not supported by the platform API';
@@ -88,7 +94,13 @@ export function planRecord<B extends Body>(
     return { kind: 'create', line, keys, hash, body };
   }
 
-  if (known.storedHash === hash) return { kind: 'unchanged', line, keys, platformId };
+  // Unchanged since our last confirmed write, unless asked to check the platform for drift.
+  if (
+    known.storedHash === hash &&
+    !(opts.verifyRemote && known.remote && diffFields(known.remote, body).length > 0)
+  ) {
+    return { kind: 'unchanged', line, keys, platformId };
+  }
 
   const changes = known.remote ? diffFields(known.remote, body) : undefined;
   if (changes && changes.length === 0) return { kind: 'adopt', line, keys, hash, platformId };

@@ -112,6 +112,31 @@ describe('engine: first sync, re-sync, changed rows', () => {
     expect(fourth.counts).toMatchObject({ unchanged: 60, updated: 0, created: 0 });
   });
 
+  it('--full corrects a record edited on the platform by hand; a plain run does not look', async () => {
+    const h = await engine();
+    const rows = companyRows(10);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    expect((await h.runJob('companies')).counts.created).toBe(10);
+
+    // Someone renames one company in the platform's UI.
+    const edited = (await h.dump()).companies.find(
+      (c) => c.external_id === expectedCompany(rows[4]!).external_id,
+    )!;
+    await h.client().updateCompany(edited.id as number, { name: 'Renamed by hand' });
+
+    const plain = await h.runJob('companies');
+    expect(plain.counts).toMatchObject({ unchanged: 10, updated: 0 });
+
+    const before = await h.stats();
+    const full = await h.runJob('companies', { full: true });
+    expect(full.counts).toMatchObject({ unchanged: 9, updated: 1 });
+    expect(countRequests(statsSince(before, await h.stats()), 'PUT', '/companies/{id}', 200)).toBe(
+      1,
+    );
+    expectCompanies(await h.dump(), rows);
+  });
+
   it('creates through POST /customers when the job says so', async () => {
     const h = await engine();
     const rows = companyRows(12);

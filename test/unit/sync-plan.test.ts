@@ -30,6 +30,20 @@ describe('planRecord', () => {
     });
   });
 
+  it('with verifyRemote, a matching hash still updates a record that drifted on the platform', () => {
+    const drifted = { platformId: 5, storedHash: row.hash, remote: { ...acme, name: 'Edited' } };
+    expect(planRecord(row, drifted, { entity: 'companies' })).toMatchObject({ kind: 'unchanged' });
+    expect(planRecord(row, drifted, { entity: 'companies', verifyRemote: true })).toMatchObject({
+      kind: 'update',
+      platformId: 5,
+      changes: [{ field: 'name', from: 'Edited', to: 'Acme' }],
+    });
+    const same = { platformId: 5, storedHash: row.hash, remote: { ...acme } };
+    expect(planRecord(row, same, { entity: 'companies', verifyRemote: true })).toMatchObject({
+      kind: 'unchanged',
+    });
+  });
+
   it('is unchanged when the stored hash equals, in every mode', () => {
     for (const mode of ['upsert', 'create-only', 'update-only'] as Mode[]) {
       expect(
