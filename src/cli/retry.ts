@@ -9,7 +9,7 @@
  */
 import type { Command } from 'commander';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
-import { sourceLabel } from '../engine/source.js';
+import { checkSourceOverride, sourceLabel } from '../engine/source.js';
 import { startWorkerService } from '../engine/service.js';
 import { loadJob, type JobDefinition } from '../jobs/definition.js';
 import { createShutdown } from '../ops/shutdown.js';
@@ -75,6 +75,7 @@ async function retryCommand(originalId: string, flags: RetryFlags): Promise<numb
       return ExitCode.failed;
     }
     const def = loadJob(jobsDir, original.job, { mappingsDir: config.mappingsDir });
+    if (flags.source !== undefined) checkSourceOverride(flags.source);
     const data = retryRequest(original, def, flags.source);
     if (flags.withWorker) {
       shutdown.listen();
