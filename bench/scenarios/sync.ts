@@ -12,7 +12,7 @@
  * baseline re-sending every row.
  *
  * BENCH_SYNC_ROWS sets the export size (default 20,000); BENCH_BASELINE_S
- * bounds each baseline pass (default 30 s; its full wall time is projected).
+ * bounds each baseline pass (default 20 s; its full wall time is projected).
  */
 import type { BenchTable, Scenario } from '../run.js';
 import { runBaseline, type BaselineResult } from '../baseline.js';
@@ -41,7 +41,7 @@ import {
 const R = 200;
 const LATENCY_MS = 50;
 const ROWS = Number(process.env.BENCH_SYNC_ROWS ?? 20_000);
-const BASELINE_MS = Number(process.env.BENCH_BASELINE_S ?? 30) * 1000;
+const BASELINE_MS = Number(process.env.BENCH_BASELINE_S ?? 20) * 1000;
 
 interface SyncFigures {
   phase: WritePhase;
@@ -242,14 +242,15 @@ function tables(
       `Load average (1 min) before → after the scenario: ${load}, on 2 shared cores.`,
     ],
   };
-  const resyncWrites = resync.totals.writes;
+  // Every platform request but listing pages, 429s and failed writes included.
+  const resyncCalls = resync.totals.requests - resync.totals.listing;
   const nightlyTable: BenchTable = {
     title: `Nightly re-sync of the same ${int(ROWS)} companies, ${int(changed)} changed (1%)`,
     columns: [
       'writer',
-      'writes made',
+      'API calls made (listing apart)',
       'minimum (changed rows)',
-      'writes / minimum',
+      'calls / minimum',
       'listing calls',
       '429s',
       'wall',
@@ -258,9 +259,9 @@ function tables(
     rows: [
       [
         'crm-sync',
-        int(resyncWrites),
+        int(resyncCalls),
         int(changed),
-        ratio(resyncWrites / changed),
+        ratio(resyncCalls / changed),
         int(resync.totals.listing),
         int(resync.totals.rateLimited),
         seconds(resync.wallMs),
@@ -278,8 +279,8 @@ function tables(
       ],
     ],
     notes: [
-      `crm-sync: ${int(resync.updated)} updated, ${int(resync.unchanged)} unchanged; ${int(resync.totals.requests)} platform requests in all (writes, listing and any other).`,
-      'Target (issue 6.2): writes / minimum = 1.0, listing calls reported apart.',
+      `crm-sync: ${int(resync.updated)} updated, ${int(resync.unchanged)} unchanged; ${int(resync.totals.writes)} successful writes; ${int(resync.totals.requests)} platform requests in all, listing included.`,
+      'Target (issue 6.2): calls / minimum = 1.0 beyond listing.',
     ],
   };
   const cpuRow = (label: string, f: SyncFigures): (string | number)[] => [
