@@ -8,16 +8,36 @@ import type { StateStore } from '../state/store.js';
 import type { FailureRow, RunCounter, RunCounts } from '../state/runs.js';
 import { RUN_COUNTERS } from '../state/runs.js';
 
-// KEYS: settled set, run hash, failures list. ARGV: line, counter, failure JSON ('' for none).
-// Returns {settled, planned} after this call, or {-1, planned} when the line had settled before.
+// KEYS: settled set, run hash, failures list, unknown-creates set. ARGV: line, counter,
+// failure JSON ('' for none). Returns {settled, planned} after this call, or {-1, planned}
+// when the line had settled before. A line settled as an unknown create and answered later
+// (its attempt was handed to another worker while waiting for the platform) takes the
+// answer's counter then, once: the finalize's listing no longer sees it pending.
 const SETTLE = `
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then
+  if ARGV[2] ~= 'pendingCreates' and redis.call('SREM', KEYS[4], ARGV[1]) == 1 then
+    redis.call('HINCRBY', KEYS[2], 'c:pendingCreates', -1)
+    redis.call('HINCRBY', KEYS[2], 'c:' .. ARGV[2], 1)
+    if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
+  end
   return {-1, tonumber(redis.call('HGET', KEYS[2], 'c:writesPlanned') or '0')}
 end
+if ARGV[2] == 'pendingCreates' then redis.call('SADD', KEYS[4], ARGV[1]) end
 redis.call('HINCRBY', KEYS[2], 'c:' .. ARGV[2], 1)
 local settled = redis.call('HINCRBY', KEYS[2], 'c:writesSettled', 1)
 if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
 return {settled, tonumber(redis.call('HGET', KEYS[2], 'c:writesPlanned') or '0')}
+`;
+
+// KEYS: unknown-creates set, run hash. ARGV: lines found on the platform.
+const CONFIRM = `
+local n = 0
+for _, line in ipairs(ARGV) do n = n + redis.call('SREM', KEYS[1], line) end
+if n > 0 then
+  redis.call('HINCRBY', KEYS[2], 'c:pendingCreates', -n)
+  redis.call('HINCRBY', KEYS[2], 'c:created', n)
+end
+return n
 `;
 
 /** How a write ended, and the counter it adds to. */
@@ -28,6 +48,11 @@ export class RunProgress {
 
   private settledKey(runId: string): string {
     return `${this.store.keys.run(runId)}:settled`;
+  }
+
+  /** Lines settled as creates of unknown outcome, not yet confirmed. */
+  private unknownKey(runId: string): string {
+    return `${this.store.keys.run(runId)}:unknown-creates`;
   }
 
   /**
@@ -44,10 +69,11 @@ export class RunProgress {
       outcome === 'pending' ? 'pendingCreates' : outcome;
     const reply = (await this.store.redis.eval(
       SETTLE,
-      3,
+      4,
       this.settledKey(runId),
       this.store.keys.run(runId),
       this.store.keys.failures(runId),
+      this.unknownKey(runId),
       String(line),
       counter,
       failure ? JSON.stringify(failure) : '',
@@ -63,7 +89,25 @@ export class RunProgress {
   /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */
   async unsettle(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;
-    await this.store.redis.srem(this.settledKey(runId), ...lines.map(String));
+    const tx = this.store.redis.multi();
+    tx.srem(this.settledKey(runId), ...lines.map(String));
+    tx.srem(this.unknownKey(runId), ...lines.map(String));
+    await tx.exec();
+  }
+
+  /**
+   * Counts as created the unknown creates the finalize's listing found, each
+   * line once: one answered late was counted when its answer came.
+   */
+  async confirmCreated(runId: string, lines: readonly number[]): Promise<void> {
+    if (lines.length === 0) return;
+    await this.store.redis.eval(
+      CONFIRM,
+      2,
+      this.unknownKey(runId),
+      this.store.keys.run(runId),
+      ...lines.map(String),
+    );
   }
 
   /** Sets counters to absolute values (the planning pass owns its counts). */
@@ -85,12 +129,21 @@ export class RunProgress {
     const k = this.store.keys;
     const tx = this.store.redis.multi();
     tx.hdel(k.run(runId), ...RUN_COUNTERS.map((c) => `c:${c}`), 'c:pendingCreates');
-    tx.unlink(k.failures(runId), this.settledKey(runId), ...k.scratch(runId));
+    tx.unlink(
+      k.failures(runId),
+      this.settledKey(runId),
+      this.unknownKey(runId),
+      ...k.scratch(runId),
+    );
     await tx.exec();
   }
 
   /** Deletes the run's scratch and settled set at its end (the run record and failures stay). */
   async clear(runId: string): Promise<void> {
-    await this.store.redis.unlink(this.settledKey(runId), ...this.store.keys.scratch(runId));
+    await this.store.redis.unlink(
+      this.settledKey(runId),
+      this.unknownKey(runId),
+      ...this.store.keys.scratch(runId),
+    );
   }
 }

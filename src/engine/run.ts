@@ -406,7 +406,10 @@ async function finalize(
       else found.push({ keys: a.keys, platformId, hash: a.hash, runId: run.id });
     });
     await store.commit(entity, found);
-    await store.incrementRun(run.id, { created: found.length });
+    await progress.confirmCreated(
+      run.id,
+      actions.filter((_, n) => known[n]?.platformId !== undefined).map((a) => a.line),
+    );
     for (const a of missing) await store.clearPending(entity, a.keys);
     log.info(
       { verified: found.length, missing: missing.length },
