@@ -103,7 +103,19 @@ async function create(
     ctx.logger.warn({ runId: w.runId, line: w.line }, 'write lock lost; another worker has it');
     return 'skipped';
   }
-  await store.markPending(w.entity, w.keys, w.runId, Date.now());
+  // Atomic: if another worker has sent this create meanwhile, it is pending or recorded.
+  const claim = await store.claimCreate(w.entity, w.keys, w.runId, Date.now());
+  if (claim === 'pending') return settle(ctx, w, 'pending');
+  if (claim === 'exists') {
+    const [now] = await store.lookup(w.entity, [{ keys: w.keys }]);
+    if (now?.storedHash === w.hash) return settle(ctx, w, 'created');
+    return settle(ctx, w, 'failed', {
+      line: w.line,
+      kind: 'failed',
+      reason: 'the record was created meanwhile by another run; the next run updates it',
+      identity: w.keys[0]!,
+    });
+  }
   const record = await withRetry(
     () =>
       w.entity === 'members'

@@ -69,6 +69,17 @@ function parsePending(value: unknown): PendingCreate | undefined {
   return { runId: v.runId, since: v.since };
 }
 
+// KEYS[1]: pending hash; KEYS[2..]: the identity-map bucket of each key. ARGV[1]: the
+// pending value; ARGV[2..]: the keys, in the order of their buckets.
+const CLAIM_CREATE = `
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return 'pending' end
+  if redis.call('HEXISTS', KEYS[i], ARGV[i]) == 1 then return 'exists' end
+end
+for i = 2, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], ARGV[1]) end
+return 'claimed'
+`;
+
 export class RecordStates {
   constructor(
     private readonly redis: Redis,
@@ -271,6 +282,39 @@ export class RecordStates {
     } catch (err) {
       throw redisError('marking a pending create', err);
     }
+  }
+
+  /**
+   * Claims the right to send a create, atomically: refused when any identity
+   * key already maps to a platform record (`exists`: another attempt created
+   * and recorded it) or has a pending create (`pending`: an attempt whose
+   * outcome is unknown); otherwise marks every key pending (`claimed`). Two
+   * workers holding the same job (one starved past its lock) can never both
+   * send it.
+   */
+  async claimCreate(
+    entity: Entity,
+    keys: readonly string[],
+    runId: string,
+    since: number,
+  ): Promise<'claimed' | 'pending' | 'exists'> {
+    if (keys.length === 0) return 'claimed';
+    const k = this.keys;
+    const value = JSON.stringify({ runId, since } satisfies PendingCreate);
+    let reply: string;
+    try {
+      reply = (await this.redis.eval(
+        CLAIM_CREATE,
+        keys.length + 1,
+        k.pending(entity),
+        ...keys.map((key) => k.ids(entity, k.idBucketOf(key))),
+        value,
+        ...keys,
+      )) as string;
+    } catch (err) {
+      throw redisError('claiming a create', err);
+    }
+    return reply as 'claimed' | 'pending' | 'exists';
   }
 
   /** The pending create of any of `keys` (first in priority order), or null. */

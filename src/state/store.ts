@@ -108,6 +108,16 @@ export class StateStore {
     return this.records.info(entity);
   }
 
+  /** Marks a create pending unless its record exists or another create of it is pending: see RecordStates. */
+  claimCreate(
+    entity: Entity,
+    keys: readonly string[],
+    runId: string,
+    since: number,
+  ): Promise<'claimed' | 'pending' | 'exists'> {
+    return this.records.claimCreate(entity, keys, runId, since);
+  }
+
   markPending(
     entity: Entity,
     keys: readonly string[],
