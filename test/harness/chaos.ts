@@ -9,7 +9,7 @@
  * read by `readRows`, the same code the engine runs, computed once here).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
@@ -126,6 +126,11 @@ export interface Chaos {
   startWorker(apiKey?: string): Promise<CliProcess>;
   /** SIGKILLs the worker at `index` (of those running) and waits for it to die. */
   killWorker(index: number): Promise<void>;
+  /**
+   * Freezes the worker at `index` (SIGSTOP), as a long GC pause or a starved
+   * CPU would, until `resumeWhen` holds, then lets it go on (SIGCONT).
+   */
+  pauseWorker(index: number, resumeWhen: () => Promise<boolean>): Promise<void>;
   /** Stops Redis (SIGTERM, or SIGKILL with `hard`), waits `downMs`, starts it again. */
   restartRedis(opts?: { hard?: boolean; downMs?: number }): Promise<void>;
   /** `crm-sync run chaos --json`; returns the run id. */
@@ -198,6 +203,20 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       w.kill('SIGKILL');
       expect((await w.exited).signal).toBe('SIGKILL');
     },
+    async pauseWorker(index, resumeWhen) {
+      const w = c.workers[index];
+      if (!w) throw new Error(`no worker ${index} (${c.workers.length} running)`);
+      w.kill('SIGSTOP');
+      try {
+        const until = Date.now() + 60_000;
+        while (!(await resumeWhen())) {
+          if (Date.now() > until) throw new Error('the paused worker was never to be resumed');
+          await sleep(50);
+        }
+      } finally {
+        w.kill('SIGCONT');
+      }
+    },
     async restartRedis(o = {}) {
       await redisServer.stop(o.hard);
       await sleep(o.downMs ?? 1_000);
@@ -228,11 +247,12 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       // CHAOS_LOGS=DIR keeps every worker's log lines there, to read after a failure.
       const logs = process.env.CHAOS_LOGS;
       if (logs) {
-        mkdirSync(logs, { recursive: true });
+        const dir = join(logs, basename(files.dir));
+        mkdirSync(dir, { recursive: true });
         for (const [n, w] of [...everyWorker].entries())
-          writeFileSync(join(logs, `worker-${n}.log`), w.stderr.join('\n'));
+          writeFileSync(join(dir, `worker-${n}.log`), w.stderr.join('\n'));
         const dump = await fetch(`${sandbox.url}/__sandbox/dump`).then((r) => r.text());
-        writeFileSync(join(logs, 'sandbox-dump.json'), dump);
+        writeFileSync(join(dir, 'sandbox-dump.json'), dump);
       }
       await Promise.all(
         c.workers.map(async (w) => {
