@@ -45,7 +45,15 @@ const sink: PlanningSink = {
   async withdraw(rows) {
     await store.dropPlannedWrites(
       runId,
-      rows.map((r) => r.conflict.line),
+      rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.conflict.line),
+    );
+    await store.addFailures(
+      runId,
+      rows.map((r) => ({
+        line: r.conflict.line,
+        kind: 'conflict' as const,
+        reason: r.conflict.reason,
+      })),
     );
   },
 };
