@@ -64,10 +64,17 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   await Promise.all([whenReady(redis), whenReady(stateRedis)]);
   await checkEvictionPolicy(redis, logger);
 
+  const concurrency = writeConcurrency({
+    rateLimit: config.platform.rateLimit,
+    latencyMs: config.writes.latencyHintMs,
+    ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
+  });
   const client = new PlatformClient({
     baseUrl: platform.baseUrl,
     apiKey: platform.apiKey,
     timeoutMs: config.platform.timeoutMs,
+    // A socket for every write in flight, plus the listing: fewer would cap the rate below the limit.
+    maxSockets: concurrency + 2,
     logger,
   });
   shutdown.register('platform client', () => client.close());
@@ -102,11 +109,6 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     },
   });
 
-  const concurrency = writeConcurrency({
-    rateLimit: config.platform.rateLimit,
-    latencyMs: config.writes.latencyHintMs,
-    ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
-  });
   const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
   const writeWorker = new Worker(
     QueueName.writes,
