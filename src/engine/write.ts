@@ -88,13 +88,6 @@ async function create(
   token: string | undefined,
 ): Promise<WriteResult> {
   const { store } = ctx;
-  // An earlier attempt left the outcome unknown: only listing can tell.
-  if (await store.pending(w.entity, w.keys)) return settle(ctx, w, 'pending');
-  // An earlier attempt succeeded and was recorded, but the job was not marked done.
-  const [known] = await store.lookup(w.entity, [{ keys: w.keys }]);
-  if (known?.platformId !== undefined && known.storedHash === w.hash)
-    return settle(ctx, w, 'created');
-
   // A worker starved past its lock (CPU, GC) wakes up after BullMQ handed the
   // job to another worker, which may have sent this create already: send only
   // while this attempt still holds the lock, renewed here so that the request
@@ -103,12 +96,14 @@ async function create(
     ctx.logger.warn({ runId: w.runId, line: w.line }, 'write lock lost; another worker has it');
     return 'skipped';
   }
-  // Atomic: if another worker has sent this create meanwhile, it is pending or recorded.
+  // Atomic: an earlier attempt (this job's, or another worker's that held it)
+  // left the create pending (outcome unknown: only listing can tell) or
+  // recorded it (it succeeded, but the job was not marked done).
   const claim = await store.claimCreate(w.entity, w.keys, w.runId, Date.now());
   if (claim === 'pending') return settle(ctx, w, 'pending');
   if (claim === 'exists') {
-    const [now] = await store.lookup(w.entity, [{ keys: w.keys }]);
-    if (now?.storedHash === w.hash) return settle(ctx, w, 'created');
+    const [known] = await store.lookup(w.entity, [{ keys: w.keys }]);
+    if (known?.storedHash === w.hash) return settle(ctx, w, 'created');
     return settle(ctx, w, 'failed', {
       line: w.line,
       kind: 'failed',
