@@ -8,11 +8,10 @@
  */
 import { Redis } from 'ioredis';
 import { loadMapping } from '../../src/crm/presets.js';
-import { planExport, type PlanningSink } from '../../src/engine/planning.js';
+import { planExport } from '../../src/engine/planning.js';
+import { redisPlanningSink } from '../../src/engine/run.js';
 import { silentLogger } from '../../src/log.js';
-import type { FailureRow } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
-import { isWrite, type WriteAction } from '../../src/sync/action.js';
 
 const [path, redisUrl, prefix] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
@@ -22,41 +21,8 @@ const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const store = new StateStore(redis, { prefix });
 const runId = 'bench-plan-run';
 
-/** What src/engine/run.ts's sink does with each batch (adoptions cannot occur here). */
-const sink: PlanningSink = {
-  claim: (entries) => store.claimIdentities(runId, entries),
-  lookup: (records) => store.lookup('companies', records),
-  async accept(actions) {
-    const writes: WriteAction[] = [];
-    const failures: FailureRow[] = [];
-    const seen: number[] = [];
-    for (const a of actions) {
-      if (isWrite(a)) writes.push(a);
-      if ('platformId' in a && a.platformId !== undefined) seen.push(a.platformId);
-      if (a.kind === 'invalid' || a.kind === 'conflict')
-        failures.push({ line: a.line, kind: a.kind, reason: a.reason });
-    }
-    await Promise.all([
-      store.savePlannedWrites(runId, writes),
-      store.addFailures(runId, failures),
-      store.markSeen(runId, seen),
-    ]);
-  },
-  async withdraw(rows) {
-    await store.dropPlannedWrites(
-      runId,
-      rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.conflict.line),
-    );
-    await store.addFailures(
-      runId,
-      rows.map((r) => ({
-        line: r.conflict.line,
-        kind: 'conflict' as const,
-        reason: r.conflict.reason,
-      })),
-    );
-  },
-};
+// The sink a real run plans with (adoptions cannot occur here: every record is in state).
+const sink = redisPlanningSink(store, runId, 'companies');
 
 const c0 = process.cpuUsage();
 const t0 = performance.now();

@@ -10,7 +10,7 @@ import type { PlatformClient } from '../platform/client.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import type { WriteJobData } from './payloads.js';
-import { RunProgress } from './progress.js';
+import { RunProgress } from '../state/progress.js';
 
 export interface EngineSettings {
   /** Rows per planning batch (one Redis round trip or three each). */

@@ -10,6 +10,7 @@ import { readRows } from '../crm/read.js';
 import type { SourceSpec } from '../crm/source.js';
 import type { Logger } from '../log.js';
 import {
+  ACTION_KINDS,
   conflictAction,
   invalidAction,
   isWrite,
@@ -82,17 +83,7 @@ export function emptyCounts(): PlanCounts {
  */
 class LineKinds {
   private bytes = new Uint8Array(1 << 16);
-  private static readonly codes: readonly ActionKind[] = [
-    'create',
-    'update',
-    'adopt',
-    'unchanged',
-    'skip',
-    'unsupported',
-    'pending',
-    'invalid',
-    'conflict',
-  ];
+  private static readonly codes = ACTION_KINDS;
 
   set(line: number, kind: ActionKind): void {
     if (line >= this.bytes.length) {

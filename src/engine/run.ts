@@ -187,7 +187,7 @@ async function plan(
   }
 
   await store.updateRun(runId, { phase: 'reading the export' });
-  const sink = redisSink(ctx, runId, entity);
+  const sink = redisPlanningSink(ctx.store, runId, entity);
   let lastFlush = 0;
   const counts = await planExport({
     entity,
@@ -240,12 +240,11 @@ async function plan(
 }
 
 /** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
-function redisSink(
-  ctx: EngineContext,
+export function redisPlanningSink(
+  store: StateStore,
   runId: string,
   entity: JobDefinition['entity'],
 ): PlanningSink {
-  const { store } = ctx;
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
     lookup: (records) => store.lookup(entity, records),
@@ -395,8 +394,9 @@ async function finalize(
   const mine = (await store.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {
     await refreshIndex(ctx, entity);
-    const lines = await linesOf(ctx, run.id, [...new Set(mine.map((p) => p.key))]);
-    const actions = await plannedWrites(ctx, run.id, [...new Set(lines)]);
+    const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
+    const lines = holders.filter((l): l is number => l !== null);
+    const actions = await store.plannedWritesOf(run.id, [...new Set(lines)]);
     const known = await store.lookup(entity, actions);
     const found: { keys: string[]; platformId: number; hash: string; runId: string }[] = [];
     const missing: WriteAction[] = [];
@@ -488,23 +488,6 @@ async function finalize(
   });
   await progress.clear(run.id);
   log.info('run completed');
-}
-
-/** The lines of this run's export that claimed these identity keys. */
-async function linesOf(ctx: EngineContext, runId: string, keys: string[]): Promise<number[]> {
-  if (keys.length === 0) return [];
-  const values = await ctx.store.redis.hmget(ctx.store.keys.claims(runId), ...keys);
-  return values.filter((v): v is string => v !== null).map(Number);
-}
-
-async function plannedWrites(
-  ctx: EngineContext,
-  runId: string,
-  lines: number[],
-): Promise<WriteAction[]> {
-  if (lines.length === 0) return [];
-  const values = await ctx.store.redis.hmget(ctx.store.keys.plan(runId), ...lines.map(String));
-  return values.filter((v): v is string => v !== null).map((v) => JSON.parse(v) as WriteAction);
 }
 
 /**

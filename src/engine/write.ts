@@ -28,7 +28,7 @@ import { applyRateLimited, RateLimitRetriesExhaustedError } from '../queue/limit
 import type { FailureRow } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 import { WriteJobData, type WriteJob } from './payloads.js';
-import type { WriteOutcome } from './progress.js';
+import type { WriteOutcome } from '../state/progress.js';
 
 export const UNAUTHORIZED_MESSAGE =
   'the platform refused the API key (401 Unauthorized): check PLATFORM_API_KEY; the run stopped without retrying';

@@ -4,9 +4,9 @@
  * job was marked done), so each write settles once per run and line, in one
  * Lua script that also counts its outcome and records its failure row.
  */
-import type { StateStore } from '../state/store.js';
-import type { FailureRow, RunCounter, RunCounts } from '../state/runs.js';
-import { RUN_COUNTERS } from '../state/runs.js';
+import type { StateStore } from './store.js';
+import type { FailureRow, RunCounter, RunCounts } from './runs.js';
+import { RUN_COUNTERS } from './runs.js';
 
 // KEYS: settled set, run hash, failures list, unknown-creates set. ARGV: line, counter,
 // failure JSON ('' for none). Returns {settled, planned} after this call, or {-1, planned}
