@@ -4,6 +4,9 @@
  * with a clear message instead of half-processed.
  */
 import { z } from 'zod';
+import type { JobDefinition } from '../jobs/definition.js';
+import type { RunRecord } from '../state/runs.js';
+import type { WriteAction } from '../sync/action.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 
@@ -46,3 +49,20 @@ export const WriteJobData = z.strictObject({
 });
 export type WriteJobData = z.input<typeof WriteJobData>;
 export type WriteJob = z.output<typeof WriteJobData>;
+
+/** The queue job of a planned write: one per run, line and round. */
+export function writeJob(run: RunRecord, def: JobDefinition, a: WriteAction, round: number) {
+  const data: WriteJobData = {
+    runId: run.id,
+    entity: def.entity,
+    kind: a.kind,
+    line: a.line,
+    keys: a.keys,
+    hash: a.hash,
+    body: a.body,
+    createVia: def.createVia,
+    ...(a.kind === 'update' && { platformId: a.platformId }),
+  };
+  // One job per run, line and round: enqueueing again after a crash adds nothing new.
+  return { name: a.kind, data, opts: { jobId: `${run.id}-${a.line}-${round}` } };
+}
