@@ -24,7 +24,7 @@ import {
 import { withRetry } from '../platform/retry.js';
 import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
-import { applyRateLimited, RateLimitRetriesExhaustedError } from '../queue/limiter.js';
+import { applyRateLimited } from '../queue/limiter.js';
 import type { FailureRow } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 import { WriteJobData, type WriteJob } from './payloads.js';
@@ -161,18 +161,11 @@ async function onError(
   err: unknown,
 ): Promise<WriteResult> {
   const isCreate = w.kind === 'create';
-  if (err instanceof RateLimitRetriesExhaustedError) {
-    return settle(ctx, w, 'failed', {
-      line: w.line,
-      kind: 'failed',
-      reason: err.message,
-      identity: w.keys[0]!,
-    });
-  }
   if (!(err instanceof PlatformError)) throw err; // Redis down and the like: BullMQ retries the job.
 
   if (err instanceof RateLimitedError) {
-    // A 429 was not applied: the create may go again.
+    // A 429 was not applied: the create may go again. Past the cap the job
+    // fails (RateLimitRetriesExhaustedError) and is settled by settleAbandoned.
     if (isCreate) await ctx.store.clearPending(w.entity, w.keys);
     return applyRateLimited(
       ctx.writeQueue,
