@@ -20,7 +20,7 @@ export function buildProgram(): Command {
   const program = new Command('crm-sync')
     .description('Keeps a customer-onboarding platform in step with a CRM.')
     .option('--verbose', 'print stack traces with errors')
-    .showHelpAfterError()
+    .showHelpAfterError('(crm-sync COMMAND --help lists its options)')
     .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
   // Commands register themselves here, one module each under src/cli/.

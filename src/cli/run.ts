@@ -4,7 +4,7 @@
  * it; or plan without writing anything.
  */
 import { SingleBar } from 'cli-progress';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
 import { dryRun } from '../engine/dry-run.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
@@ -16,7 +16,7 @@ import { createShutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
 import { enqueueRun } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
-import type { Action, Mode } from '../sync/action.js';
+import { MODES, type Action, type Mode } from '../sync/action.js';
 import {
   cliRuntime,
   exitCodeOf,
@@ -50,7 +50,7 @@ export function registerRunCommands(program: Command): void {
       .option('--full', 'list the platform again and re-plan every record')
       .option('--dry-run', 'plan only: print what would change, write nothing anywhere')
       .option('--force', 'write even when a safety threshold trips')
-      .option('--mode <mode>', 'upsert | create-only | update-only (overrides the job)')
+      .addOption(new Option('--mode <mode>', "overrides the job's mode").choices(MODES as Mode[]))
       .option('--wait', 'wait until the run ends (progress bar on a terminal)')
       .option('--json', 'print the run summary as one JSON object')
       .option(

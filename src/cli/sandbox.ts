@@ -51,7 +51,7 @@ interface SandboxCliOptions {
 export function registerSandboxCommand(program: Command): void {
   program
     .command('sandbox')
-    .description('Serve the platform API emulator (docs/SANDBOX.md) until SIGINT/SIGTERM.')
+    .description('serve the platform API emulator (docs/SANDBOX.md) until SIGINT/SIGTERM')
     .showHelpAfterError(false)
     .option(
       '--port <N>',

@@ -14,7 +14,7 @@ import { startSchedulerService } from '../schedule/service.js';
 export function registerSchedulerCommand(program: Command): void {
   program
     .command('scheduler')
-    .description('Enqueue scheduled runs of the job definitions until SIGTERM/SIGINT.')
+    .description('enqueue scheduled runs of the job definitions until SIGTERM/SIGINT')
     .option('--jobs <DIR>', 'folder of job definitions (env CRM_SYNC_JOBS_DIR, default ./jobs)')
     .action(async (opts: { jobs?: string }) => {
       const config = loadConfig();
