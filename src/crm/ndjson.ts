@@ -3,6 +3,12 @@
  * or not an object, is a problem row with its line number and the file goes
  * on. Blank lines are skipped. A line longer than `maxRecordBytes` is dropped
  * as it streams (memory stays bounded) and reported as a problem row.
+ *
+ * Memory: nothing is kept, but JSON.parse internalizes string values of up
+ * to 10 characters (V8), so an export with a unique short value per row (a
+ * 10-digit HubSpot id) leaves one old-space string per row until V8's next
+ * mark-compact: peak RSS grows to a plateau of a few tens of MiB set by V8's
+ * heap sizing, not by the file (docs/BENCHMARKS.md, rss).
  */
 import type { SourceRow } from './row.js';
 
