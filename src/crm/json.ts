@@ -13,7 +13,7 @@
  * broken structure (truncated file, mismatched brackets) is a SourceError.
  */
 import type { SourceRow } from './row.js';
-import { jsonProblem, notARecord } from './ndjson.js';
+import { parseRecord } from './ndjson.js';
 import { SourceError } from './source-error.js';
 
 export const DEFAULT_RECORD_KEYS: readonly string[] = ['results', 'records', 'data', 'items'];
@@ -290,16 +290,7 @@ export class JsonArrayParser {
       });
       return;
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(body);
-    } catch (err) {
-      out.push({ line, problem: jsonProblem(err) });
-      return;
-    }
-    const why = notARecord(value);
-    if (why !== undefined) out.push({ line, problem: why });
-    else out.push({ line, record: value as Record<string, unknown> });
+    out.push(parseRecord(line, body));
   }
 
   private fail(detail: string): never {

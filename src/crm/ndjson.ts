@@ -17,16 +17,30 @@ export interface NdjsonOptions {
 }
 
 /** Why a parsed JSON value is not a record, or undefined when it is one. */
-export function notARecord(value: unknown): string | undefined {
+function notARecord(value: unknown): string | undefined {
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) return undefined;
   const kind = value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
   return `not a JSON object (${kind})`;
 }
 
 /** JSON.parse's message, cut short: it may quote a long stretch of the line. */
-export function jsonProblem(err: unknown): string {
+function jsonProblem(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
   return `invalid JSON: ${msg.length > 120 ? `${msg.slice(0, 117)}...` : msg}`;
+}
+
+/** One JSON text as a source row: its object, or why it is not one (NDJSON lines, JSON array elements). */
+export function parseRecord(line: number, text: string): SourceRow {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { line, problem: jsonProblem(err) };
+  }
+  const why = notARecord(value);
+  return why === undefined
+    ? { line, record: value as Record<string, unknown> }
+    : { line, problem: why };
 }
 
 export class NdjsonParser {
@@ -96,15 +110,6 @@ export class NdjsonParser {
       return;
     }
     if (text.length === 0 || (text.charCodeAt(0) <= 32 && text.trim() === '')) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      out.push({ line, problem: jsonProblem(err) });
-      return;
-    }
-    const why = notARecord(value);
-    if (why !== undefined) out.push({ line, problem: why });
-    else out.push({ line, record: value as Record<string, unknown> });
+    out.push(parseRecord(line, text));
   }
 }
