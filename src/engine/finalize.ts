@@ -4,7 +4,7 @@
  * sent again in a new round), orphans are counted, and the run completes.
  */
 import type { JobDefinition } from '../jobs/definition.js';
-import type { RunRecord } from '../state/runs.js';
+import { RUN_OUTCOMES, type RunRecord } from '../state/runs.js';
 import type { WriteAction } from '../sync/action.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
@@ -95,16 +95,7 @@ export async function finalize(
   if (ctx.metrics && finished) {
     const c = finished.counts;
     ctx.metrics.rowsRead.inc({ job: run.job }, c.read);
-    for (const outcome of [
-      'created',
-      'updated',
-      'unchanged',
-      'adopted',
-      'invalid',
-      'conflict',
-      'rejected',
-      'failed',
-    ] as const) {
+    for (const outcome of RUN_OUTCOMES) {
       if (c[outcome] > 0) ctx.metrics.records.inc({ job: run.job, outcome }, c[outcome]);
     }
     ctx.metrics.runDuration.observe(

@@ -18,8 +18,8 @@ import type { KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { scrubText, stripCredentials } from './redaction.js';
 
-export const RUN_COUNTERS = [
-  'read',
+/** What became of a row: every row read ends in exactly one of these. */
+export const RUN_OUTCOMES = [
   'created',
   'updated',
   'unchanged',
@@ -30,6 +30,11 @@ export const RUN_COUNTERS = [
   'failed',
   'skipped',
   'unsupported',
+] as const;
+
+export const RUN_COUNTERS = [
+  'read',
+  ...RUN_OUTCOMES,
   'orphans',
   'writesPlanned',
   'writesSettled',

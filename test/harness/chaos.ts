@@ -15,7 +15,7 @@ import { expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
-import type { RunCounts, RunRecord } from '../../src/state/runs.js';
+import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 import {
   cliEnv,
@@ -270,19 +270,6 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
   return c;
 }
 
-const OUTCOMES = [
-  'created',
-  'updated',
-  'unchanged',
-  'adopted',
-  'invalid',
-  'conflict',
-  'rejected',
-  'failed',
-  'skipped',
-  'unsupported',
-] as const satisfies readonly (keyof RunCounts)[];
-
 /**
  * The checks after a run that must have synced everything: completed, the
  * platform holds exactly the expected records (each once, every field as
@@ -326,7 +313,7 @@ export async function expectSynced(c: Chaos, run: RunRecord): Promise<void> {
   expect(k.read).toBe(rows);
   expect(k.invalid).toBe(invalid.size);
   expect(k.failed + k.rejected + k.conflict).toBe(0);
-  const outcomes = OUTCOMES.reduce((n, o) => n + k[o], 0);
+  const outcomes = RUN_OUTCOMES.reduce((n, o) => n + k[o], 0);
   expect(outcomes, `outcomes of ${JSON.stringify(k)}`).toBe(k.read);
 }
 
