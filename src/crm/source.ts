@@ -48,6 +48,39 @@ export const SourceSpecSchema = z
 
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
+/** A `${NAME}` reference to an environment variable, read when the source is opened. */
+export const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
+// Query parameters that hold credentials in practice (tokens, keys, presigned signatures).
+const SECRET_PARAM = /token|key|secret|sig|password|auth|session|credential/i;
+
+/**
+ * Credentials written out in a source URL: userinfo, or query parameters
+ * that look like credentials and are not `${VAR}` references. `null` when the
+ * text is not a URL at all (with references standing for values).
+ */
+export function urlCredentials(url: string): { userinfo: boolean; params: string[] } | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url.replace(new RegExp(ENV_REF.source, 'g'), 'x'));
+  } catch {
+    return null;
+  }
+  const query = url.includes('?') ? url.slice(url.indexOf('?') + 1).split('#')[0]! : '';
+  const params = query.split('&').flatMap((pair) => {
+    const [name = '', value = ''] = pair.split('=');
+    return name && SECRET_PARAM.test(name) && !ENV_REF.test(decoded(value)) ? [name] : [];
+  });
+  return { userinfo: parsed.username !== '' || parsed.password !== '', params };
+}
+
+function decoded(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** A URL as it may be shown: origin and path, no userinfo, query or fragment. */

@@ -2,7 +2,7 @@
  * The source a run reads: the job's, or the one given with `--source` (a path
  * or an http(s) URL), keeping the job's format settings.
  */
-import { sourceName, type SourceSpec } from '../crm/source.js';
+import { sourceName, urlCredentials, type SourceSpec } from '../crm/source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { RunJobRequest } from './payloads.js';
 
@@ -17,10 +17,6 @@ export function sourceOf(def: JobDefinition, req: Pick<RunJobRequest, 'source'>)
 export function sourceLabel(def: JobDefinition, req: Pick<RunJobRequest, 'source'>): string {
   return sourceName(sourceOf(def, req));
 }
-
-// Query parameters that hold credentials in practice (tokens, keys, presigned signatures).
-const SECRET_PARAM = /token|key|secret|sig|password|auth|session|credential/i;
-const ENV_REF = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
 
 /** A `--source` that would put a credential into Redis (in the queued run's data). */
 export class SourceCredentialsError extends Error {
@@ -38,24 +34,18 @@ export class SourceCredentialsError extends Error {
  */
 export function checkSourceOverride(source: string): void {
   if (!/^https?:\/\//i.test(source)) return;
-  let url: URL;
-  try {
-    url = new URL(source.replace(/\$\{[A-Za-z_][A-Za-z0-9_]*\}/g, 'x'));
-  } catch {
-    return; // Not a URL we can read: the source layer says so when the run reads it.
-  }
-  if (url.username || url.password) {
+  // Not a URL we can read: the source layer says so when the run reads it.
+  const found = urlCredentials(source);
+  if (!found) return;
+  if (found.userinfo) {
     throw new SourceCredentialsError(
       "--source: the URL must not carry credentials; use the job's headers with ${VAR} references",
     );
   }
-  const query = source.includes('?') ? source.slice(source.indexOf('?') + 1).split('#')[0]! : '';
-  for (const pair of query.split('&')) {
-    const [name = '', value = ''] = pair.split('=');
-    if (name && SECRET_PARAM.test(name) && !ENV_REF.test(decodeURIComponent(value))) {
-      throw new SourceCredentialsError(
-        `--source: query parameter ${name} looks like a credential; write it as \${VAR} and set VAR in the worker's environment`,
-      );
-    }
+  const [name] = found.params;
+  if (name !== undefined) {
+    throw new SourceCredentialsError(
+      `--source: query parameter ${name} looks like a credential; write it as \${VAR} and set VAR in the worker's environment`,
+    );
   }
 }

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
+import { ENV_REF, urlCredentials } from '../crm/source.js';
 
 export class JobError extends Error {
   constructor(
@@ -24,11 +25,9 @@ export class JobError extends Error {
   }
 }
 
-const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
 // Header names that carry credentials: their values must come from the environment.
 const SECRET_HEADER =
   /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|password|session/i;
-const SECRET_PARAM = /token|key|secret|sig|password|auth|session/i;
 
 const Source = z
   .strictObject({
@@ -71,34 +70,27 @@ function checkSource(s: SourceInput, ctx: z.RefinementCtx): void {
     }
   }
   if (typeof s.url !== 'string') return;
-  let url: URL;
-  try {
-    // Placeholders stand in for ${VAR} references so the rest can be parsed.
-    url = new URL(s.url.replace(new RegExp(ENV_REF.source, 'g'), 'x'));
-  } catch {
+  const found = urlCredentials(s.url);
+  if (!found) {
     ctx.addIssue({ code: 'custom', path: ['url'], message: 'not a valid URL' });
     return;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+  if (!/^https?:\/\//i.test(s.url)) {
     ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be an http(s) URL' });
   }
-  if (url.username || url.password) {
+  if (found.userinfo) {
     ctx.addIssue({
       code: 'custom',
       path: ['url'],
       message: 'must not carry credentials: use headers with ${VAR} references',
     });
   }
-  const query = s.url.includes('?') ? s.url.slice(s.url.indexOf('?') + 1).split('#')[0]! : '';
-  for (const pair of query.split('&')) {
-    const [k = '', v = ''] = pair.split('=');
-    if (k && SECRET_PARAM.test(k) && !ENV_REF.test(v)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['url'],
-        message: `query parameter ${k} looks like a credential: reference an environment variable`,
-      });
-    }
+  for (const k of found.params) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message: `query parameter ${k} looks like a credential: reference an environment variable`,
+    });
   }
 }
 
