@@ -3,7 +3,7 @@
  * or an object holding that array (HubSpot's `{"results": [...], "paging":
  * {...}}`). A small incremental tokenizer tracks strings, escapes and depth,
  * finds each element of the target array and hands that element alone to
- * `JSON.parse`; nothing else is kept. Each row carries the line where its
+ * `parseRecord` (the NDJSON line parser); nothing else is kept. Each row carries the line where its
  * element starts.
  *
  * The target array is `recordsPath` (dotted keys from the top-level object)
@@ -13,7 +13,7 @@
  * broken structure (truncated file, mismatched brackets) is a SourceError.
  */
 import type { SourceRow } from './row.js';
-import { parseRecord } from './ndjson.js';
+import { overBytes, parseRecord } from './ndjson.js';
 import { SourceError } from './source-error.js';
 
 export const DEFAULT_RECORD_KEYS: readonly string[] = ['results', 'records', 'data', 'items'];
@@ -270,16 +270,17 @@ export class JsonArrayParser {
 
   private endElement(text: string, end: number, out: SourceRow[]): void {
     const line = this.elemLine;
-    let body: string;
-    if (this.elemParts === '' && !this.elemOversized) body = text.slice(this.elemStart, end);
-    else {
+    // An element inside the chunk is parsed in place; one begun in an earlier chunk is joined first.
+    let body = text;
+    let from = this.elemStart;
+    let to = end;
+    if (this.elemParts !== '' || this.elemOversized) {
       this.keepElement(text.slice(this.elemStart, end));
       body = this.elemParts;
+      from = 0;
+      to = body.length;
     }
-    const oversized =
-      this.elemOversized ||
-      (body.length > this.opts.maxRecordBytes / 3 &&
-        Buffer.byteLength(body) > this.opts.maxRecordBytes);
+    const oversized = this.elemOversized || overBytes(body, from, to, this.opts.maxRecordBytes);
     this.elemActive = false;
     this.elemParts = '';
     this.elemOversized = false;
@@ -290,7 +291,7 @@ export class JsonArrayParser {
       });
       return;
     }
-    out.push(parseRecord(line, body));
+    out.push(parseRecord(line, body, from, to));
   }
 
   private fail(detail: string): never {

@@ -3,13 +3,10 @@
  * or not an object, is a problem row with its line number and the file goes
  * on. Blank lines are skipped. A line longer than `maxRecordBytes` is dropped
  * as it streams (memory stays bounded) and reported as a problem row.
- *
- * Memory: nothing is kept, but JSON.parse internalizes string values of up
- * to 10 characters (V8), so an export with a unique short value per row (a
- * 10-digit HubSpot id) leaves one old-space string per row until V8's next
- * mark-compact: peak RSS grows to a plateau of a few tens of MiB set by V8's
- * heap sizing, not by the file (docs/BENCHMARKS.md, rss).
+ * Each line is parsed by `parseJson` (json-value.ts), which returns what
+ * JSON.parse would but leaves short string values out of V8's string table.
  */
+import { parseJson } from './json-value.js';
 import type { SourceRow } from './row.js';
 
 export interface NdjsonOptions {
@@ -29,11 +26,14 @@ function jsonProblem(err: unknown): string {
   return `invalid JSON: ${msg.length > 120 ? `${msg.slice(0, 117)}...` : msg}`;
 }
 
-/** One JSON text as a source row: its object, or why it is not one (NDJSON lines, JSON array elements). */
-export function parseRecord(line: number, text: string): SourceRow {
+/**
+ * One JSON text, `text.slice(start, end)`, as a source row: its object, or why
+ * it is not one (NDJSON lines, JSON array elements).
+ */
+export function parseRecord(line: number, text: string, start = 0, end = text.length): SourceRow {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJson(text, start, end);
   } catch (err) {
     return { line, problem: jsonProblem(err) };
   }
@@ -41,6 +41,11 @@ export function parseRecord(line: number, text: string): SourceRow {
   return why === undefined
     ? { line, record: value as Record<string, unknown> }
     : { line, problem: why };
+}
+
+/** Whether `text.slice(start, end)` is more than `max` bytes of UTF-8 (a UTF-16 unit is at most 3). */
+export function overBytes(text: string, start: number, end: number, max: number): boolean {
+  return end - start > max / 3 && Buffer.byteLength(text.slice(start, end)) > max;
 }
 
 export class NdjsonParser {
@@ -62,15 +67,21 @@ export class NdjsonParser {
         this.append(text.slice(i));
         return;
       }
-      const line =
-        this.partial === '' && !this.oversized ? text.slice(i, nl) : this.take(text.slice(i, nl));
-      this.emit(line, out);
+      // A line inside the chunk is parsed in place; one begun in an earlier chunk is joined first.
+      if (this.partial === '' && !this.oversized) this.emit(text, i, nl, out);
+      else {
+        const line = this.take(text.slice(i, nl));
+        this.emit(line, 0, line.length, out);
+      }
       i = nl + 1;
     }
   }
 
   end(out: SourceRow[]): void {
-    if (this.partial !== '' || this.oversized) this.emit(this.take(''), out);
+    if (this.partial !== '' || this.oversized) {
+      const line = this.take('');
+      this.emit(line, 0, line.length, out);
+    }
   }
 
   private append(s: string): void {
@@ -89,9 +100,10 @@ export class NdjsonParser {
     return v;
   }
 
-  private emit(text: string, out: SourceRow[]): void {
+  /** The line `text.slice(start, end)`. */
+  private emit(text: string, start: number, end: number, out: SourceRow[]): void {
     const line = this.line++;
-    if (this.oversized) {
+    if (this.oversized || overBytes(text, start, end, this.opts.maxRecordBytes)) {
       this.oversized = false;
       out.push({
         line,
@@ -99,17 +111,9 @@ export class NdjsonParser {
       });
       return;
     }
-    if (
-      text.length > this.opts.maxRecordBytes / 3 &&
-      Buffer.byteLength(text) > this.opts.maxRecordBytes
-    ) {
-      out.push({
-        line,
-        problem: `line is larger than maxRecordBytes (${this.opts.maxRecordBytes} bytes)`,
-      });
+    if (start === end || (text.charCodeAt(start) <= 32 && text.slice(start, end).trim() === '')) {
       return;
     }
-    if (text.length === 0 || (text.charCodeAt(0) <= 32 && text.trim() === '')) return;
-    out.push(parseRecord(line, text));
+    out.push(parseRecord(line, text, start, end));
   }
 }
