@@ -1,7 +1,8 @@
 /**
  * Reference child for the RSS benchmark, with no crm-sync code: NDJSON read
  * by node:readline and JSON.parse line by line, nothing kept. It shows how
- * much a plain Node process's peak grows from V8 heap sizing alone.
+ * much a plain Node process's peak grows when JSON.parse internalizes a unique
+ * short string per row (readRows parses with parseJson, which does not).
  * Usage: node --import tsx bench/rss-reference.ts PATH
  */
 import { createReadStream } from 'node:fs';

@@ -4,16 +4,14 @@
  * `{"results": [...]}` file), with readRows. Issue 3's target is a ratio of
  * at most 1.25 between the two peaks.
  *
- * A diagnostic row reads the same NDJSON with every Record ID one character
- * longer (11 instead of 10). JSON.parse internalizes string values of at most
- * 10 characters: each unique one is allocated in old space with a string-table
- * entry, so a unique 10-character id per row fills old space with garbage
- * until the next mark-compact. The row shows how much of the growth that is.
+ * A reference row reads the same NDJSON with node:readline and JSON.parse and
+ * no crm-sync code: V8's JSON.parse internalizes string values of up to 10
+ * characters, so a unique 10-digit Record ID per row fills old space until
+ * the next mark-compact. Our readers parse records with parseJson
+ * (src/crm/json-value.ts), which does not.
  */
 import { execFile } from 'node:child_process';
-import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, renameSync, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -25,7 +23,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 // 100k shows where the peak levels off: the growth is V8's heap sizing, not the file.
 const SIZES = [10_000, 100_000, 1_000_000];
-const FORMATS: { format: DataFormat; child: string; label: string; longIds?: boolean }[] = [
+const FORMATS: { format: DataFormat; child: string; label: string }[] = [
   { format: 'csv', child: 'rss-child.ts', label: 'csv' },
   { format: 'ndjson', child: 'rss-child.ts', label: 'ndjson' },
   { format: 'json', child: 'rss-child.ts', label: 'json' },
@@ -34,34 +32,7 @@ const FORMATS: { format: DataFormat; child: string; label: string; longIds?: boo
     child: 'rss-reference.ts',
     label: 'ndjson, reference: readline + JSON.parse',
   },
-  {
-    format: 'ndjson',
-    child: 'rss-child.ts',
-    label: 'ndjson, diagnostic: Record ID 11 characters',
-    longIds: true,
-  },
 ];
-
-const ID_FIELD = '{"Record ID":"';
-
-/** The generated NDJSON with `#` before every Record ID, written once beside it. */
-async function withLongIds(path: string): Promise<string> {
-  const target = path.replace(/\.ndjson$/, '.long-id.ndjson');
-  if (existsSync(target)) return target;
-  const tmp = `${target}.tmp`;
-  const out = createWriteStream(tmp);
-  for await (const line of createInterface({
-    input: createReadStream(path),
-    crlfDelay: Infinity,
-  })) {
-    if (!line.startsWith(ID_FIELD)) throw new Error(`${path}: a line without a leading Record ID`);
-    if (!out.write(`${ID_FIELD}#${line.slice(ID_FIELD.length)}\n`)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
-  renameSync(tmp, target);
-  return target;
-}
 
 /** MiB with its sign: a peak can come out a little below the 10k one. */
 function signed(mib: number): string {
@@ -92,11 +63,10 @@ const scenario: Scenario = {
   description: 'peak RSS reading 10k vs 1M rows per format, one child process per read',
   async run(): Promise<BenchTable[]> {
     const rows: (string | number)[][] = [];
-    for (const { format, child, label, longIds } of FORMATS) {
+    for (const { format, child, label } of FORMATS) {
       const peaks: number[] = [];
       for (const size of SIZES) {
-        const generated = await ensureData(format, size);
-        const path = longIds ? await withLongIds(generated) : generated;
+        const path = await ensureData(format, size);
         const r = await peak(path, child);
         if (r.rows !== size || r.problems !== 0)
           throw new Error(`${path}: read ${r.rows} rows, ${r.problems} problems`);
@@ -119,7 +89,7 @@ const scenario: Scenario = {
         notes: [
           'Each read runs in its own `node --import tsx` child; peak from process.resourceUsage().maxRSS.',
           'Target (issue 3): ratio at most 1.25. The 10k baseline includes tsx (an empty script peaks at 74 MiB under tsx, 41 MiB under plain node), about what the worker process carries with BullMQ, ioredis and the rest loaded.',
-          'Diagnostic row: the same NDJSON with each Record ID 11 characters long; JSON.parse internalizes string values of up to 10 characters, so a unique 10-character id per row puts one old-space string per row until the next mark-compact.',
+          'Reference row: the same NDJSON read with node:readline + JSON.parse. JSON.parse internalizes string values of up to 10 characters, so a unique 10-digit Record ID per row leaves one old-space string per row until the next mark-compact; readRows parses records with parseJson (src/crm/json-value.ts), which does not.',
         ],
       },
     ];
