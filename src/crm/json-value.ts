@@ -174,19 +174,13 @@ function parseKey(): string {
   const start = pos;
   const key = parseString();
   // Only a key written without escapes can be matched against the text.
-  if (i < MAX_RECENT_KEYS && key.length === pos - start - 2) recentKeys[i] = propertyName(key);
+  if (i < MAX_RECENT_KEYS && key.length === pos - start - 2) recentKeys[i] = key;
   return key;
 }
 
 /** A run of string characters that need no decoding (JSON forbids raw control characters). */
 // eslint-disable-next-line no-control-regex
 const PLAIN = /[^"\\\x00-\x1f]*/y;
-
-/** The key as V8 holds a property name (internalized), so stores with it take the fast path. */
-function propertyName(key: string): string {
-  for (const name in { [key]: 0 }) return name;
-  return key;
-}
 
 /** At the opening quote. */
 function parseString(): string {
