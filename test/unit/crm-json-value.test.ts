@@ -195,10 +195,11 @@ describe('parseJson', () => {
     } finally {
       setFlagsFromString('--no-allow-natives-syntax');
     }
-    const text = '{"Record ID":"5120000123","n":["x1","abcdefghij"],"p":{"q":"short"}}';
-    const native = JSON.parse(text) as { 'Record ID': string };
-    expect(isInternalized(native['Record ID'])).toBe(true);
-
+    const text = '{"Record ID":"5120000123","n":["x1","abcdefghij"],"p":{"q":"ab"}}';
+    const native = JSON.parse(text) as { 'Record ID': string; p: { q: string } };
+    // The probe works: every V8 internalizes a two-character JSON.parse value
+    // (Node 20's, every value of up to 10 characters).
+    expect(isInternalized(native.p.q)).toBe(true);
     // Alone, and in place inside a chunk (as the NDJSON and JSON readers call it).
     const chunk = `{"x":1}\n${text}\r\n{"y":2}`;
     for (const own of [
