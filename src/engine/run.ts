@@ -84,8 +84,20 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
     }
   } catch (err) {
     if (err instanceof DelayedError) throw err;
+    if (lockLost(err)) {
+      // The run job is no longer ours (our lock lapsed, say while Redis was
+      // down): stalled-job recovery hands the run on, and it resumes from
+      // its checkpoint. It must not be failed from here.
+      log.warn({ err }, 'run job lock lost; the run resumes where BullMQ hands it');
+      throw err;
+    }
     return onRunError(ctx, job, token, runId, err, log);
   }
+}
+
+/** BullMQ's refusal when this worker no longer holds the job's lock (its messages are its only mark). */
+function lockLost(err: unknown): boolean {
+  return err instanceof Error && /^(Missing lock|Lock mismatch) for job /.test(err.message);
 }
 
 /** Creates the run record (status `queued`) unless it exists; returns it. */
