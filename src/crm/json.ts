@@ -3,8 +3,8 @@
  * or an object holding that array (HubSpot's `{"results": [...], "paging":
  * {...}}`). A small incremental tokenizer tracks strings, escapes and depth,
  * finds each element of the target array and hands that element alone to
- * `parseRecord` (the NDJSON line parser); nothing else is kept. Each row carries the line where its
- * element starts.
+ * `parseRecord` (as NDJSON lines are), parsed in place in its chunk; nothing
+ * else is kept. Each row carries the line where its element starts.
  *
  * The target array is `recordsPath` (dotted keys from the top-level object)
  * when given, else the top-level array, else the first key among `results`,
