@@ -10,7 +10,7 @@
 import type { z } from 'zod';
 import { InvalidRequestError, InvalidResponseError } from './errors.js';
 import { PlatformHttp, type HttpOptions } from './http.js';
-import { paginate, resolveNext, zodIssues } from './pages.js';
+import { nextPageUrl, paginate, resolveNext, zodIssues } from './pages.js';
 import {
   Account,
   AccountRequest,
@@ -149,16 +149,7 @@ export class PlatformClient {
       yield page;
       if (!page.next) return;
       const ctx = { method: 'GET', route, path: url.pathname + url.search };
-      const next = resolveNext(page.next, url, this.origin, ctx);
-      if (seen.has(next.href)) {
-        throw new InvalidResponseError(`GET ${ctx.path}: next points back to a page already read`, {
-          ...ctx,
-          retryable: false,
-          mayHaveApplied: false,
-          issues: ['next: loops to a page already read'],
-        });
-      }
-      url = next;
+      url = nextPageUrl(page.next, url, this.origin, ctx, seen);
     }
   }
 

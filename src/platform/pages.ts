@@ -75,6 +75,29 @@ export function resolveNext(next: string, current: URL, origin: string, ctx: Req
   return url;
 }
 
+/**
+ * The next page's URL (`resolveNext`), refused as well when the chain loops
+ * back to a page already read (`seen` holds the hrefs read so far).
+ */
+export function nextPageUrl(
+  next: string,
+  current: URL,
+  origin: string,
+  ctx: RequestContext & { path: string },
+  seen: ReadonlySet<string>,
+): URL {
+  const url = resolveNext(next, current, origin, ctx);
+  if (seen.has(url.href)) {
+    throw new InvalidResponseError(`GET ${ctx.path}: next points back to a page already read`, {
+      ...ctx,
+      retryable: false,
+      mayHaveApplied: false,
+      issues: ['next: loops to a page already read'],
+    });
+  }
+  return url;
+}
+
 export interface PaginateOptions<T> {
   /** The first URL (already checked to be on `origin`). */
   first: URL;
@@ -115,16 +138,7 @@ export async function* paginate<T>(opts: PaginateOptions<T>): AsyncGenerator<T, 
       yield opts.parseItem(listing.items[i], prefix === null ? '' : `${prefix}${i}`, url);
     }
     if (listing.kind !== 'page' || !listing.next) return;
-    const nextUrl = resolveNext(listing.next, url, opts.origin, ctx);
-    if (seen.has(nextUrl.href)) {
-      throw new InvalidResponseError(`GET ${ctx.path}: next points back to a page already read`, {
-        ...ctx,
-        retryable: false,
-        mayHaveApplied: false,
-        issues: ['next: loops to a page already read'],
-      });
-    }
-    url = nextUrl;
+    url = nextPageUrl(listing.next, url, opts.origin, ctx, seen);
   }
 }
 
