@@ -61,7 +61,8 @@ export function companyRow(i: number): string[] {
   ];
 }
 
-function csvCell(v: string, quoteAll: boolean): string {
+/** A CSV cell, quoted where RFC 4180 needs it (or always, with `quoteAll`). */
+export function csvCell(v: string, quoteAll = false): string {
   if (quoteAll || /[",\n\r]/.test(v)) return `"${v.replace(/"/g, '""')}"`;
   return v;
 }

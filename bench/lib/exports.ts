@@ -6,15 +6,11 @@
  */
 import { createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { COLUMNS, OUT_DIR, companyRow } from '../crm-data.js';
+import { COLUMNS, OUT_DIR, companyRow, csvCell } from '../crm-data.js';
 
 /** Rows of the nightly export that differ from the first one: every 100th, from row 37. */
 export function changedInNightly(i: number): boolean {
   return i % 100 === 37;
-}
-
-function csvCell(v: string): string {
-  return /[",\n\r]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
 /** The cells of row i of an export; in the nightly one, 1% of the names changed. */
@@ -34,8 +30,13 @@ export async function ensureSyncExport(rows: number, nightly: boolean): Promise<
   const write = async (s: string): Promise<void> => {
     if (!out.write(s)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   };
-  await write(`${COLUMNS.map(csvCell).join(',')}\n`);
-  for (let i = 0; i < rows; i++) await write(`${exportRow(i, nightly).map(csvCell).join(',')}\n`);
+  await write(`${COLUMNS.map((c) => csvCell(c)).join(',')}\n`);
+  for (let i = 0; i < rows; i++)
+    await write(
+      `${exportRow(i, nightly)
+        .map((v) => csvCell(v))
+        .join(',')}\n`,
+    );
   await new Promise<void>((resolve, reject) =>
     out.end((err?: Error | null) => (err ? reject(err) : resolve())),
   );

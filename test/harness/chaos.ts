@@ -26,6 +26,7 @@ import {
   type CliProcess,
   type TempDir,
 } from './cli.js';
+import { csvField } from './cli.js';
 import { countWrites, statsSince, HUBSPOT_HEADER } from './engine.js';
 import { randomPrefix } from './redis.js';
 import { removeDir, startRedisServer, type RedisServer } from './redis-server.js';
@@ -33,19 +34,8 @@ import { removeDir, startRedisServer, type RedisServer } from './redis-server.js
 export const CHAOS_JOB = 'chaos';
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
-/** A small seeded PRNG (mulberry32): the same seed gives the same kill moments. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const csvField = (v: string): string => (/[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+/** The sandbox's seeded PRNG (mulberry32): the same seed gives the same kill moments. */
+export { seededRandom } from '../../src/sandbox/faults.js';
 
 /**
  * A HubSpot companies export of `rows` rows, some invalid on purpose (missing

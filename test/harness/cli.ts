@@ -283,7 +283,9 @@ const HUBSPOT_HEADER = [
   'Annual Revenue',
 ];
 
-const csvField = (v: string) => (/[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
+/** A CSV cell, quoted where RFC 4180 needs it. */
+export const csvField = (v: string): string =>
+  /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 
 /**
  * A HubSpot companies export of `n` valid rows (Record ID 1000+i, name
