@@ -12,29 +12,24 @@ import {
   expectSynced,
   requests,
   sandboxStats,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
 const WORKERS = 2;
 const CONCURRENCY = 8;
 
-let chaos: Chaos | undefined;
+const chaos = useChaos();
 let owner: PlatformClient | undefined;
-afterEach(async () => {
+afterEach(() => {
   owner?.close();
-  await chaos?.close();
-  chaos = undefined;
 });
 
 describe('chaos: a 401 half-way', () => {
   it('fails the run naming the API key without a retry storm; a new run with a valid key completes', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({
+    const c = await chaos({
       sandbox: { latencyMs: 10, seed: 14 },
       env: { WRITE_CONCURRENCY: CONCURRENCY },
-    }));
+    });
     owner = new PlatformClient({ baseUrl: c.sandbox.url, apiKey: c.apiKey, timeoutMs: 5_000 });
     const robot = { first_name: 'crm-sync robot' };
     const token = (await owner.createApiAccount(robot)).token!;

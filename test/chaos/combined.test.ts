@@ -5,30 +5,23 @@
  * and state is killed (SIGKILL: only the AOF, fsync always, survives) and
  * started again. The run must complete with every valid row exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectSecondRunWritesNothing,
   expectSynced,
   requests,
   sandboxStats,
   seededRandom,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
-let chaos: Chaos | undefined;
-afterEach(async () => {
-  await chaos?.close();
-  chaos = undefined;
-});
+const chaos = useChaos();
 
 describe('chaos: kills, a Redis restart, 503s and dropped answers together', () => {
   it('the run completes with every valid row once, and a second run writes nothing', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({
+    const c = await chaos({
       sandbox: { latencyMs: 10, faultRate: 0.2, dropAfterCommit: 0.1, seed: 15 },
-    }));
+    });
     const random = seededRandom(15_2026);
     const rows = c.expected.valid.size;
     const killWorker = async () => {

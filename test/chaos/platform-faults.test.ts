@@ -6,30 +6,23 @@
  * below ours for a few seconds) and a latency spike (500 ms per answer for a
  * while). Every valid row must land exactly once, every field right.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectSecondRunWritesNothing,
   expectSynced,
   requests,
   sandboxStats,
   sleep,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
-let chaos: Chaos | undefined;
-afterEach(async () => {
-  await chaos?.close();
-  chaos = undefined;
-});
+const chaos = useChaos();
 
 describe('chaos: 503s, dropped answers, 429 bursts and latency spikes', () => {
   it('the run completes with every valid row once, and a second run writes nothing', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({
+    const c = await chaos({
       sandbox: { latencyMs: 10, faultRate: 0.2, dropAfterCommit: 0.1, seed: 13 },
-    }));
+    });
     await c.startWorker();
     await c.startWorker();
     const runId = await c.enqueue();

@@ -4,27 +4,20 @@
  * second, then started again on the same port and data. The workers wait,
  * reconnect and finish; the platform holds every valid row exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectSecondRunWritesNothing,
   expectSynced,
   requests,
   sandboxStats,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
-let chaos: Chaos | undefined;
-afterEach(async () => {
-  await chaos?.close();
-  chaos = undefined;
-});
+const chaos = useChaos();
 
 describe('chaos: Redis restarted mid-run', () => {
   it('the run completes with every valid row once, and a second run writes nothing', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({ sandbox: { latencyMs: 10, seed: 12 } }));
+    const c = await chaos({ sandbox: { latencyMs: 10, seed: 12 } });
     await c.startWorker();
     await c.startWorker();
     const runId = await c.enqueue();

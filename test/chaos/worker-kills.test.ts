@@ -5,28 +5,21 @@
  * killed workers' jobs stall and move on after WORKER_LOCK_MS; the run must
  * complete with the platform holding every valid row exactly once.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectSecondRunWritesNothing,
   expectSynced,
   requests,
   sandboxStats,
   seededRandom,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
-let chaos: Chaos | undefined;
-afterEach(async () => {
-  await chaos?.close();
-  chaos = undefined;
-});
+const chaos = useChaos();
 
 describe('chaos: worker processes SIGKILLed mid-run', () => {
   it('three kills at seeded moments: every valid row lands once, a second run writes nothing', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({ sandbox: { latencyMs: 10, seed: 11 } }));
+    const c = await chaos({ sandbox: { latencyMs: 10, seed: 11 } });
     const random = seededRandom(20261122);
     // Kill points as shares of the valid rows POSTed, increasing, spread over the run.
     const points = [0.1 + 0.2 * random(), 0.35 + 0.2 * random(), 0.6 + 0.25 * random()].map(

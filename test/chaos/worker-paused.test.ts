@@ -5,33 +5,26 @@
  * it had started. Whatever it was doing, no record may be created twice: a
  * woken attempt whose job has moved on must not send its create.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   expectSecondRunWritesNothing,
   expectSynced,
   requests,
   sandboxStats,
-  startChaos,
-  type Chaos,
+  useChaos,
 } from '../harness/chaos.js';
-import { requireBuild } from '../harness/cli.js';
 
 const LOCK_MS = 2_500;
 
-let chaos: Chaos | undefined;
-afterEach(async () => {
-  await chaos?.close();
-  chaos = undefined;
-});
+const chaos = useChaos();
 
 describe('chaos: a worker frozen past its locks, then woken', () => {
   it('two pauses: every valid row lands once, and a second run writes nothing', async () => {
-    requireBuild();
-    const c = (chaos = await startChaos({
+    const c = await chaos({
       sandbox: { latencyMs: 10, seed: 16 },
       // A slower write rate, so that the run outlasts two pauses of ~3 locks each.
       env: { WORKER_LOCK_MS: LOCK_MS, PLATFORM_RATE_LIMIT: 80, WRITE_CONCURRENCY: 40 },
-    }));
+    });
     await c.startWorker();
     await c.startWorker();
     const runId = await c.enqueue();

@@ -11,7 +11,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
@@ -26,7 +26,7 @@ import {
   type CliProcess,
   type TempDir,
 } from './cli.js';
-import { csvField } from './cli.js';
+import { csvField, requireBuild } from './cli.js';
 import { countWrites, statsSince, HUBSPOT_HEADER } from './engine.js';
 import { randomPrefix } from './redis.js';
 import { removeDir, startRedisServer, type RedisServer } from './redis-server.js';
@@ -131,6 +131,24 @@ export interface Chaos {
     opts?: { timeoutMs?: number; onPoll?: (run: RunRecord) => void | Promise<void> },
   ): Promise<RunRecord>;
   close(): Promise<void>;
+}
+
+/**
+ * For a chaos test file: registers the cleanup and returns `startChaos`,
+ * which first checks that the CLI is built. Every world it starts is closed
+ * after each test.
+ */
+export function useChaos(): (opts?: ChaosOptions) => Promise<Chaos> {
+  const open: Chaos[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  return async (opts) => {
+    requireBuild();
+    const c = await startChaos(opts);
+    open.push(c);
+    return c;
+  };
 }
 
 export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
