@@ -130,6 +130,12 @@ function fail(message: string): One {
   return { ok: false, errors: [message] };
 }
 
+/** A text field's maximum length (DRF's defaults: EmailField 254, URLField 200, else 255), or null for none. */
+export function maxLengthOf(spec: FieldSpec): number | null {
+  if (spec.maxLength !== undefined) return spec.maxLength;
+  return spec.kind === 'email' ? 254 : spec.kind === 'url' ? 200 : DEFAULT_MAX_LENGTH;
+}
+
 function toText(value: unknown, spec: FieldSpec, required: boolean): One {
   // DRF's CharField takes numbers too and stores their text.
   if (typeof value === 'boolean' || !['string', 'number'].includes(typeof value)) {
@@ -138,14 +144,7 @@ function toText(value: unknown, spec: FieldSpec, required: boolean): One {
   const text = String(value).trim();
   const blank = spec.blank ?? !required;
   if (text === '' && !blank) return fail('This field may not be blank.');
-  const max =
-    spec.maxLength === undefined
-      ? spec.kind === 'email'
-        ? 254
-        : spec.kind === 'url'
-          ? 200
-          : DEFAULT_MAX_LENGTH
-      : spec.maxLength;
+  const max = maxLengthOf(spec);
   const problems: string[] = [];
   if (max !== null && text.length > max) {
     problems.push(`Ensure this field has no more than ${max} characters.`);

@@ -4,7 +4,7 @@
  * write method with their type, requiredness, read-only flag and limits.
  */
 import type { FieldSpec, FieldSpecs } from './fields.js';
-import { INT32_MAX, INT32_MIN } from './fields.js';
+import { INT32_MAX, INT32_MIN, maxLengthOf } from './fields.js';
 
 export interface FieldMetadata {
   type: string;
@@ -51,14 +51,7 @@ function describe(name: string, spec: FieldSpec): FieldMetadata {
     label: label(name),
   };
   if (['string', 'email', 'url', 'slug'].includes(spec.kind)) {
-    const max =
-      spec.maxLength === undefined
-        ? spec.kind === 'email'
-          ? 254
-          : spec.kind === 'url'
-            ? 200
-            : 255
-        : spec.maxLength;
+    const max = maxLengthOf(spec);
     if (max !== null) m.max_length = max;
   }
   if (spec.kind === 'integer') {
