@@ -22,6 +22,11 @@ import { SourceError } from './source-error.js';
 export const SOURCE_FORMATS = ['csv', 'ndjson', 'json'] as const;
 export type SourceFormat = (typeof SOURCE_FORMATS)[number];
 
+/** JSON: dotted path to the array of records inside a top-level object. */
+export const RecordsPath = z
+  .string()
+  .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"');
+
 export const SourceSpecSchema = z
   .strictObject({
     path: z.string().min(1).optional(),
@@ -33,11 +38,7 @@ export const SourceSpecSchema = z
       .optional(),
     format: z.enum(SOURCE_FORMATS).optional(),
     delimiter: z.enum([',', ';', '\t', '|']).optional(),
-    /** JSON: dotted path to the array of records inside a top-level object. */
-    recordsPath: z
-      .string()
-      .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"')
-      .optional(),
+    recordsPath: RecordsPath.optional(),
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),

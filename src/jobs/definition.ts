@@ -12,7 +12,7 @@ import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
-import { ENV_REF, urlCredentials } from '../crm/source.js';
+import { ENV_REF, RecordsPath, SOURCE_FORMATS, urlCredentials } from '../crm/source.js';
 
 export class JobError extends Error {
   constructor(
@@ -33,15 +33,12 @@ const Source = z
   .strictObject({
     path: z.string().min(1).optional(),
     url: z.string().min(1).optional(),
-    format: z.enum(['csv', 'ndjson', 'json']).optional(),
+    format: z.enum(SOURCE_FORMATS).optional(),
     delimiter: z
       .enum([',', ';', '\t', '|', 'tab'])
       .transform((d) => (d === 'tab' ? '\t' : d))
       .optional(),
-    recordsPath: z
-      .string()
-      .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"')
-      .optional(),
+    recordsPath: RecordsPath.optional(),
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
