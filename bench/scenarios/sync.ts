@@ -187,6 +187,17 @@ function tables(
   const b = baseline.create;
   const n = baseline.resend;
   const share = (t: Totals): string => percent(t.rateLimited / t.requests);
+  const crmSyncRow = (label: string, limit: number, f: SyncFigures): (string | number)[] => [
+    label,
+    limit,
+    int(f.phase.steadyRate),
+    ratio(f.phase.steadyRate / R),
+    int(f.phase.overallRate),
+    ratio(f.phase.overallRate / R),
+    int(f.totals.rateLimited),
+    share(f.totals),
+    seconds(f.wallMs),
+  ];
   const first: BenchTable = {
     title: `First sync of ${int(ROWS)} companies, R = ${R} req/s, L = ${LATENCY_MS} ms`,
     columns: [
@@ -201,28 +212,8 @@ function tables(
       'wall (whole run)',
     ],
     rows: [
-      [
-        'crm-sync (limit known)',
-        R,
-        int(known.phase.steadyRate),
-        ratio(known.phase.steadyRate / R),
-        int(known.phase.overallRate),
-        ratio(known.phase.overallRate / R),
-        int(known.totals.rateLimited),
-        share(known.totals),
-        seconds(known.wallMs),
-      ],
-      [
-        'crm-sync (limit unknown)',
-        2 * R,
-        int(unknown.phase.steadyRate),
-        ratio(unknown.phase.steadyRate / R),
-        int(unknown.phase.overallRate),
-        ratio(unknown.phase.overallRate / R),
-        int(unknown.totals.rateLimited),
-        share(unknown.totals),
-        seconds(unknown.wallMs),
-      ],
+      crmSyncRow('crm-sync (limit known)', R, known),
+      crmSyncRow('crm-sync (limit unknown)', 2 * R, unknown),
       [
         `baseline (sequential, ${int(b.sent)} rows in ${seconds(b.ms)})`,
         '-',
