@@ -22,7 +22,7 @@ const store = new StateStore(redis, { prefix });
 const runId = 'bench-plan-run';
 
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
-const sink = redisPlanningSink(store, runId, 'companies');
+const sink = redisPlanningSink(store, runId, 'companies', 'bench');
 
 const c0 = process.cpuUsage();
 const t0 = performance.now();

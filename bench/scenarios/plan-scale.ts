@@ -49,6 +49,7 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
         platformId: ++n,
         hash: contentHash(body, mapping.fingerprint),
         runId: 'bench-first-sync',
+        job: 'bench',
       });
     }
     // A few commits in flight keep Redis busy without holding the export.

@@ -92,6 +92,7 @@ async function stateMemory(
         platformId: 1_000_000 + n,
         hash: contentHash(b, 'fp'),
         runId: 'bench-run-0001',
+        job: 'bench',
       });
     }
     await store.commit(entity, entries);

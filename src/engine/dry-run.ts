@@ -10,8 +10,10 @@ import type { PlatformClient } from '../platform/client.js';
 import { withRetry } from '../platform/retry.js';
 import type { Action, Mode } from '../sync/action.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
+import { strongestMatch } from '../sync/match.js';
 import type { Known } from '../sync/plan.js';
 import { remoteValues } from '../sync/remote.js';
+import type { Listing } from '../state/records.js';
 import type { StateStore } from '../state/store.js';
 import type { Claim, ClaimConflict } from '../state/scratch.js';
 import { DEFAULT_ENGINE_SETTINGS } from './context.js';
@@ -49,13 +51,13 @@ export async function dryRun(opts: {
   const perKind = new Map<string, number>();
   const sink: PlanningSink = {
     claim: async (entries) => claims.claim(entries),
-    lookup: async (records) => {
-      const known = noState
-        ? records.map((): Known => ({}))
-        : await store.lookup(def.entity, records);
-      if (!listed) return known;
-      return known.map((k, n) => matchListed(listed, records[n]!.keys, k));
-    },
+    lookup: async (records) =>
+      noState
+        ? records.map((r): Known => matchListed(listed, r.keys))
+        : await store.lookup(def.entity, records, {
+            job: def.name,
+            ...(listed && { listing: listed }),
+          }),
     accept: async (actions) => {
       for (const a of actions) {
         if (a.kind === 'unchanged') continue;
@@ -81,13 +83,22 @@ export async function dryRun(opts: {
   return { counts, actions: kept, indexSource: listed ? 'listed' : 'stored' };
 }
 
-interface Listed {
-  ids: Map<string, number>;
-  remote: Map<number, Record<string, unknown>>;
+/** A listing of the platform made now, in memory. */
+class Listed implements Listing {
+  readonly ids = new Map<string, number>();
+  readonly remote = new Map<number, Record<string, unknown>>();
+
+  idOf(key: string): number | undefined {
+    return this.ids.get(key);
+  }
+
+  valuesOf(platformId: number): Record<string, unknown> | undefined {
+    return this.remote.get(platformId);
+  }
 }
 
 async function listIntoMemory(client: PlatformClient, entity: Entity): Promise<Listed> {
-  const listed: Listed = { ids: new Map(), remote: new Map() };
+  const listed = new Listed();
   // A transient fault costs that page again, as in a real run's listing; a dry run has no queue to wait in.
   const eachPage = <R>(get: () => Promise<R>): Promise<R> =>
     withRetry(get, { idempotent: true, retries: DEFAULT_ENGINE_SETTINGS.inProcessRetries });
@@ -103,15 +114,20 @@ async function listIntoMemory(client: PlatformClient, entity: Entity): Promise<L
 }
 
 /**
- * What the listing just made says of a record: its platform id when our state
- * has none, and, either way, the platform's current values (a listing made now
- * is newer than any write we confirmed), so updates show their field diffs.
+ * A record as the listing alone names it, for a prefix that holds no state:
+ * the strongest key the listing knows, with the platform's current values.
  */
-function matchListed(listed: Listed, keys: readonly string[], known: Known): Known {
-  const id = known.platformId ?? keys.map((k) => listed.ids.get(k)).find((v) => v !== undefined);
-  if (id === undefined) return known;
-  const remote = listed.remote.get(id);
-  return remote ? { ...known, platformId: id, remote } : { ...known, platformId: id };
+function matchListed(listed: Listed | undefined, keys: readonly string[]): Known {
+  const match =
+    listed &&
+    strongestMatch(
+      keys,
+      [],
+      keys.map((k) => listed.idOf(k)),
+    );
+  if (!match) return {};
+  const remote = listed!.valuesOf(match.platformId);
+  return { platformId: match.platformId, matchedBy: match.key, ...(remote && { remote }) };
 }
 
 /** Identity claims of one export, in memory: the same answers as the Redis scratch gives. */

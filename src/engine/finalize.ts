@@ -6,6 +6,8 @@
 import type { JobDefinition } from '../jobs/definition.js';
 import { RUN_OUTCOMES, type RunRecord } from '../state/runs.js';
 import type { WriteAction } from '../sync/action.js';
+import { foreignRecordReason } from '../sync/match.js';
+import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
 import { writeJob } from './payloads.js';
@@ -29,19 +31,26 @@ export async function finalize(
     const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
     const actions = await store.plannedWritesOf(run.id, [...new Set(lines)]);
-    const known = await store.lookup(entity, actions);
-    const found: { keys: string[]; platformId: number; hash: string; runId: string }[] = [];
+    const known = await store.lookup(entity, actions, { job: run.job });
+    const found: CommitEntry[] = [];
+    const foundLines: number[] = [];
     const missing: WriteAction[] = [];
     actions.forEach((a, n) => {
-      const platformId = known[n]?.platformId;
+      const k = known[n];
+      // Another source's record, found through a weaker key, is not this create's.
+      const platformId =
+        k?.platformId !== undefined &&
+        foreignRecordReason(entity, a.keys, { ...k, platformId: k.platformId }) === undefined
+          ? k.platformId
+          : undefined;
       if (platformId === undefined) missing.push(a);
-      else found.push({ keys: a.keys, platformId, hash: a.hash, runId: run.id });
+      else {
+        found.push({ keys: a.keys, platformId, hash: a.hash, runId: run.id, job: run.job });
+        foundLines.push(a.line);
+      }
     });
     await store.commit(entity, found);
-    await progress.confirmCreated(
-      run.id,
-      actions.filter((_, n) => known[n]?.platformId !== undefined).map((a) => a.line),
-    );
+    await progress.confirmCreated(run.id, foundLines);
     for (const a of missing) await store.clearPending(entity, a.keys);
     log.info(
       { verified: found.length, missing: missing.length },

@@ -17,6 +17,7 @@ import type { JobDefinition } from '../jobs/definition.js';
 import { PlatformError, UnauthorizedError } from '../platform/errors.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
 import { checkThresholds } from '../sync/thresholds.js';
+import type { CommitEntry } from '../state/records.js';
 import type { FailureRow, RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
@@ -200,7 +201,7 @@ async function plan(
   }
 
   await store.updateRun(runId, { phase: 'reading the export' });
-  const sink = redisPlanningSink(ctx.store, runId, entity);
+  const sink = redisPlanningSink(ctx.store, runId, entity, def.name);
   let lastFlush = 0;
   const counts = await planExport({
     entity,
@@ -257,21 +258,22 @@ export function redisPlanningSink(
   store: StateStore,
   runId: string,
   entity: JobDefinition['entity'],
+  job: string,
 ): PlanningSink {
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
-    lookup: (records) => store.lookup(entity, records),
+    lookup: (records) => store.lookup(entity, records, { job }),
     async accept(actions) {
       const writes: WriteAction[] = [];
       const failures: FailureRow[] = [];
       const seen: number[] = [];
-      const adopted: { keys: string[]; platformId: number; hash: string; runId: string }[] = [];
+      const adopted: CommitEntry[] = [];
       for (const a of actions) {
         if (isWrite(a)) writes.push(a);
         if ('platformId' in a && a.platformId !== undefined) seen.push(a.platformId);
         switch (a.kind) {
           case 'adopt':
-            adopted.push({ keys: a.keys, platformId: a.platformId, hash: a.hash, runId });
+            adopted.push({ keys: a.keys, platformId: a.platformId, hash: a.hash, runId, job });
             break;
           case 'invalid':
             failures.push({

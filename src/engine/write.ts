@@ -59,8 +59,8 @@ export async function processWrite(
     const call = signal ? { signal } : {};
     const result =
       w.kind === 'create'
-        ? await create(ctx, job, w, call, token)
-        : await update(ctx, job, w, call);
+        ? await create(ctx, job, w, run.job, call, token)
+        : await update(ctx, job, w, run.job, call);
     ctx.metrics?.writes.inc({ operation, status: 'ok' });
     return result;
   } catch (err) {
@@ -84,6 +84,7 @@ async function create(
   ctx: EngineContext,
   job: Job,
   w: WriteJob,
+  jobName: string,
   call: CallOptions,
   token: string | undefined,
 ): Promise<WriteResult> {
@@ -129,7 +130,9 @@ async function create(
     );
     return settle(ctx, w, 'pending');
   }
-  await store.commit(w.entity, [{ keys: w.keys, platformId: id, hash: w.hash, runId: w.runId }]);
+  await store.commit(w.entity, [
+    { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId, job: jobName },
+  ]);
   return settle(ctx, w, 'created');
 }
 
@@ -137,6 +140,7 @@ async function update(
   ctx: EngineContext,
   job: Job,
   w: WriteJob,
+  jobName: string,
   call: CallOptions,
 ): Promise<WriteResult> {
   const id = w.platformId;
@@ -149,7 +153,7 @@ async function update(
     { idempotent: true, retries: ctx.settings.inProcessRetries, ...call },
   );
   await ctx.store.commit(w.entity, [
-    { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId },
+    { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId, job: jobName },
   ]);
   return settle(ctx, w, 'updated');
 }

@@ -107,6 +107,9 @@ export class KeyLayout {
   runIds(): string {
     return `${this.prefix}:runs:ids`;
   }
+  jobIds(): string {
+    return `${this.prefix}:jobs:ids`;
+  }
   runsAll(): string {
     return `${this.prefix}:runs`;
   }

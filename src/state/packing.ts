@@ -1,8 +1,10 @@
 /**
  * The short encoding of one record's state, kept as a hash value under its
- * platform id: `<content hash>.<synced at, base36 ms>.<run number, base36>`,
- * about 35 bytes, so buckets stay under the listpack value limit (64 bytes).
- * Runs are stored by number (see runs.ts) because a run id can be long.
+ * platform id: `<content hash>.<synced at, base36 ms>.<run number, base36>.<job number, base36>`,
+ * about 37 bytes, so buckets stay under the listpack value limit (64 bytes).
+ * Runs and jobs are stored by number (see numbering.ts) because their names
+ * can be long. State written before jobs were recorded has no fourth part:
+ * its writer is unknown.
  */
 import { StateError } from './errors.js';
 
@@ -10,24 +12,35 @@ export interface RecordState {
   hash: string;
   /** When the write was confirmed (ms since the epoch). */
   syncedAt: number;
-  /** Number of the run that made it (see `RunNumbers`). */
+  /** Number of the run that made it (see `Numbering`). */
   runNumber: number;
+  /** Number of the job whose run made it; undefined in state written before it was kept. */
+  jobNumber?: number;
 }
 
 export function packRecord(s: RecordState): string {
-  return `${s.hash}.${s.syncedAt.toString(36)}.${s.runNumber.toString(36)}`;
+  const base = `${s.hash}.${s.syncedAt.toString(36)}.${s.runNumber.toString(36)}`;
+  return s.jobNumber === undefined ? base : `${base}.${s.jobNumber.toString(36)}`;
 }
 
 export function unpackRecord(value: string): RecordState {
-  const [hash, at, run] = value.split('.');
+  const [hash, at, run, job] = value.split('.');
   const syncedAt = at === undefined ? NaN : parseInt(at, 36);
   const runNumber = run === undefined ? NaN : parseInt(run, 36);
-  if (!hash || !Number.isFinite(syncedAt) || !Number.isFinite(runNumber)) {
+  const jobNumber = job === undefined ? undefined : parseInt(job, 36);
+  if (
+    !hash ||
+    !Number.isFinite(syncedAt) ||
+    !Number.isFinite(runNumber) ||
+    (jobNumber !== undefined && !Number.isFinite(jobNumber))
+  ) {
     throw new StateError(
       'state.corrupt',
       `record state ${JSON.stringify(value)} is not readable`,
       false,
     );
   }
-  return { hash, syncedAt, runNumber };
+  return jobNumber === undefined
+    ? { hash, syncedAt, runNumber }
+    : { hash, syncedAt, runNumber, jobNumber };
 }

@@ -26,11 +26,12 @@ import {
 import {
   RecordStates,
   type CommitEntry,
+  type LookupOptions,
   type Orphan,
   type PendingEntry,
   type StateInfo,
 } from './records.js';
-import { RunNumbers } from './run-numbers.js';
+import { Numbering } from './numbering.js';
 import {
   Runs,
   type FailureRow,
@@ -73,8 +74,9 @@ export class StateStore {
   ) {
     const now = opts.now ?? Date.now;
     this.keys = new KeyLayout(opts.prefix ?? '{crm-sync}', opts.buckets ?? DEFAULT_BUCKETS);
-    const runNumbers = new RunNumbers(redis, this.keys);
-    this.records = new RecordStates(redis, this.keys, runNumbers, now);
+    const runNumbers = new Numbering(redis, this.keys.runIds(), 'run');
+    const jobNumbers = new Numbering(redis, this.keys.jobIds(), 'job');
+    this.records = new RecordStates(redis, this.keys, runNumbers, jobNumbers, now);
     this.index = new PlatformIndex(redis, this.keys, {
       buildTtlMs: opts.indexBuildTtlMs ?? DAY,
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
@@ -92,9 +94,13 @@ export class StateStore {
    * RecordStates.lookup. At most three round trips. Writes nothing, not even
    * the layout record: a dry run relies on it.
    */
-  async lookup(entity: Entity, records: readonly { keys: readonly string[] }[]): Promise<Known[]> {
+  async lookup(
+    entity: Entity,
+    records: readonly { keys: readonly string[] }[],
+    opts?: LookupOptions,
+  ): Promise<Known[]> {
     await this.checkLayoutForRead();
-    return this.records.lookup(entity, records);
+    return this.records.lookup(entity, records, opts);
   }
 
   /** Records confirmed writes (and adoptions); clears pending creates of their keys. */

@@ -97,12 +97,16 @@ export interface InvalidAction {
   value?: unknown;
 }
 
-/** Two or more rows of one export carry the same identity: all of them are withheld. */
+/**
+ * Withheld: two or more rows of one export carry the same identity (all of
+ * them are), or the record the row matched belongs to another source
+ * (match.ts; `otherLines` is empty then).
+ */
 export interface ConflictAction {
   kind: 'conflict';
   line: number;
   keys: string[];
-  /** The identity key the rows share. */
+  /** The identity key the rows share, or that found the other source's record. */
   identity: string;
   otherLines: number[];
   reason: string;

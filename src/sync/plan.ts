@@ -7,6 +7,8 @@
  *    Nothing else may happen until it is verified (listing), or a duplicate
  *    could be born.
  * 2. No platform id known: `create`, or `skip` in update-only mode.
+ *    A record found through a weaker key than the row's external_id that
+ *    belongs to another source is a `conflict`, left untouched (match.ts).
  * 3. `unchanged` iff the stored hash (of the last confirmed write) equals the
  *    row's hash (with `verifyRemote`, and the platform's values known: only
  *    if they equal the row's too, so that `--full` corrects drift).
@@ -21,6 +23,7 @@
 import type { Action, Body, Mode, PendingCreate, SkipAction, UnsupportedAction } from './action.js';
 import { diffFields } from './diff.js';
 import type { Entity } from './identity.js';
+import { foreignRecordReason } from './match.js';
 
 /** A valid mapped row, identified and hashed. */
 export interface PlanInput<B extends Body = Body> {
@@ -42,6 +45,10 @@ export interface Known {
   remote?: Record<string, unknown>;
   /** An earlier create of this identity whose outcome is unknown. */
   pending?: PendingCreate;
+  /** The identity key that found the record (the strongest that names it). */
+  matchedBy?: string;
+  /** Another job that wrote the record last (absent: the job asking, or none we know of). */
+  writtenBy?: string;
 }
 
 export interface PlanOptions {
@@ -92,6 +99,18 @@ export function planRecord<B extends Body>(
       );
     }
     return { kind: 'create', line, keys, hash, body };
+  }
+
+  const foreign = foreignRecordReason(opts.entity, keys, { platformId, ...known });
+  if (foreign !== undefined) {
+    return {
+      kind: 'conflict',
+      line,
+      keys,
+      identity: known.matchedBy ?? keys[0]!,
+      otherLines: [],
+      reason: foreign,
+    };
   }
 
   // Unchanged since our last confirmed write, unless asked to check the platform for drift.

@@ -15,7 +15,9 @@ describe('StateStore.claimCreate', () => {
     expect(await store.claimCreate('companies', ['c:512'], 'run-b', 3)).toBe('pending');
 
     // The create is confirmed: the keys map to the record and the marks are gone.
-    await store.commit('companies', [{ keys, platformId: 41, hash: 'h1', runId: 'run-a' }]);
+    await store.commit('companies', [
+      { keys, platformId: 41, hash: 'h1', runId: 'run-a', job: 'j' },
+    ]);
     expect(await store.pending('companies', keys)).toBeNull();
     expect(await store.claimCreate('companies', keys, 'run-a', 4)).toBe('exists');
     expect(await store.claimCreate('companies', ['x:OTHER', 'c:512'], 'run-c', 5)).toBe('exists');

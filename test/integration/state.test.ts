@@ -78,16 +78,26 @@ describe('StateStore: record state', () => {
     c.reset();
     await store.commit(
       'companies',
-      records.map((r, n) => ({ keys: r.keys, platformId: n + 1, hash: `h${n}`, runId: 'run-1' })),
+      records.map((r, n) => ({
+        keys: r.keys,
+        platformId: n + 1,
+        hash: `h${n}`,
+        runId: 'run-1',
+        job: 'j',
+      })),
     );
-    // Numbering the run, the transaction, the record count.
-    expect(c.trips()).toBe(3);
+    // Numbering the run and the job (once per process each), the transaction, the record count.
+    expect(c.trips()).toBe(4);
 
     c.reset();
     const again = await store.lookup('companies', records);
     expect(c.trips()).toBe(2);
-    expect(again[0]).toEqual({ platformId: 1, storedHash: 'h0' });
-    expect(again[999]).toEqual({ platformId: 1000, storedHash: 'h999' });
+    expect(again[0]).toEqual({ platformId: 1, storedHash: 'h0', matchedBy: records[0]!.keys[0] });
+    expect(again[999]).toEqual({
+      platformId: 1000,
+      storedHash: 'h999',
+      matchedBy: records[999]!.keys[0],
+    });
     expect(await store.stateInfo('companies')).toMatchObject({ records: 1000 });
 
     // With an index, half the records known to state and half to the listing only: three.
@@ -108,16 +118,16 @@ describe('StateStore: record state', () => {
     const store = new StateStore(redis, { prefix: `${prefix}:prio` });
     expect(await store.stateInfo('companies')).toBeNull();
     await store.commit('companies', [
-      { keys: ['a:A1'], platformId: 11, hash: 'h11', runId: 'r' },
-      { keys: ['x:E2'], platformId: 22, hash: 'h22', runId: 'r' },
+      { keys: ['a:A1'], platformId: 11, hash: 'h11', runId: 'r', job: 'j' },
+      { keys: ['x:E2'], platformId: 22, hash: 'h22', runId: 'r', job: 'j' },
     ]);
     const [byAccount, byExternal, none] = await store.lookup('companies', [
       { keys: ['x:E9', 'a:A1'] },
       { keys: ['x:E2', 'a:A1'] },
       { keys: ['x:E3'] },
     ]);
-    expect(byAccount).toEqual({ platformId: 11, storedHash: 'h11' });
-    expect(byExternal).toEqual({ platformId: 22, storedHash: 'h22' });
+    expect(byAccount).toEqual({ platformId: 11, storedHash: 'h11', matchedBy: 'a:A1' });
+    expect(byExternal).toEqual({ platformId: 22, storedHash: 'h22', matchedBy: 'x:E2' });
     expect(none).toEqual({});
     expect(await store.stateInfo('companies')).toMatchObject({ records: 2 });
   });
@@ -135,7 +145,7 @@ describe('StateStore: record state', () => {
     expect(await store.listPending('members')).toHaveLength(2);
 
     await store.commit('members', [
-      { keys: ['x:U1', 'e:ann@example.com'], platformId: 5, hash: 'h', runId: 'run-7' },
+      { keys: ['x:U1', 'e:ann@example.com'], platformId: 5, hash: 'h', runId: 'run-7', job: 'j' },
     ]);
     expect(await store.pending('members', ['x:U1', 'e:ann@example.com'])).toBeNull();
     await store.markPending('members', ['x:U3'], 'run-8', 1);
@@ -180,9 +190,11 @@ describe('StateStore: index of platform records', () => {
       hash: contentHash(body, 'fp'),
     }));
     const known = await store.lookup('companies', inputs);
-    expect(known[0]).toEqual({ platformId: 7, remote: company(1) });
+    expect(known[0]).toEqual({ platformId: 7, remote: company(1), matchedBy: inputs[0]!.keys[0] });
+    // Record 8 has no external_id on the platform: its crm_company_id finds it.
     expect(known[1]).toEqual({
       platformId: 8,
+      matchedBy: 'c:100002',
       remote: { crm_company_id: 100_002, name: 'Company 2', website: null },
     });
     expect(known[2]).toEqual({});
@@ -191,10 +203,14 @@ describe('StateStore: index of platform records', () => {
 
     // After our own write the listing is stale for that record: no remote until the next listing.
     await store.commit('companies', [
-      { keys: inputs[1]!.keys, platformId: 8, hash: inputs[1]!.hash, runId: 'r1' },
+      { keys: inputs[1]!.keys, platformId: 8, hash: inputs[1]!.hash, runId: 'r1', job: 'j' },
     ]);
     const [, afterWrite] = await store.lookup('companies', inputs);
-    expect(afterWrite).toEqual({ platformId: 8, storedHash: inputs[1]!.hash });
+    expect(afterWrite).toEqual({
+      platformId: 8,
+      storedHash: inputs[1]!.hash,
+      matchedBy: inputs[1]!.keys[0],
+    });
   });
 
   it('never replaces a good index with a half-done listing', async () => {
@@ -241,11 +257,14 @@ describe('StateStore: orphans and key layout', () => {
         platformId: id,
         hash: 'h',
         runId: 'old',
+        job: 'j',
         at: 5,
       })),
     );
     await store.markSeen('new', [1, 3]);
-    await store.commit('companies', [{ keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new' }]);
+    await store.commit('companies', [
+      { keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new', job: 'j' },
+    ]);
     const found = [];
     for await (const batch of store.orphans('companies', 'new')) found.push(...batch);
     expect(found).toEqual([{ platformId: 2, syncedAt: 5, lastRunId: 'old' }]);

@@ -1,0 +1,91 @@
+/**
+ * Short numbers for long names. Run ids are given by callers (the queue's job
+ * id) and job names by users, and either can be long; record state stores a
+ * *number* instead (a few bytes, base36), assigned once per name in one hash
+ * (`<prefix>:runs:ids`, `<prefix>:jobs:ids`: `r:<name>` → n, `s:<n>` → name).
+ * Numbers never change once given, so they are cached for the process.
+ */
+import type { Redis } from 'ioredis';
+import { redisError } from './errors.js';
+
+const ASSIGN = `
+local n = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+if n then return tonumber(n) end
+n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], n, 's:' .. n, ARGV[1])
+return n
+`;
+
+export class Numbering {
+  private readonly numbers = new Map<string, number>();
+  private readonly names = new Map<number, string>();
+
+  /** `key`: the hash holding the numbers; `noun`: what is numbered, for error messages. */
+  constructor(
+    private readonly redis: Redis,
+    readonly key: string,
+    private readonly noun: string,
+  ) {}
+
+  /** The number of `name`, assigning the next one on first use. */
+  async numberOf(name: string): Promise<number> {
+    const cached = this.numbers.get(name);
+    if (cached !== undefined) return cached;
+    let n: number;
+    try {
+      n = Number(await this.redis.eval(ASSIGN, 1, this.key, name));
+    } catch (err) {
+      throw redisError(`numbering a ${this.noun}`, err);
+    }
+    this.remember(name, n);
+    return n;
+  }
+
+  /** The number of `name` if it has one, without assigning (a read-only caller's view). */
+  async peek(name: string): Promise<number | undefined> {
+    const cached = this.cached(name);
+    if (cached !== undefined) return cached;
+    let value: string | null;
+    try {
+      value = await this.redis.hget(this.key, `r:${name}`);
+    } catch (err) {
+      throw redisError(`reading ${this.noun} numbers`, err);
+    }
+    return this.learned(name, value);
+  }
+
+  /** The number of `name` if this process knows it, with no round trip. */
+  cached(name: string): number | undefined {
+    return this.numbers.get(name);
+  }
+
+  /** Records the answer to `HGET key r:<name>` read by a caller's own pipeline. */
+  learned(name: string, value: string | null): number | undefined {
+    if (value === null) return undefined;
+    this.remember(name, Number(value));
+    return Number(value);
+  }
+
+  /** The names of `numbers` (`undefined` where unknown), in one round trip. */
+  async namesOf(numbers: readonly number[]): Promise<(string | undefined)[]> {
+    const missing = [...new Set(numbers.filter((n) => !this.names.has(n)))];
+    if (missing.length > 0) {
+      let values: (string | null)[];
+      try {
+        values = await this.redis.hmget(this.key, ...missing.map((n) => `s:${n}`));
+      } catch (err) {
+        throw redisError(`reading ${this.noun} numbers`, err);
+      }
+      missing.forEach((n, i) => {
+        const name = values[i];
+        if (name) this.remember(name, n);
+      });
+    }
+    return numbers.map((n) => this.names.get(n));
+  }
+
+  private remember(name: string, n: number): void {
+    this.numbers.set(name, n);
+    this.names.set(n, name);
+  }
+}
