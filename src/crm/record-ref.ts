@@ -1,0 +1,138 @@
+/**
+ * What a mapping's `from` or `{placeholder}` names in a source record: a
+ * column, else a path (json-path.ts). A column of that exact name wins (CSV
+ * headers may hold dots: `Company.Name`); then a column matching
+ * case-insensitively after trimming (Data Loader before v61 wrote `NAME`);
+ * then the path, whose first name is found the same way and whose rest walks
+ * the value there. A column holding JSON text (a CSV `properties` cell with
+ * `{"name": …}`) is parsed for the rest of the path, at most once per row.
+ */
+import { evaluate, explainMiss, parsePath, PathSyntax, type JsonPath } from './json-path.js';
+
+type Rec = Record<string, unknown>;
+
+const PROTO_KEYS = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/** Where a reference found nothing in one record: `segments[depth]` missed in `at` (depth 0: the column). */
+export interface RefMiss {
+  depth: number;
+  at: unknown;
+  /** The column at depth 0 held text that is not JSON, so the path could not go on. */
+  notJson?: boolean;
+}
+
+export interface RecordRef {
+  text: string;
+  /** The path, when the text is one of more than a name. */
+  path: JsonPath | null;
+  /** Why a text that looks like a path (it has `[` or `"`) is not one; it is then a column only. */
+  syntax?: string;
+  /** The value, `undefined` when the record has nothing there. */
+  read(rec: Rec): unknown;
+  /** Why `read` found nothing in `rec`, or null when it found something. */
+  miss(rec: Rec): RefMiss | null;
+}
+
+// The cells parsed for the record being mapped: every reference into the
+// same JSON cell of a row shares one parse. Rows are mapped one at a time.
+let cellsOf: object | null = null;
+const cells = new Map<string, unknown>();
+
+function parsedCell(rec: Rec, column: string, text: string): unknown {
+  const c = text.trimStart()[0];
+  if (c !== '{' && c !== '[') return undefined;
+  if (cellsOf !== rec) {
+    cellsOf = rec;
+    cells.clear();
+  }
+  if (cells.has(column)) return cells.get(column);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  cells.set(column, parsed);
+  return parsed;
+}
+
+/** A column found exactly, else case-insensitively after trimming; the key found is remembered. */
+function columnFinder(name: string): (rec: Rec) => string | undefined {
+  const risky = PROTO_KEYS.has(name);
+  const wanted = name.trim().toLowerCase();
+  let hint: string | null = null;
+  return (rec) => {
+    if (risky ? Object.hasOwn(rec, name) : rec[name] !== undefined) return name;
+    if (hint !== null && Object.hasOwn(rec, hint)) return hint;
+    for (const k of Object.keys(rec)) {
+      if (k.trim().toLowerCase() === wanted) {
+        hint = k;
+        return k;
+      }
+    }
+    return undefined;
+  };
+}
+
+export function compileRef(input: string): RecordRef {
+  const parsed = parsePath(input);
+  const path = parsed instanceof PathSyntax || parsed.segments.length < 2 ? null : parsed;
+  const syntax = parsed instanceof PathSyntax && /[[\]"']/.test(input) ? parsed.reason : undefined;
+  // A quoted single name (`["@odata.etag"]`) is a column under another spelling.
+  const single =
+    !(parsed instanceof PathSyntax) && parsed.segments.length === 1 && input.trim() !== ''
+      ? (parsed.segments[0] as { key: string }).key
+      : undefined;
+  const column = columnFinder(input);
+  const quoted = single !== undefined && single !== input ? columnFinder(single) : null;
+  const first = path ? columnFinder((path.segments[0] as { key: string }).key) : null;
+  let viaPath = false;
+
+  const valueAt = (rec: Rec, find: (rec: Rec) => string | undefined): unknown => {
+    const k = find(rec);
+    return k === undefined ? undefined : rec[k];
+  };
+  const walk = (rec: Rec): unknown => {
+    const k = first!(rec);
+    if (k === undefined) return undefined;
+    let v = rec[k];
+    if (typeof v === 'string') v = parsedCell(rec, k, v);
+    return evaluate(path!.segments, v, 1);
+  };
+  const read = (rec: Rec): unknown => {
+    let v = valueAt(rec, column);
+    if (v !== undefined) return v;
+    if (quoted) return valueAt(rec, quoted);
+    if (!path) return undefined;
+    v = walk(rec);
+    if (v !== undefined) viaPath = true;
+    return v;
+  };
+  // Once the path has found something, records are of the JSON kind: skip the
+  // scan for a case-insensitive column the name is not (a scan per row).
+  const fast = (rec: Rec): unknown => {
+    const own = rec[input];
+    if (own !== undefined && Object.hasOwn(rec, input)) return own;
+    const v = walk(rec);
+    return v !== undefined ? v : read(rec);
+  };
+
+  return {
+    text: input,
+    path,
+    ...(syntax !== undefined && { syntax }),
+    read: (rec) => (viaPath ? fast(rec) : read(rec)),
+    miss(rec) {
+      if (read(rec) !== undefined) return null;
+      if (!path) return { depth: 0, at: rec };
+      const k = first!(rec);
+      if (k === undefined) return { depth: 0, at: rec };
+      const cell = rec[k];
+      if (typeof cell === 'string' && parsedCell(rec, k, cell) === undefined) {
+        return { depth: 0, at: cell, notJson: true };
+      }
+      const v = typeof cell === 'string' ? parsedCell(rec, k, cell) : cell;
+      return explainMiss(path.segments, v, 1) ?? { depth: path.segments.length, at: undefined };
+    },
+  };
+}
