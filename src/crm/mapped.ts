@@ -15,15 +15,27 @@ export interface BodyOf {
 
 export type MappedBody = CompanyRequest | MemberRequest;
 
+/** An optional field whose value failed: it is left out of the body, and the row still maps. */
+export interface FieldWarning {
+  /** The platform field, or `custom.<key>` for a custom entry. */
+  field: string;
+  reason: string;
+  /** The value as text, cut to 80 characters; absent when there was none. */
+  value?: string;
+}
+
 export interface MappedRow<B extends MappedBody = MappedBody> {
   ok: true;
   /** Physical line where the row starts. */
   line: number;
   body: B;
+  /** Fields left out because their value failed (absent when none did). */
+  warnings?: FieldWarning[];
 }
 
 export interface InvalidRow {
   ok: false;
+  skip?: undefined;
   line: number;
   /** The platform field at fault, `custom.<key>` for a custom entry, or `(row)` for an unreadable row. */
   field: string;
@@ -31,9 +43,28 @@ export interface InvalidRow {
   reason: string;
   /** The offending value as text, cut to 80 characters; absent when there was none. */
   value?: string;
+  /** The row's first identity key (`x:…`), when its identity fields mapped: who the row was. */
+  identity?: string;
 }
 
-export type MapResult<B extends MappedBody = MappedBody> = MappedRow<B> | InvalidRow;
+/** A row that is not a live record of the CRM (deleted, merged, …): a skip rule of the mapping matched. */
+export interface SkippedRow {
+  ok: false;
+  skip: true;
+  line: number;
+  /** The skip rule's name. */
+  rule: string;
+  /** `skip.<rule>`, so that code reading any refused row's field still can. */
+  field: string;
+  /** The rule's reason, `{value}` filled in. */
+  reason: string;
+  /** The value the rule read, as text, cut to 80 characters. */
+  value?: string;
+  /** The row's first identity key, when its identity fields map. */
+  identity?: string;
+}
+
+export type MapResult<B extends MappedBody = MappedBody> = MappedRow<B> | InvalidRow | SkippedRow;
 
 export interface CompiledMapping<E extends Entity = Entity> {
   name: string;
@@ -42,4 +73,11 @@ export interface CompiledMapping<E extends Entity = Entity> {
   /** `name@version`: part of every record's content hash, so a version bump re-syncs. */
   fingerprint: string;
   map(row: SourceRow): MapResult<BodyOf[E]>;
+  /** Names of the mapping's skip rules, in the order they are checked. */
+  skipRules: readonly string[];
+  /**
+   * The same mapping with some skip rules turned off (`{ merged: false }`, a
+   * job's `skip`). Throws MappingError naming the known rules for an unknown name.
+   */
+  withSkipRules(overrides: Readonly<Record<string, boolean>>): CompiledMapping<E>;
 }

@@ -6,10 +6,27 @@
  */
 import { z } from 'zod';
 import { CompanyRequest, MemberRequest } from '../platform/schemas.js';
-import type { CompiledMapping, Entity, MapResult, MappedBody } from './mapped.js';
+import { identityFields, identityKeys } from '../sync/identity.js';
+import type {
+  CompiledMapping,
+  Entity,
+  FieldWarning,
+  MapResult,
+  MappedBody,
+  SkippedRow,
+} from './mapped.js';
 import type { SourceRow } from './row.js';
+import { compileRef } from './record-ref.js';
+import {
+  SkipSection,
+  chooseSkipRules,
+  compileSkipRules,
+  firstSkip,
+  type CompiledSkipRule,
+} from './skip-rules.js';
 import {
   Invalid,
+  TransformSpecSchema,
   buildTransform,
   pipeline,
   toBoolean,
@@ -37,23 +54,19 @@ const REQUEST_SCHEMAS = { companies: CompanyRequest, members: MemberRequest } as
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
 
-const TransformSchema = z.unknown().transform((spec, ctx): Transform => {
-  const t = buildTransform(spec);
-  if (typeof t === 'string') {
-    ctx.addIssue({ code: 'custom', message: t });
-    return z.NEVER;
-  }
-  return t;
-});
-
 const FieldObject = z
   .strictObject({
     from: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).optional(),
     template: z.string().min(1).optional(),
     constant: Scalar.optional(),
     default: Scalar.optional(),
-    transforms: z.array(TransformSchema).default([]),
+    transforms: z.array(TransformSpecSchema).default([]),
     required: z.boolean().default(false),
+    /**
+     * What a failing value costs: `drop-field` leaves the field out and warns,
+     * `reject-row` makes the row invalid. Required and identity fields always reject.
+     */
+    onInvalid: z.enum(['drop-field', 'reject-row']).default('drop-field'),
   })
   .superRefine((f, ctx) => {
     const sources = (['from', 'template', 'constant'] as const).filter((k) => f[k] !== undefined);
@@ -84,6 +97,8 @@ export const MappingDefinition = z
     entity: z.enum(['companies', 'members']),
     description: z.string().optional(),
     nullMarkers: z.array(z.string()).default(DEFAULT_NULL_MARKERS),
+    /** Rows that are not live records (deleted, merged, …), checked before the fields. */
+    skip: SkipSection.optional(),
     fields: z.record(z.string(), Field),
     /** A list of columns (keys as written), or key → field. Stored as JSON in `custom`. */
     // A list is shorthand for key = column; one record schema keeps inner problems' paths.
@@ -208,58 +223,13 @@ const COERCE: Record<FieldKind, Transform> = {
   json: (v) => v,
 };
 
-const PROTO_KEYS = new Set(Object.getOwnPropertyNames(Object.prototype));
-
-function own(obj: unknown, key: string): unknown {
-  if (obj === null || typeof obj !== 'object') return undefined;
-  if (PROTO_KEYS.has(key) && !Object.hasOwn(obj, key)) return undefined;
-  return (obj as Rec)[key];
-}
-
 /**
- * Reads a column or a dotted JSON path. Columns match exactly, else
- * case-insensitively after trimming (Data Loader before v61 wrote `NAME`);
- * the key found is remembered, since every row of a file has one header.
+ * Reads a column or a path (record-ref.ts, json-path.ts): an exact column
+ * first, else one matching case-insensitively after trimming (Data Loader
+ * before v61 wrote `NAME`), else the path (`values.name[0].value`).
  */
 function getter(ref: string): Getter {
-  // Only names such as `constructor` need the slower own-property check.
-  const risky = PROTO_KEYS.has(ref);
-  const wanted = ref.trim().toLowerCase();
-  const path = ref.includes('.') ? ref.split('.') : null;
-  let hint: string | null = null;
-  let viaPath = false;
-  const walk = (rec: Rec): unknown => {
-    let v: unknown = rec;
-    for (const seg of path!) {
-      v = own(v, seg);
-      if (v === undefined) return undefined;
-    }
-    return v;
-  };
-  return (rec) => {
-    if (viaPath) {
-      const v = walk(rec);
-      if (v !== undefined) return v;
-    }
-    let v = risky ? own(rec, ref) : rec[ref];
-    if (v !== undefined) return v;
-    if (hint !== null) {
-      v = own(rec, hint);
-      if (v !== undefined) return v;
-    }
-    for (const k of Object.keys(rec)) {
-      if (k.trim().toLowerCase() === wanted) {
-        hint = k;
-        return rec[k];
-      }
-    }
-    if (path) {
-      v = walk(rec);
-      if (v !== undefined) viaPath = true;
-      return v;
-    }
-    return undefined;
-  };
+  return compileRef(ref).read;
 }
 
 interface TemplatePart {
@@ -319,7 +289,26 @@ class Failure {
     readonly field?: string,
   ) {}
 }
-type Evaluator = (rec: Rec) => unknown;
+/** A field's value, null when absent, or a Failure; dropped custom entries go to `warnings`. */
+type Evaluator = (rec: Rec, warnings: FieldWarning[]) => unknown;
+
+/** Reads a `from` (a column or path, or a list of them where the first non-null wins); null when absent. */
+function readFrom(from: string | string[], isNull: (v: unknown) => boolean): Getter {
+  const getters = (typeof from === 'string' ? [from] : from).map(getter);
+  const first = getters[0]!;
+  return getters.length === 1
+    ? (rec) => {
+        const v = first(rec);
+        return isNull(v) ? null : v;
+      }
+    : (rec) => {
+        for (const g of getters) {
+          const v = g(rec);
+          if (!isNull(v)) return v;
+        }
+        return null;
+      };
+}
 
 function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown) => boolean) {
   const transform = pipeline(def.transforms);
@@ -357,21 +346,7 @@ function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown) => bo
     };
   } else {
     columns = typeof def.from === 'string' ? [def.from] : (def.from ?? []);
-    const getters = columns.map(getter);
-    const first = getters[0]!;
-    read =
-      getters.length === 1
-        ? (rec) => {
-            const v = first(rec);
-            return isNull(v) ? null : v;
-          }
-        : (rec) => {
-            for (const g of getters) {
-              const v = g(rec);
-              if (!isNull(v)) return v;
-            }
-            return null;
-          };
+    read = readFrom(columns, isNull);
   }
   const fallback = def.default ?? null;
   const missing = `missing: no value in ${columns.length === 1 ? 'column' : 'columns'} ${columns.join(', ')}`;
@@ -419,17 +394,22 @@ export function compileMapping<E extends Entity = Entity>(
   const isNull = (v: unknown): boolean =>
     v === undefined || v === null || (typeof v === 'string' && markers.has(v.trim()));
 
-  const fields: { name: string; eval: Evaluator }[] = Object.entries(m.fields).map(
-    ([name, def]) => ({
-      name,
-      eval: compileField(def, fieldKind(shape[name]), isNull),
-    }),
-  );
+  // A failing value costs only its field, unless the field is strict: required,
+  // an identity (a row must never be synced under a different identity), or
+  // marked `onInvalid: reject-row`.
+  const identity = new Set(identityFields(m.entity));
+  const fields: CompiledField[] = Object.entries(m.fields).map(([name, def]) => ({
+    name,
+    strict: def.required || def.onInvalid === 'reject-row' || identity.has(name),
+    eval: compileField(def, fieldKind(shape[name]), isNull),
+  }));
+  const idFields = fields.filter((f) => identity.has(f.name));
 
   if (m.custom !== undefined) {
     const entries: [string, FieldDef][] = Object.entries(m.custom);
     const custom = entries.map(([key, def]) => ({
-      key,
+      field: `custom.${key}`,
+      strict: def.required || def.onInvalid === 'reject-row',
       // The JSON is written directly, in the mapping's key order: cheaper than
       // building an object per row, and integer-like keys keep their place.
       prefix: `${JSON.stringify(key)}:`,
@@ -437,12 +417,18 @@ export function compileMapping<E extends Entity = Entity>(
     }));
     fields.push({
       name: 'custom',
-      eval: (rec) => {
+      // A failing entry that is not strict is dropped here, with its warning.
+      strict: true,
+      eval: (rec, warnings) => {
         let json = '';
         for (const c of custom) {
           const v = c.eval(rec);
           if (v === null) continue;
-          if (v instanceof Failure) return new Failure(v.reason, v.value, `custom.${c.key}`);
+          if (v instanceof Failure) {
+            if (c.strict) return new Failure(v.reason, v.value, c.field);
+            warnings.push(warningOf(c.field, v));
+            continue;
+          }
           json += `${json === '' ? '{' : ','}${c.prefix}${JSON.stringify(v)}`;
         }
         return json === '' ? null : `${json}}`;
@@ -450,48 +436,123 @@ export function compileMapping<E extends Entity = Entity>(
     });
   }
 
+  /** The first identity key of the identity fields that do map (for a row refused anyway). */
+  const identityOf = (rec: Rec): string | undefined => {
+    const ids: Rec = {};
+    for (const f of idFields) {
+      const v = f.eval(rec, []);
+      if (v !== null && !(v instanceof Failure)) ids[f.name] = v;
+    }
+    return identityKeys(m.entity, ids)[0];
+  };
+
+  const allRules = compileSkipRules(m.skip, {
+    reader: (from) => readFrom(from, isNull),
+    shown,
+  });
+
   const name = m.name;
   const version = m.version;
-  const map = (row: SourceRow): MapResult => {
-    const line = row.line;
-    if (!('record' in row)) return { ok: false, line, field: '(row)', reason: row.problem };
-    const rec = row.record;
-    if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
-      return { ok: false, line, field: '(row)', reason: 'expected an object' };
-    }
-    const body: Rec = {};
-    for (const f of fields) {
-      const v = f.eval(rec);
-      if (v === null) continue;
-      if (v instanceof Failure) {
-        const value = shown(v.value);
-        return value === undefined
-          ? { ok: false, line, field: v.field ?? f.name, reason: v.reason }
-          : { ok: false, line, field: v.field ?? f.name, reason: v.reason, value };
+  const build = (rules: CompiledSkipRule[]): CompiledMapping => {
+    const map = (row: SourceRow): MapResult => {
+      const line = row.line;
+      if (!('record' in row)) return { ok: false, line, field: '(row)', reason: row.problem };
+      const rec = row.record;
+      if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
+        return { ok: false, line, field: '(row)', reason: 'expected an object' };
       }
-      body[f.name] = v;
-    }
-    if (!verify) return { ok: true, line, body: body as MappedBody };
-    const checked = schema.safeParse(body);
-    if (!checked.success) {
-      const issue = checked.error.issues[0]!;
-      const field = String(issue.path[0] ?? '(row)');
-      const value = shown(body[field]);
-      return {
-        ok: false,
-        line,
-        field,
-        reason: issue.message,
-        ...(value === undefined ? {} : { value }),
-      };
-    }
-    return { ok: true, line, body: checked.data as MappedBody };
+      // Before any field: a row that is not a live record is never invalid.
+      if (rules.length > 0) {
+        const hit = firstSkip(rules, rec);
+        if (hit) {
+          const out: SkippedRow = {
+            ok: false,
+            skip: true,
+            line,
+            field: `skip.${hit.rule}`,
+            ...hit,
+          };
+          const id = identityOf(rec);
+          if (id !== undefined) out.identity = id;
+          return out;
+        }
+      }
+      const body: Rec = {};
+      const warnings: FieldWarning[] = [];
+      for (const f of fields) {
+        const v = f.eval(rec, warnings);
+        if (v === null) continue;
+        if (v instanceof Failure) {
+          if (!f.strict) {
+            warnings.push(warningOf(f.name, v));
+            continue;
+          }
+          return invalid(line, v.field ?? f.name, v.reason, v.value, identityOf(rec));
+        }
+        body[f.name] = v;
+      }
+      let out = body;
+      if (verify) {
+        const checked = schema.safeParse(body);
+        if (!checked.success) {
+          const issue = checked.error.issues[0]!;
+          const field = String(issue.path[0] ?? '(row)');
+          return invalid(line, field, issue.message, body[field], identityOf(rec));
+        }
+        out = checked.data as Rec;
+      }
+      return warnings.length === 0
+        ? { ok: true, line, body: out as MappedBody }
+        : { ok: true, line, body: out as MappedBody, warnings };
+    };
+    return {
+      name,
+      entity: m.entity,
+      version,
+      fingerprint: `${name}@${version}`,
+      map,
+      skipRules: rules.map((r) => r.name),
+      withSkipRules(overrides) {
+        const chosen = chooseSkipRules(allRules, overrides);
+        if (chosen.problems.length > 0) {
+          throw new MappingError(
+            'mapping.invalid',
+            chosen.problems.map((p) => `skip.${p.name}: ${p.message}`),
+          );
+        }
+        return build(chosen.rules);
+      },
+    };
   };
+  return build(allRules) as CompiledMapping<E>;
+}
+
+interface CompiledField {
+  name: string;
+  /** A failure makes the row invalid (else the field is dropped with a warning). */
+  strict: boolean;
+  eval: Evaluator;
+}
+
+function warningOf(field: string, f: Failure): FieldWarning {
+  const value = shown(f.value);
+  return value === undefined ? { field, reason: f.reason } : { field, reason: f.reason, value };
+}
+
+function invalid(
+  line: number,
+  field: string,
+  reason: string,
+  raw: unknown,
+  identity: string | undefined,
+): MapResult {
+  const value = shown(raw);
   return {
-    name,
-    entity: m.entity as E,
-    version,
-    fingerprint: `${name}@${version}`,
-    map,
-  } as CompiledMapping<E>;
+    ok: false,
+    line,
+    field,
+    reason,
+    ...(value !== undefined && { value }),
+    ...(identity !== undefined && { identity }),
+  };
 }

@@ -90,60 +90,64 @@ export function toBoolean(v: unknown): boolean | Invalid {
 
 const EMAIL = z.regexes.email;
 
+/**
+ * An e-mail address as written, trimmed. Its case is kept: the local part is
+ * case-sensitive in principle, and the address is the user's. Identity keys
+ * and the field diff compare addresses case-insensitively on their own
+ * (src/sync/identity.ts, src/sync/diff.ts).
+ */
 export function toEmail(v: unknown): string | Invalid {
   const s = text(v);
   if (s instanceof Invalid) return s;
-  const e = s.trim().toLowerCase();
+  const e = s.trim();
   return EMAIL.test(e) ? e : new Invalid('not a valid e-mail address');
 }
 
-// Scheme, ASCII host, a path with no dot segments or escapes, then any query or fragment.
-const SIMPLE_WEBSITE =
-  /^(?:https?:\/\/)?([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)((?:\/(?!\.\.?(?:\/|$|[?#]))[A-Za-z0-9._~!$&'()*+,;=:@-]*)*)\/?(?:[?#].*)?$/i;
-const HOST = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:[a-z]{2,63}|xn--[a-z0-9-]+)$/;
+// `name:` at the start. `acme.com:8080` is a host and port, not the scheme `acme.com`.
+const SCHEME = /^([a-z][a-z0-9+.-]*):(?!\d+(?:[/?#]|$))/i;
 
 /**
- * A website in one canonical form, so that `GLOBEX.COM`, `http://globex.com`
- * and `https://www.globex.com/` are one value and never look like a change:
- * `https://` + lower-case host without a leading `www.` + the path without a
- * trailing slash. Query, fragment and any user:password are dropped.
+ * A website as the CRM wrote it: trimmed, with `https://` in front when it
+ * has no scheme. Host and path keep their spelling (case, `www.`, a trailing
+ * slash, a query): the platform's `website` is plain text and the value is
+ * the user's. Comparing with the platform's value uses a canonical form
+ * (src/sync/diff.ts); what is sent is never rewritten. Refused only when it
+ * is clearly not a website: an e-mail address, whitespace inside, a scheme
+ * other than http(s), no host.
  */
 export function toWebsite(v: unknown): string | null | Invalid {
   const t = text(v);
   if (t instanceof Invalid) return t;
   const s = t.trim();
   if (s === '') return null;
-  // Fast path for the common shapes (a bare domain, a plain http(s) URL): the
-  // URL parser costs microseconds per row. It must agree with websiteViaUrl
-  // (a property test checks this); anything unusual goes to the parser.
-  const fast = SIMPLE_WEBSITE.exec(s);
-  if (fast) {
-    let host = fast[1]!.toLowerCase();
-    if (host.startsWith('www.')) host = host.slice(4);
-    if (HOST.test(host)) return `https://${host}${(fast[2] ?? '').replace(/\/+$/, '')}`;
+  if (/\s/.test(s)) return new Invalid('not a website: contains whitespace');
+  let rest: string;
+  let out: string;
+  const scheme = SCHEME.exec(s);
+  if (scheme) {
+    const name = scheme[1]!.toLowerCase();
+    if (name === 'mailto') return new Invalid('an e-mail address, not a website');
+    if (name !== 'http' && name !== 'https') {
+      return new Invalid(`not a website: scheme ${name}: is not http(s)`);
+    }
+    if (!s.startsWith('//', scheme[0].length)) {
+      return new Invalid(`not a website: expected // after ${scheme[0]}`);
+    }
+    rest = s.slice(scheme[0].length + 2);
+    out = s;
+  } else if (s.startsWith('//')) {
+    rest = s.slice(2);
+    out = `https:${s}`;
+  } else {
+    // `info@acme.com` is an e-mail address; `acme.com/@team` is a website.
+    if (/^[^/?#]*@/.test(s)) return new Invalid('an e-mail address, not a website');
+    rest = s;
+    out = `https://${s}`;
   }
-  return websiteViaUrl(s);
-}
-
-/** The canonical website through the WHATWG URL parser (IDN, ports, dot segments, escapes). */
-export function websiteViaUrl(s: string): string | Invalid {
-  const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(s);
-  // `info@acme.com` is an e-mail address; `acme.com/@team` is a website.
-  if (!hasScheme && /^[^/?#]*@/.test(s)) return new Invalid('an e-mail address, not a website');
-  let url: URL;
-  try {
-    url = new URL(hasScheme ? s : `https://${s}`);
-  } catch {
-    return new Invalid('not a website');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    return new Invalid(`not a website: scheme ${url.protocol} is not http(s)`);
-  }
-  let host = url.hostname.replace(/\.$/, '');
-  if (host.startsWith('www.')) host = host.slice(4);
-  if (!HOST.test(host)) return new Invalid('not a website: no valid domain name');
-  const path = url.pathname.replace(/\/+$/, '');
-  return `https://${host}${url.port ? `:${url.port}` : ''}${path}`;
+  const authority = rest.split(/[/?#]/, 1)[0]!;
+  const host = authority.slice(authority.lastIndexOf('@') + 1).replace(/:\d*$/, '');
+  if (!/[\p{L}\p{N}]/u.test(host)) return new Invalid('not a website: no host name');
+  return out;
 }
 
 /**
@@ -394,6 +398,16 @@ export function buildTransform(spec: unknown): Transform | string {
   if (info.arg === 'required' && arg === undefined) return `${name} needs an argument`;
   return info.make(arg);
 }
+
+/** A transform as written in YAML, built when the definition is parsed; the problem is a zod issue. */
+export const TransformSpecSchema = z.unknown().transform((spec, ctx): Transform => {
+  const t = buildTransform(spec);
+  if (typeof t === 'string') {
+    ctx.addIssue({ code: 'custom', message: t });
+    return z.NEVER;
+  }
+  return t;
+});
 
 /** Runs transforms in order; stops at the first Invalid or absent result. */
 export function pipeline(transforms: Transform[]): Transform {

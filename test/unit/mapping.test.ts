@@ -135,7 +135,7 @@ describe('mapping rows', () => {
         crm_company_id: 512,
         external_id: 'hubspot:company:512',
         name: 'Acme',
-        website: 'https://acme.com',
+        website: 'https://www.acme.com/',
         crm_account_id: 'none',
         custom: '{"industry":"=SUM(A1)","employees":120}',
       },
@@ -175,7 +175,7 @@ describe('mapping rows', () => {
     });
   });
 
-  it('reports the first failing field in field order', () => {
+  it('reports the first failing strict field in field order, with the identity that did map', () => {
     const r = m.map(row({ 'Record ID': '12.5', 'Company name': '', Employees: 'x' }, 9));
     expect(r).toEqual({
       ok: false,
@@ -183,32 +183,54 @@ describe('mapping rows', () => {
       field: 'crm_company_id',
       reason: 'not a whole number',
       value: '12.5',
+      // crm_company_id and external_id failed; crm_account_id (its default) is left.
+      identity: 'a:none',
     });
   });
 
-  it('names missing columns', () => {
+  it('names missing columns, and says whose row it was', () => {
     expect(m.map(row({ 'Record ID': '1' }))).toEqual({
       ok: false,
       line: 2,
       field: 'name',
       reason: 'missing: no value in column Company name',
+      identity: 'x:hubspot:company:1',
     });
   });
 
-  it('reports custom entries by key', () => {
-    expect(m.map(row({ 'Record ID': '1', 'Company name': 'A', Employees: 'lots' }))).toMatchObject({
-      ok: false,
-      field: 'custom.employees',
-      reason: 'not a number',
-      value: 'lots',
+  it('drops a failing custom entry with a warning; the row still maps', () => {
+    expect(
+      m.map(row({ 'Record ID': '1', 'Company name': 'A', Employees: 'lots', Industry: 'IT' })),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        crm_company_id: 1,
+        external_id: 'hubspot:company:1',
+        name: 'A',
+        crm_account_id: 'none',
+        custom: '{"industry":"IT"}',
+      },
+      warnings: [{ field: 'custom.employees', reason: 'not a number', value: 'lots' }],
     });
   });
 
-  it('cuts the value to 80 characters', () => {
+  it('drops a failing optional field with a warning, its value cut to 80 characters', () => {
     const long = `${'x'.repeat(200)}@`;
     const r = m.map(row({ 'Record ID': '1', 'Company name': 'A', 'Website URL': long }));
-    expect(r).toMatchObject({ ok: false, field: 'website' });
-    if (!r.ok) expect(r.value).toBe('x'.repeat(80));
+    expect(r).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        crm_company_id: 1,
+        external_id: 'hubspot:company:1',
+        name: 'A',
+        crm_account_id: 'none',
+      },
+      warnings: [
+        { field: 'website', reason: 'an e-mail address, not a website', value: 'x'.repeat(80) },
+      ],
+    });
   });
 
   it('turns unreadable rows and non-objects into invalid results', () => {
@@ -327,5 +349,264 @@ describe('members', () => {
       reason: 'not a valid e-mail address',
       value: 'nope',
     });
+  });
+});
+
+describe('strict and optional fields', () => {
+  const m = compileMapping({
+    name: 'people',
+    version: 1,
+    entity: 'members',
+    fields: {
+      external_id: { template: 'crm:{Id}' },
+      email: { from: 'Email', transforms: ['email'] },
+      first_name: { from: 'First', transforms: [{ 'max-length': 5 }], required: true },
+      last_name: { from: 'Last', transforms: [{ 'max-length': 5 }], onInvalid: 'reject-row' },
+      role: { from: 'Role', transforms: [{ 'max-length': 5 }] },
+      meeting_insights: { from: 'Insights' },
+    },
+    custom: {
+      since: { from: 'Since', transforms: ['date'] },
+      level: { from: 'Level', transforms: ['integer'], onInvalid: 'reject-row' },
+    },
+  });
+  const good = { Id: '7', Email: 'Jane@Example.com', First: 'Jane', Last: 'Roe' };
+
+  it('keeps every failing optional value out of the body, one warning each, in field order', () => {
+    expect(
+      m.map(row({ ...good, Role: 'Director', Insights: 'maybe', Since: '13/13/2024', Level: '3' })),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'crm:7',
+        email: 'Jane@Example.com',
+        first_name: 'Jane',
+        last_name: 'Roe',
+        custom: '{"level":3}',
+      },
+      warnings: [
+        { field: 'role', reason: 'longer than 5 characters (8)', value: 'Director' },
+        {
+          field: 'meeting_insights',
+          reason: 'not a yes/no value (true/false, yes/no, 1/0)',
+          value: 'maybe',
+        },
+        {
+          field: 'custom.since',
+          reason:
+            'not an ISO date (YYYY-MM-DD); list the accepted formats, e.g. { date: "M/D/YYYY" }',
+          value: '13/13/2024',
+        },
+      ],
+    });
+  });
+
+  it('has no warnings key when nothing failed', () => {
+    expect(m.map(row(good))).not.toHaveProperty('warnings');
+  });
+
+  it.each([
+    ['a required field', { First: 'Johannes' }, 'first_name', 'x:crm:7'],
+    ['a field with onInvalid: reject-row', { Last: 'Schmidt' }, 'last_name', 'x:crm:7'],
+    ['a custom entry with onInvalid: reject-row', { Level: 'high' }, 'custom.level', 'x:crm:7'],
+    ['an identity field (email)', { Email: 'jane(at)example.com' }, 'email', 'x:crm:7'],
+  ])('makes the row invalid on %s', (_, change, field, identity) => {
+    expect(m.map(row({ ...good, ...change, Role: 'Director' }))).toMatchObject({
+      ok: false,
+      field,
+      identity,
+    });
+  });
+
+  it('gives the next identity key when the first identity field is the one that failed', () => {
+    const ids = compileMapping({
+      ...base,
+      fields: {
+        external_id: { template: 'hs:{Id|integer}' },
+        crm_company_id: { from: 'Id2', transforms: ['integer'] },
+        name: { from: 'Name', required: true },
+      },
+    });
+    expect(ids.map(row({ Id: 'x1', Id2: '44', Name: 'A' }))).toEqual({
+      ok: false,
+      line: 2,
+      field: 'external_id',
+      reason: 'Id: not a number',
+      value: 'x1',
+      identity: 'c:44',
+    });
+    expect(ids.map(row({ Id: 'x1', Name: 'A' }))).not.toHaveProperty('identity');
+  });
+
+  it('refuses an unknown onInvalid', () => {
+    expect(problems({ ...base, fields: { name: { from: 'N', onInvalid: 'ignore' } } })[0]).toMatch(
+      /^fields\.name\.onInvalid: /,
+    );
+  });
+});
+
+describe('skip rules', () => {
+  const users = {
+    name: 'sf-users',
+    version: 1,
+    entity: 'members',
+    skip: {
+      deleted: {
+        from: 'IsDeleted',
+        transforms: ['boolean'],
+        equals: true,
+        reason: 'deleted in Salesforce (IsDeleted)',
+      },
+      merged: {
+        from: 'MasterRecordId',
+        present: true,
+        reason: 'merged into another record (MasterRecordId)',
+      },
+      'not-a-person': {
+        from: 'UserType',
+        notIn: ['Standard'],
+        reason: 'not a person of the org (UserType {value})',
+      },
+    },
+    fields: {
+      external_id: { template: 'salesforce:{Id}', required: true },
+      email: { from: 'Email', required: true },
+    },
+  } as const;
+  const m = compileMapping(users);
+  const live = { Id: '5', Email: 'a@b.co', IsDeleted: 'false', UserType: 'Standard' };
+
+  it('maps a live row', () => {
+    expect(m.map(row(live))).toMatchObject({ ok: true, body: { external_id: 'salesforce:5' } });
+    expect(m.skipRules).toEqual(['deleted', 'merged', 'not-a-person']);
+  });
+
+  it('skips a row a rule matches, with the reason, the value read and the identity', () => {
+    expect(m.map(row({ ...live, IsDeleted: '1' }, 4))).toEqual({
+      ok: false,
+      skip: true,
+      line: 4,
+      rule: 'deleted',
+      field: 'skip.deleted',
+      reason: 'deleted in Salesforce (IsDeleted)',
+      value: '1',
+      identity: 'x:salesforce:5',
+    });
+  });
+
+  it('checks the rules before the fields: an odd e-mail of a system user is no invalid row', () => {
+    expect(
+      m.map(row({ Id: '6', Email: 'noreply@00D5g000004', UserType: 'AutomatedProcess' })),
+    ).toEqual({
+      ok: false,
+      skip: true,
+      line: 2,
+      rule: 'not-a-person',
+      field: 'skip.not-a-person',
+      reason: 'not a person of the org (UserType AutomatedProcess)',
+      value: 'AutomatedProcess',
+      identity: 'x:salesforce:6',
+    });
+  });
+
+  it('takes the first rule that matches, in the order written', () => {
+    expect(
+      m.map(row({ ...live, IsDeleted: 'TRUE', MasterRecordId: '005x', UserType: 'Guest' })),
+    ).toMatchObject({ rule: 'deleted' });
+    expect(m.map(row({ ...live, MasterRecordId: '005x', UserType: 'Guest' }))).toMatchObject({
+      rule: 'merged',
+      value: '005x',
+    });
+  });
+
+  it('compares in/notIn/equals as text without regard to case', () => {
+    expect(m.map(row({ ...live, UserType: ' standard ' }))).toMatchObject({ ok: true });
+    const archived = compileMapping({
+      ...users,
+      skip: {
+        archived: { from: 'archived', equals: 'TRUE', reason: 'archived in HubSpot' },
+        portal: { from: 'UserType', in: ['PowerPartner', 'CspLitePortal'], reason: 'portal' },
+      },
+    });
+    expect(archived.map(row({ ...live, archived: true }))).toMatchObject({ rule: 'archived' });
+    expect(archived.map(row({ ...live, archived: false }))).toMatchObject({ ok: true });
+    expect(archived.map(row({ ...live, UserType: 'powerpartner' }))).toMatchObject({
+      rule: 'portal',
+    });
+  });
+
+  it('matches an absent value (null marker) only with present: false', () => {
+    // UserType absent: notIn does not match; MasterRecordId "N/A": present: true does not match.
+    expect(m.map(row({ Id: '5', Email: 'a@b.co', MasterRecordId: 'N/A' }))).toMatchObject({
+      ok: true,
+    });
+    const noEmail = compileMapping({
+      ...users,
+      skip: { 'no-email': { from: ['Email', 'Username'], present: false, reason: 'no address' } },
+    });
+    expect(noEmail.map(row({ Id: '5', Email: '#N/A' }))).toMatchObject({ rule: 'no-email' });
+    expect(noEmail.map(row({ Id: '5', Email: '', Username: 'u@b.co' }))).toMatchObject({
+      ok: false,
+      field: 'email',
+    });
+  });
+
+  it('does not match when the rule transform fails', () => {
+    expect(m.map(row({ ...live, IsDeleted: 'perhaps' }))).toMatchObject({ ok: true });
+  });
+
+  it('reads JSON paths', () => {
+    const owners = compileMapping({
+      ...users,
+      skip: { archived: { from: 'meta.archived', equals: true, reason: 'archived in HubSpot' } },
+      fields: { external_id: { template: 'hubspot:owner:{id}' }, email: 'email' },
+    });
+    expect(owners.map(row({ id: '1', email: 'a@b.co', meta: { archived: true } }))).toMatchObject({
+      rule: 'archived',
+      value: 'true',
+      identity: 'x:hubspot:owner:1',
+    });
+  });
+
+  it('lets a job turn rules off by name, and names the known rules for an unknown one', () => {
+    const kept = m.withSkipRules({ merged: false, deleted: true });
+    expect(kept.skipRules).toEqual(['deleted', 'not-a-person']);
+    expect(kept.map(row({ ...live, MasterRecordId: '005x' }))).toMatchObject({ ok: true });
+    expect(kept.map(row({ ...live, IsDeleted: 'yes' }))).toMatchObject({ rule: 'deleted' });
+    expect(kept.fingerprint).toBe(m.fingerprint);
+    // The original mapping is unchanged.
+    expect(m.map(row({ ...live, MasterRecordId: '005x' }))).toMatchObject({ rule: 'merged' });
+    expect(() => m.withSkipRules({ mergd: false })).toThrow(
+      'skip.mergd: no skip rule "mergd" in the mapping (known: deleted, merged, not-a-person)',
+    );
+    expect(() => compileMapping({ ...users, skip: undefined }).withSkipRules({ x: false })).toThrow(
+      'no skip rule "x": the mapping has no skip rules',
+    );
+  });
+
+  it('reports every problem of the skip section with its path', () => {
+    expect(
+      problems({
+        ...users,
+        skip: {
+          Deleted: { from: 'IsDeleted', equals: true, reason: 'r' },
+          both: { from: 'X', equals: 1, present: true, reason: 'r' },
+          none: { from: 'X', reason: 'r' },
+          noreason: { from: 'X', present: true },
+          typo: { from: 'X', present: true, reason: 'r', transforms: ['domian'] },
+          extra: { from: 'X', present: true, reason: 'r', when: 1 },
+        },
+      }),
+    ).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^skip\.Deleted: a rule name uses lower-case/),
+        'skip.both: set only one of equals, in, notIn or present (got equals, present)',
+        'skip.none: needs one of equals, in, notIn or present',
+        expect.stringMatching(/^skip\.noreason\.reason: /),
+        expect.stringMatching(/^skip\.typo\.transforms\[0\]: unknown transform "domian"/),
+        expect.stringMatching(/^skip\.extra: .*when/),
+      ]),
+    );
   });
 });
