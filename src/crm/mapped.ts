@@ -4,6 +4,7 @@
  * the row is refused, with the field at fault and the line it came from.
  */
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
+import type { PathUse } from './path-coverage.js';
 import type { SourceRow } from './row.js';
 
 export type Entity = 'companies' | 'members';
@@ -73,6 +74,8 @@ export interface CompiledMapping<E extends Entity = Entity> {
   /** `name@version`: part of every record's content hash, so a version bump re-syncs. */
   fingerprint: string;
   map(row: SourceRow): MapResult<BodyOf[E]>;
+  /** What each field reads (columns, paths, placeholders), for path coverage (path-coverage.ts). */
+  paths: readonly PathUse[];
   /** Names of the mapping's skip rules, in the order they are checked. */
   skipRules: readonly string[];
   /**

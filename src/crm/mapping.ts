@@ -16,6 +16,7 @@ import type {
   SkippedRow,
 } from './mapped.js';
 import type { SourceRow } from './row.js';
+import type { PathUse } from './path-coverage.js';
 import { compileRef } from './record-ref.js';
 import {
   SkipSection,
@@ -391,8 +392,14 @@ export function compileMapping<E extends Entity = Entity>(
   const schema = REQUEST_SCHEMAS[m.entity];
   const shape = schema.shape as Record<string, unknown>;
   const markers = new Set(m.nullMarkers.map((s) => s.trim()));
+  // JSON scalars match a marker by their text: Odoo writes an empty field as
+  // `false`, which `nullMarkers: ["", "false"]` makes absent.
   const isNull = (v: unknown): boolean =>
-    v === undefined || v === null || (typeof v === 'string' && markers.has(v.trim()));
+    v === undefined ||
+    v === null ||
+    (typeof v === 'string'
+      ? markers.has(v.trim())
+      : (typeof v === 'number' || typeof v === 'boolean') && markers.has(String(v)));
 
   // A failing value costs only its field, unless the field is strict: required,
   // an identity (a row must never be synced under a different identity), or
@@ -453,6 +460,10 @@ export function compileMapping<E extends Entity = Entity>(
 
   const name = m.name;
   const version = m.version;
+  const paths = [
+    ...Object.entries(m.fields).flatMap(([name, def]) => pathUses(`fields.${name}`, def)),
+    ...Object.entries(m.custom ?? {}).flatMap(([key, def]) => pathUses(`custom.${key}`, def)),
+  ];
   const build = (rules: CompiledSkipRule[]): CompiledMapping => {
     const map = (row: SourceRow): MapResult => {
       const line = row.line;
@@ -512,6 +523,7 @@ export function compileMapping<E extends Entity = Entity>(
       fingerprint: `${name}@${version}`,
       map,
       skipRules: rules.map((r) => r.name),
+      paths,
       withSkipRules(overrides) {
         const chosen = chooseSkipRules(allRules, overrides);
         if (chosen.problems.length > 0) {
@@ -525,6 +537,17 @@ export function compileMapping<E extends Entity = Entity>(
     };
   };
   return build(allRules) as CompiledMapping<E>;
+}
+
+/** What a field reads, for path coverage: its `from` list, or each template placeholder. */
+function pathUses(field: string, def: FieldDef): PathUse[] {
+  const required = def.required && def.default === undefined;
+  if (def.from !== undefined)
+    return [{ field, refs: typeof def.from === 'string' ? [def.from] : def.from, required }];
+  if (def.template === undefined) return [];
+  return (parseTemplate(def.template) as TemplatePart[]).flatMap((p) =>
+    p.ref === undefined ? [] : [{ field, refs: [p.ref], required }],
+  );
 }
 
 interface CompiledField {

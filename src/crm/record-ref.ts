@@ -99,8 +99,12 @@ export function compileRef(input: string): RecordRef {
     if (typeof v === 'string') v = parsedCell(rec, k, v);
     return evaluate(path!.segments, v, 1);
   };
+  // Only names such as `constructor` need the slower own-property check.
+  const risky = PROTO_KEYS.has(input);
   const read = (rec: Rec): unknown => {
-    let v = valueAt(rec, column);
+    let v = risky ? (Object.hasOwn(rec, input) ? rec[input] : undefined) : rec[input];
+    if (v !== undefined) return v;
+    v = valueAt(rec, column);
     if (v !== undefined) return v;
     if (quoted) return valueAt(rec, quoted);
     if (!path) return undefined;
