@@ -235,11 +235,18 @@ function getter(ref: string): Getter {
 
 interface TemplatePart {
   literal: string;
+  /** The placeholder as written, e.g. `Record ID ?? id`. */
   ref?: string;
+  /** Its alternatives: the first present one is used (`{Record ID ?? id}`: a UI export or an API record). */
+  refs?: string[];
   transforms?: string[];
 }
 
-/** `hubspot:company:{Record ID}` → parts; `{{` and `}}` are literal braces. A string is the problem. */
+/**
+ * `hubspot:company:{Record ID}` → parts; `{{` and `}}` are literal braces;
+ * `{Record ID ?? id|integer}` reads the first of its alternatives that is
+ * present. A string is the problem.
+ */
 function parseTemplate(template: string): TemplatePart[] | string {
   const parts: TemplatePart[] = [];
   let literal = '';
@@ -257,11 +264,13 @@ function parseTemplate(template: string): TemplatePart[] | string {
         .split('|')
         .map((s) => s.trim());
       if (ref === '') return `empty placeholder at character ${i + 1}`;
+      const refs = ref.split('??').map((s) => s.trim());
+      if (refs.includes('')) return `{${ref}}: an empty alternative around ??`;
       for (const t of transforms) {
         const built = buildTransform(t);
         if (typeof built === 'string') return `{${ref}|${t}}: ${built}`;
       }
-      parts.push({ literal, ref, transforms });
+      parts.push({ literal, ref, refs, transforms });
       literal = '';
       i = end;
     } else if (c === '}') {
@@ -323,11 +332,11 @@ function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown) => bo
     const parts = parseTemplate(def.template) as TemplatePart[];
     const compiled = parts.map((p) => ({
       literal: p.literal,
-      get: p.ref === undefined ? null : getter(p.ref),
+      get: p.refs === undefined ? null : readFrom(p.refs, isNull),
       ref: p.ref,
       transform: pipeline((p.transforms ?? []).map((t) => buildTransform(t) as Transform)),
     }));
-    columns = parts.flatMap((p) => (p.ref === undefined ? [] : [p.ref]));
+    columns = parts.flatMap((p) => p.refs ?? []);
     read = (rec) => {
       let out = '';
       for (const p of compiled) {
@@ -546,7 +555,7 @@ function pathUses(field: string, def: FieldDef): PathUse[] {
     return [{ field, refs: typeof def.from === 'string' ? [def.from] : def.from, required }];
   if (def.template === undefined) return [];
   return (parseTemplate(def.template) as TemplatePart[]).flatMap((p) =>
-    p.ref === undefined ? [] : [{ field, refs: [p.ref], required }],
+    p.refs === undefined ? [] : [{ field, refs: p.refs, required }],
   );
 }
 
