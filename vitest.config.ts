@@ -5,9 +5,15 @@ import { defineConfig } from 'vitest/config';
 // built CLI (dist/) as separate processes; chaos tests break a whole sync
 // on purpose and check nothing is lost or doubled.
 export default defineConfig({
+  // Workspace packages (the platform sandbox) load from their TypeScript
+  // source, so a test never runs against a stale build of them. Every
+  // project below extends this root config to get it. The rest of the list
+  // is Vite's default for server code.
+  ssr: { resolve: { conditions: ['source', 'module', 'node', 'development|production'] } },
   test: {
     projects: [
       {
+        extends: true,
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
@@ -15,6 +21,7 @@ export default defineConfig({
         },
       },
       {
+        extends: true,
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
@@ -24,6 +31,7 @@ export default defineConfig({
         },
       },
       {
+        extends: true,
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
@@ -35,6 +43,7 @@ export default defineConfig({
         },
       },
       {
+        extends: true,
         test: {
           // Worker processes SIGKILLed, a private Redis restarted, platform
           // faults injected (docs/CHAOS.md); heavy, so one file at a time.

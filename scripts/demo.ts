@@ -23,7 +23,7 @@ import { createLogger } from '../src/log.js';
 import { createShutdown } from '../src/ops/shutdown.js';
 import { closeRedis, connectProducer, safeRedisUrl } from '../src/queue/connection.js';
 import { enqueueRun } from '../src/queue/queues.js';
-import { startSandbox, type Sandbox, type StatsEntry } from '../src/sandbox/index.js';
+import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
 import type { RunRecord } from '../src/state/runs.js';
 
 const root = resolve(import.meta.dirname, '..');

@@ -10,7 +10,7 @@ import {
   type Sandbox,
   type SandboxOptions,
   type StatsEntry,
-} from '../../src/sandbox/index.js';
+} from '@crm-sync/platform-sandbox';
 import { sleep } from './measure.js';
 
 export const BENCH_API_KEY = 'bench-sandbox-key';

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { createLogger, registerSecret } from '../log.js';
-import { EXTENSIONS, startSandbox, type SandboxExtension } from '../sandbox/index.js';
+import { EXTENSIONS, startSandbox, type SandboxExtension } from '@crm-sync/platform-sandbox';
 
 function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {

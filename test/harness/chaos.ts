@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { afterEach, expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@crm-sync/platform-sandbox';
 import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 import {
@@ -35,7 +35,7 @@ export const CHAOS_JOB = 'chaos';
 export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
 /** The sandbox's seeded PRNG (mulberry32): the same seed gives the same kill moments. */
-export { seededRandom } from '../../src/sandbox/faults.js';
+export { seededRandom } from '@crm-sync/platform-sandbox';
 
 /**
  * A HubSpot companies export of `rows` rows, some invalid on purpose (missing

@@ -29,7 +29,7 @@ import {
   type Sandbox,
   type SandboxOptions,
   type StatsEntry,
-} from '../../src/sandbox/index.js';
+} from '@crm-sync/platform-sandbox';
 import type { FailureRow, RunRecord } from '../../src/state/runs.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { Mode } from '../../src/sync/action.js';

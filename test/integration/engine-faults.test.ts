@@ -6,7 +6,7 @@
  * second run writes nothing.
  */
 import { describe, expect, it } from 'vitest';
-import type { SandboxFaults } from '../../src/sandbox/index.js';
+import type { SandboxFaults } from '@crm-sync/platform-sandbox';
 import {
   companyRows,
   countRequests,

@@ -1,5 +1,5 @@
 /**
- * Contract: PlatformClient against the real sandbox (src/sandbox/), one call
+ * Contract: PlatformClient against the real sandbox (packages/platform-sandbox), one call
  * per operation of the seed (parts 4.1 and 4.2), then the sandbox's own stats
  * prove every operation was served with success. Auth, 404, 400 and
  * pagination cases follow.
@@ -16,7 +16,7 @@ import {
   PlatformError,
   UnauthorizedError,
 } from '../../src/platform/errors.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@crm-sync/platform-sandbox';
 
 const KEY = 'sbx_contract_key_5f1c2d3e';
 

@@ -22,7 +22,7 @@ import {
   Variable,
   Workflow,
 } from '../../src/platform/schemas.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '@crm-sync/platform-sandbox';
 
 const KEY = 'sandbox-test-key';
 let sb: Sandbox;

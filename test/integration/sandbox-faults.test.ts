@@ -8,7 +8,7 @@ import {
   startSandbox,
   type Sandbox,
   type SandboxOptions,
-} from '../../src/sandbox/index.js';
+} from '@crm-sync/platform-sandbox';
 
 const KEY = 'fault-test-key';
 const headers = { Authorization: KEY, 'Content-Type': 'application/json' };

@@ -8,7 +8,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { silentLogger, type Logger } from '../log.js';
+import { silentLogger, type Logger } from './log.js';
 import { ApiError } from './errors.js';
 import { Faults, seededRandom } from './faults.js';
 import { parseFaults, parseOptions, type SandboxFaults, type SandboxOptions } from './options.js';

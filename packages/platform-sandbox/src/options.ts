@@ -3,7 +3,7 @@
  * reported by name (the CLI and tests get the same messages).
  */
 import { z } from 'zod';
-import type { Logger } from '../log.js';
+import type { Logger } from './log.js';
 import { SandboxOptionsError } from './errors.js';
 
 export const EXTENSIONS = ['members-put'] as const;

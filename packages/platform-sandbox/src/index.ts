@@ -4,3 +4,6 @@ export type { SandboxExtension, SandboxFaults, SandboxOptions } from './options.
 export { EXTENSIONS } from './options.js';
 export { SandboxOptionsError } from './errors.js';
 export type { StatsEntry } from './stats.js';
+export type { Logger } from './log.js';
+/** The PRNG behind fault decisions, for harnesses that want the same stream. */
+export { seededRandom } from './faults.js';
