@@ -2,10 +2,34 @@
  * `crm-sync sandbox`: serves the platform emulator until SIGINT/SIGTERM.
  * Prints one line with its base URL on stdout, so scripts and tests can read
  * where it listens (with `--port 0`, the port the system chose).
+ *
+ * The emulator is a development tool in its own workspace package
+ * (packages/platform-sandbox), a devDependency: the production image has no
+ * copy of it, so it is loaded only when this command runs, and its absence is
+ * a one-line error instead of a failure of every other command.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import type { SandboxExtension } from '@crm-sync/platform-sandbox';
 import { createLogger, registerSecret } from '../log.js';
-import { EXTENSIONS, startSandbox, type SandboxExtension } from '@crm-sync/platform-sandbox';
+
+const PACKAGE = '@crm-sync/platform-sandbox';
+
+export const SANDBOX_NOT_INSTALLED =
+  'the platform sandbox is a development tool and is not in this installation; run it from a clone with `npm ci`';
+
+/** The sandbox package, or a clear error when this installation has none. */
+async function loadSandbox(): Promise<typeof import('@crm-sync/platform-sandbox')> {
+  try {
+    return await import('@crm-sync/platform-sandbox');
+  } catch (err) {
+    const e = err as { code?: unknown; message?: unknown };
+    // Only the package itself missing; a broken copy of it keeps its own error.
+    if (e.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(`'${PACKAGE}'`)) {
+      throw new Error(SANDBOX_NOT_INSTALLED);
+    }
+    throw err;
+  }
+}
 
 function number(what: string, min: number, max: number, integer: boolean) {
   return (value: string): number => {
@@ -19,20 +43,15 @@ function number(what: string, min: number, max: number, integer: boolean) {
   };
 }
 
-function extensions(value: string, previous: SandboxExtension[] = []): SandboxExtension[] {
-  const out = [...previous];
-  for (const name of value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    if (!(EXTENSIONS as readonly string[]).includes(name)) {
-      throw new InvalidArgumentError(
-        `unknown extension "${name}" (known: ${EXTENSIONS.join(', ')}).`,
-      );
-    }
-    out.push(name as SandboxExtension);
-  }
-  return out;
+/** Names given to --extensions; checked against the package's list once it is loaded. */
+function extensions(value: string, previous: string[] = []): string[] {
+  return [
+    ...previous,
+    ...value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
 }
 
 interface SandboxCliOptions {
@@ -44,7 +63,7 @@ interface SandboxCliOptions {
   faultRate?: number;
   dropAfterCommit?: number;
   pageSize?: number;
-  extensions?: SandboxExtension[];
+  extensions?: string[];
   seed?: number;
 }
 
@@ -88,7 +107,7 @@ export function registerSandboxCommand(program: Command): void {
     )
     .option(
       '--extensions <LIST>',
-      `behaviour beyond the seed: ${EXTENSIONS.join(', ')}`,
+      'opt-in behaviour beyond the documented API, comma-separated (docs/SANDBOX.md)',
       extensions,
     )
     .option(
@@ -97,6 +116,15 @@ export function registerSandboxCommand(program: Command): void {
       number('--seed', 0, 2 ** 32 - 1, true),
     )
     .action(async (opts: SandboxCliOptions, command: Command) => {
+      const { EXTENSIONS, startSandbox } = await loadSandbox();
+      const known: readonly string[] = EXTENSIONS;
+      const unknown = (opts.extensions ?? []).find((name) => !known.includes(name));
+      if (unknown !== undefined) {
+        command.error(
+          `error: unknown extension "${unknown}" in --extensions (known: ${known.join(', ')})`,
+          { exitCode: 2, code: 'crm-sync.usage' },
+        );
+      }
       const apiKey = opts.apiKey ?? process.env.SANDBOX_API_KEY;
       if (!apiKey) {
         command.error('error: an API key is required (--api-key K or env SANDBOX_API_KEY)', {
@@ -115,7 +143,9 @@ export function registerSandboxCommand(program: Command): void {
         ...(opts.faultRate !== undefined && { faultRate: opts.faultRate }),
         ...(opts.dropAfterCommit !== undefined && { dropAfterCommit: opts.dropAfterCommit }),
         ...(opts.pageSize !== undefined && { pageSize: opts.pageSize }),
-        ...(opts.extensions !== undefined && { extensions: opts.extensions }),
+        ...(opts.extensions !== undefined && {
+          extensions: opts.extensions as SandboxExtension[],
+        }),
         ...(opts.seed !== undefined && { seed: opts.seed }),
       });
       process.stdout.write(`sandbox listening on ${sandbox.url}\n`);
