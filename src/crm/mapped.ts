@@ -16,13 +16,20 @@ export interface BodyOf {
 
 export type MappedBody = CompanyRequest | MemberRequest;
 
+/**
+ * A value as a report shows it, as the export had it: text as text (cut to
+ * 80 characters), a JSON number or boolean as itself (Odoo's `false` stays
+ * `false`, not the text "false"), a list or object as its JSON text (cut).
+ */
+export type ShownValue = string | number | boolean;
+
 /** An optional field whose value failed: it is left out of the body, and the row still maps. */
 export interface FieldWarning {
   /** The platform field, or `custom.<key>` for a custom entry. */
   field: string;
   reason: string;
-  /** The value as text, cut to 80 characters; absent when there was none. */
-  value?: string;
+  /** The value as the export had it (ShownValue); absent when there was none. */
+  value?: ShownValue;
 }
 
 export interface MappedRow<B extends MappedBody = MappedBody> {
@@ -42,8 +49,8 @@ export interface InvalidRow {
   field: string;
   /** Human reason, e.g. "not a valid e-mail address", "missing: no value in columns Company name". */
   reason: string;
-  /** The offending value as text, cut to 80 characters; absent when there was none. */
-  value?: string;
+  /** The offending value as the export had it (ShownValue); absent when there was none. */
+  value?: ShownValue;
   /** The row's first identity key (`x:…`), when its identity fields mapped: who the row was. */
   identity?: string;
 }
@@ -59,8 +66,8 @@ export interface SkippedRow {
   field: string;
   /** The rule's reason, `{value}` filled in. */
   reason: string;
-  /** The value the rule read, as text, cut to 80 characters. */
-  value?: string;
+  /** The value the rule read, as the export had it (ShownValue). */
+  value?: ShownValue;
   /** The row's first identity key, when its identity fields map. */
   identity?: string;
 }

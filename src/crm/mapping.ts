@@ -13,6 +13,7 @@ import type {
   FieldWarning,
   MapResult,
   MappedBody,
+  ShownValue,
   SkippedRow,
 } from './mapped.js';
 import type { SourceRow } from './row.js';
@@ -284,8 +285,10 @@ function parseTemplate(template: string): TemplatePart[] | string {
   return parts;
 }
 
-function shown(v: unknown): string | undefined {
+/** The value for a report, as the export had it (ShownValue): a JSON `false` stays `false`. */
+function shown(v: unknown): ShownValue | undefined {
   if (v === undefined || v === null) return undefined;
+  if (typeof v === 'number' || typeof v === 'boolean') return v;
   const s = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
   return s.length > 80 ? s.slice(0, 80) : s;
 }

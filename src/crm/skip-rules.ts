@@ -17,6 +17,7 @@
  * as read. A job can turn a rule off by name (`withoutSkipRules`).
  */
 import { z } from 'zod';
+import type { ShownValue } from './mapped.js';
 import { Invalid, pipeline, TransformSpecSchema } from './transforms.js';
 
 const Scalar = z.union([z.string(), z.number(), z.boolean()]);
@@ -69,8 +70,8 @@ export type SkipSectionOutput = z.output<typeof SkipSection>;
 export interface SkipMatch {
   rule: string;
   reason: string;
-  /** The value as read, as text, cut to 80 characters; absent when there was none. */
-  value?: string;
+  /** The value as read, as the export had it (ShownValue); absent when there was none. */
+  value?: ShownValue;
 }
 
 export interface CompiledSkipRule {
@@ -82,8 +83,8 @@ export interface CompiledSkipRule {
 export interface SkipRuleContext {
   /** Reads `from` as a field's `from` is read: the first non-null value, or null when absent. */
   reader(from: string | string[]): (rec: Record<string, unknown>) => unknown;
-  /** The value as shown in reports (text, cut). */
-  shown(value: unknown): string | undefined;
+  /** The value as shown in reports (ShownValue). */
+  shown(value: unknown): ShownValue | undefined;
 }
 
 /** Text for comparing with `equals` / `in` / `notIn`: trimmed and lower-cased. */
@@ -125,7 +126,8 @@ export function compileSkipRules(
         const v = raw === null ? null : transform(raw);
         if (v instanceof Invalid || !matches(v)) return undefined;
         const value = ctx.shown(raw);
-        const reason = parts.length === 1 ? r.reason : parts.join(value ?? '');
+        const reason =
+          parts.length === 1 ? r.reason : parts.join(value === undefined ? '' : String(value));
         return value === undefined ? { rule: name, reason } : { rule: name, reason, value };
       },
     };

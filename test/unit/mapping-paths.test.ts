@@ -190,6 +190,33 @@ describe('null markers on JSON scalars', () => {
   });
 });
 
+describe('values in failures', () => {
+  it('keep their JSON type: a JSON false is false, not the text "false"', () => {
+    const m = compileMapping({
+      name: 'shown',
+      version: 1,
+      entity: 'members',
+      fields: {
+        external_id: { template: 'odoo:user:{id}' },
+        email: { from: 'email', required: true },
+        meeting_insights: { from: 'insights', required: true },
+      },
+    });
+    expect(m.map(row({ id: 1, email: false }))).toMatchObject({
+      ok: false,
+      field: 'email',
+      value: false,
+    });
+    expect(m.map(row({ id: 1, email: 'a@b.co', insights: 7 }))).toMatchObject({
+      ok: false,
+      field: 'meeting_insights',
+      value: 7,
+    });
+    expect(m.map(row({ id: 1, email: 'false' }))).toMatchObject({ ok: false, value: 'false' });
+    expect(m.map(row({ id: 1, email: { a: 1 } }))).toMatchObject({ ok: false, value: '{"a":1}' });
+  });
+});
+
 describe('paths', () => {
   it('lists what each field reads: a from list, each placeholder, custom entries', () => {
     const m = compileMapping({

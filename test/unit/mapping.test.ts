@@ -564,7 +564,8 @@ describe('skip rules', () => {
     });
     expect(owners.map(row({ id: '1', email: 'a@b.co', meta: { archived: true } }))).toMatchObject({
       rule: 'archived',
-      value: 'true',
+      // As the export had it: the JSON true, not the text "true".
+      value: true,
       identity: 'x:hubspot:owner:1',
     });
   });
