@@ -105,8 +105,9 @@ export class PathCoverage {
     return this.seen >= this.limit;
   }
 
+  /** Looks at one record; anything but an object (a JSON array element `3`) is not a row of fields. */
   observe(rec: Record<string, unknown>): void {
-    if (this.full) return;
+    if (this.full || rec === null || typeof rec !== 'object' || Array.isArray(rec)) return;
     this.seen++;
     for (const t of this.tracked) {
       for (const r of t.refs) {

@@ -67,6 +67,19 @@ describe('PathCoverage', () => {
     expect(s.uses[0]!.refs[0]!.rows).toBe(0);
   });
 
+  it('does not count a record that is not an object', () => {
+    const s = cover(
+      [{ field: 'fields.name', refs: ['a'], required: true }],
+      [
+        null as unknown as Record<string, unknown>,
+        [1] as unknown as Record<string, unknown>,
+        { a: 1 },
+      ],
+    );
+    expect(s.rows).toBe(1);
+    expect(s.uses[0]!.refs[0]!.rows).toBe(1);
+  });
+
   it('counts a JSON null or false as found: the key is there', () => {
     const s = cover(
       [{ field: 'fields.website', refs: ['website'], required: false }],
