@@ -10,11 +10,14 @@
  * the state machine, which jumps between quotes, delimiters and newlines with
  * `indexOf`. Cells are kept as read (no trimming: the mapping trims). Blank
  * lines are skipped. A quote inside an unquoted cell is kept as a character,
- * as spreadsheets write it (`5" screen`).
+ * as spreadsheets write it (`5" screen`). A row with bytes that were not
+ * UTF-8 on any of its lines is a problem row (a bad byte in the header ends
+ * the read: without names no row can be read).
  */
 import type { SourceRow } from './row.js';
 import { normaliseHeader, type HeaderColumn } from './headers.js';
 import { SourceError } from './source-error.js';
+import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
 export type CsvDelimiter = ',' | ';' | '\t' | '|';
 const CANDIDATES: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
@@ -83,6 +86,8 @@ export class CsvParser {
   private delimiter: CsvDelimiter | undefined;
   private delimCode = 44;
   private pending = '';
+  private pendingNotUtf8: NotUtf8[] = [];
+  private readonly notUtf8 = new NotUtf8Marks();
   private started = false;
   private crOnly = false;
   private state: State = FIELD_START;
@@ -107,22 +112,26 @@ export class CsvParser {
     this.maxChars = Math.floor(opts.maxFieldBytes / 3);
   }
 
-  push(text: string, out: SourceRow[]): void {
+  push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
     if (!this.started) {
+      if (notUtf8) {
+        const at = this.pending.length;
+        for (const m of notUtf8) this.pendingNotUtf8.push({ ...m, index: at + m.index });
+      }
       this.pending += text;
       if (!this.start(false)) return;
-      text = this.pending;
-      this.pending = '';
-    } else if (this.crOnly) text = text.replaceAll('\r', '\n');
+      this.scanPending(out);
+      return;
+    }
+    if (this.crOnly) text = text.replaceAll('\r', '\n');
+    if (notUtf8) this.notUtf8.addLines(text, this.line, notUtf8);
     this.scan(text, out);
   }
 
   end(out: SourceRow[]): void {
     if (!this.started) {
       this.start(true);
-      const text = this.pending;
-      this.pending = '';
-      this.scan(text, out);
+      this.scanPending(out);
     }
     switch (this.state) {
       case QUOTED:
@@ -174,6 +183,15 @@ export class CsvParser {
     }
     this.started = true;
     return true;
+  }
+
+  /** The text held until the first line was complete (its bare CRs already read as line ends). */
+  private scanPending(out: SourceRow[]): void {
+    const text = this.pending;
+    this.pending = '';
+    if (this.pendingNotUtf8.length > 0) this.notUtf8.addLines(text, this.line, this.pendingNotUtf8);
+    this.pendingNotUtf8 = [];
+    this.scan(text, out);
   }
 
   private setDelimiter(d: CsvDelimiter): void {
@@ -335,13 +353,21 @@ export class CsvParser {
     const fields = this.fields;
     const count = fields.length + this.extraFields;
     const line = this.recLine;
-    const problem = this.problem;
+    // The record ends on this.line: a bad byte on any of its lines costs it.
+    const bad = this.notUtf8.next <= this.line ? this.notUtf8.take(this.line) : undefined;
+    const problem = bad === undefined ? this.problem : notUtf8Problem(bad);
     this.fields = [];
     this.extraFields = 0;
     this.problem = undefined;
     this.state = FIELD_START;
     if (count === 1 && fields[0] === '' && !this.hadQuote) return; // a blank line
     if (this.header === undefined) {
+      if (bad !== undefined) {
+        throw new SourceError('source.encoding', `header: ${problem}`, {
+          source: this.opts.source,
+          line,
+        });
+      }
       this.setHeader(fields, line, problem);
       return;
     }

@@ -9,12 +9,15 @@
  * The target array is `recordsPath` (dotted keys from the top-level object)
  * when given, else the top-level array, else the first key among `results`,
  * `records`, `data`, `items` (in document order) whose value is an array.
- * An element that is not an object, or not valid JSON, is a problem row; a
- * broken structure (truncated file, mismatched brackets) is a SourceError.
+ * An element that is not an object, or not valid JSON, or that holds bytes
+ * that were not UTF-8, is a problem row; a broken structure (truncated file,
+ * mismatched brackets), or bytes that were not UTF-8 outside the records, is
+ * a SourceError.
  */
 import type { SourceRow } from './row.js';
 import { overBytes, parseRecord } from './ndjson.js';
 import { SourceError } from './source-error.js';
+import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
 export const DEFAULT_RECORD_KEYS: readonly string[] = ['results', 'records', 'data', 'items'];
 
@@ -65,13 +68,19 @@ export class JsonArrayParser {
   private elemOversized = false;
   private elemLine = 0;
   private openLine = 0;
+  // Offsets in the whole text: of the chunk being read, and of the element's start.
+  private base = 0;
+  private elemAt = 0;
+  /** Keyed by offset in the whole text: records may share a line. */
+  private readonly notUtf8 = new NotUtf8Marks();
 
   constructor(opts: JsonOptions) {
     this.opts = opts;
     this.path = opts.recordsPath?.split('.');
   }
 
-  push(text: string, out: SourceRow[]): void {
+  push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
+    if (notUtf8) for (const m of notUtf8) this.notUtf8.add(this.base + m.index, m.offset);
     const n = text.length;
     let i = 0;
     let keyFrom = 0;
@@ -118,6 +127,7 @@ export class JsonArrayParser {
       if (depth === this.targetDepth && c !== COMMA && c !== RBRACKET && !this.elemActive) {
         this.elemActive = true;
         this.elemStart = i;
+        this.elemAt = this.base + i;
         this.elemLine = this.line;
         this.afterComma = false;
       }
@@ -173,11 +183,13 @@ export class JsonArrayParser {
       i++;
     }
     if (this.elemActive) this.keepElement(text.slice(this.elemStart));
+    this.base += n;
   }
 
   /** Checks that the file ended where it should; every row was emitted by `push`. */
   end(_out: SourceRow[]): void {
     const source = this.opts.source;
+    this.outsideRecords(this.elemActive ? this.elemAt : Infinity);
     if (!this.topSeen)
       throw new SourceError('source.empty', 'empty export: no JSON value', { source });
     if (this.stack.length > 0 || this.inString) {
@@ -270,6 +282,11 @@ export class JsonArrayParser {
 
   private endElement(text: string, end: number, out: SourceRow[]): void {
     const line = this.elemLine;
+    let bad: number | undefined;
+    if (this.notUtf8.next < this.base + end) {
+      this.outsideRecords(this.elemAt);
+      bad = this.notUtf8.take(this.base + end - 1);
+    }
     // An element inside the chunk is parsed in place; one begun in an earlier chunk is joined first.
     let body = text;
     let from = this.elemStart;
@@ -284,6 +301,10 @@ export class JsonArrayParser {
     this.elemActive = false;
     this.elemParts = '';
     this.elemOversized = false;
+    if (bad !== undefined) {
+      out.push({ line, problem: notUtf8Problem(bad) });
+      return;
+    }
     if (oversized) {
       out.push({
         line,
@@ -292,6 +313,15 @@ export class JsonArrayParser {
       return;
     }
     out.push(parseRecord(line, body, from, to));
+  }
+
+  /** Bytes that were not UTF-8 before `offset` and in no record: the structure itself is broken. */
+  private outsideRecords(offset: number): void {
+    if (this.notUtf8.next >= offset) return;
+    const bad = this.notUtf8.take(this.notUtf8.next) ?? 0;
+    throw new SourceError('source.encoding', notUtf8Problem(bad, 'outside the records'), {
+      source: this.opts.source,
+    });
   }
 
   private fail(detail: string): never {

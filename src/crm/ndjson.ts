@@ -2,12 +2,14 @@
  * Newline-delimited JSON: one value per line. A line that is not valid JSON,
  * or not an object, is a problem row with its line number and the file goes
  * on. Blank lines are skipped. A line longer than `maxRecordBytes` is dropped
- * as it streams (memory stays bounded) and reported as a problem row.
+ * as it streams (memory stays bounded) and reported as a problem row, as is
+ * a line with bytes that were not UTF-8.
  * Each line is parsed by `parseJson` (json-value.ts), which returns what
  * JSON.parse would but leaves short string values out of V8's string table.
  */
 import { parseJson } from './json-value.js';
 import type { SourceRow } from './row.js';
+import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
 export interface NdjsonOptions {
   maxRecordBytes: number;
@@ -53,13 +55,15 @@ export class NdjsonParser {
   line = 1;
   private partial = '';
   private oversized = false;
+  private readonly notUtf8 = new NotUtf8Marks();
   private readonly opts: NdjsonOptions;
 
   constructor(opts: NdjsonOptions) {
     this.opts = opts;
   }
 
-  push(text: string, out: SourceRow[]): void {
+  push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
+    if (notUtf8) this.notUtf8.addLines(text, this.line, notUtf8);
     let i = 0;
     while (i < text.length) {
       const nl = text.indexOf('\n', i);
@@ -103,6 +107,12 @@ export class NdjsonParser {
   /** The line `text.slice(start, end)`. */
   private emit(text: string, start: number, end: number, out: SourceRow[]): void {
     const line = this.line++;
+    const bad = this.notUtf8.next <= line ? this.notUtf8.take(line) : undefined;
+    if (bad !== undefined) {
+      this.oversized = false;
+      out.push({ line, problem: notUtf8Problem(bad) });
+      return;
+    }
     if (this.oversized || overBytes(text, start, end, this.opts.maxRecordBytes)) {
       this.oversized = false;
       out.push({

@@ -2,8 +2,9 @@
  * The entry point of the CRM layer: `readRows(spec)` streams an export, a
  * local file or an http(s) URL, as batches of `SourceRow`s, whatever its
  * format (CSV, NDJSON, JSON), compression (gzip) or encoding (UTF-8,
- * UTF-16 with BOM). Memory stays bounded by the batch size and the largest
- * record, not by the file.
+ * UTF-16 with BOM, or `spec.encoding`). Memory stays bounded by the batch
+ * size and the largest record, not by the file. A row holding bytes that are
+ * not UTF-8 is a problem row (decode.ts, utf8.ts); the other rows are read.
  *
  * The format is `spec.format`, else the file extension (`.csv`, `.tsv`,
  * `.txt`; `.ndjson`, `.jsonl`; `.json`; a `.gz` suffix is looked through),
@@ -21,6 +22,7 @@ import { DEFAULT_RECORD_KEYS, JsonArrayParser } from './json.js';
 import { NdjsonParser } from './ndjson.js';
 import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
+import type { Decoded, NotUtf8 } from './utf8.js';
 import {
   SourceSpecSchema,
   formatFromName,
@@ -51,7 +53,8 @@ export const DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
 interface Parser {
   readonly line: number;
-  push(text: string, out: SourceRow[]): void;
+  /** `notUtf8`: the bad UTF-8 sequences in `text`, whose rows become problem rows. */
+  push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void;
   end(out: SourceRow[]): void;
 }
 
@@ -102,10 +105,15 @@ function specError(
   return new SourceError('source.config', `invalid source: ${list.join('; ')}`, { source: name });
 }
 
-function countNewlines(parts: string[]): number {
+function countNewlines(parts: Decoded[]): number {
   let n = 0;
-  for (const p of parts) for (let i = p.indexOf('\n'); i >= 0; i = p.indexOf('\n', i + 1)) n++;
+  for (const { text } of parts)
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
   return n;
+}
+
+function joined(parts: Decoded[]): string {
+  return parts.map((p) => p.text).join('');
 }
 
 /** Streams an export as batches of rows. Faults of the whole source throw `SourceError`. */
@@ -126,14 +134,15 @@ export async function* readRows(
 
   let format: SourceFormat | undefined = spec.format ?? formatFromName(spec);
   let parser: Parser | undefined;
-  const sniffed: string[] = [];
+  const sniffed: Decoded[] = [];
   const info: DecodeInfo = {};
-  const text = decodeText(
-    openBytes(spec, { signal, env: opts.env }),
-    name,
-    () => parser?.line ?? 1 + countNewlines(sniffed),
+  const text = decodeText(openBytes(spec, { signal, env: opts.env }), {
+    source: name,
+    encoding: spec.encoding,
+    currentLine: () => parser?.line ?? 1 + countNewlines(sniffed),
+    logger,
     info,
-  );
+  });
 
   const create = (f: SourceFormat): Parser => {
     logger.debug({ source: name, format: f, encoding: info.encoding }, 'reading export');
@@ -155,11 +164,11 @@ export async function* readRows(
     signal?.throwIfAborted();
     if (parser === undefined) {
       sniffed.push(chunk);
-      format ??= sniffFormat(sniffed.join(''), false, spec.recordsPath, maxRecordBytes);
+      format ??= sniffFormat(joined(sniffed), false, spec.recordsPath, maxRecordBytes);
       if (format === undefined) continue;
       parser = create(format);
-      for (const s of sniffed.splice(0)) parser.push(s, out);
-    } else parser.push(chunk, out);
+      for (const s of sniffed.splice(0)) parser.push(s.text, out, s.notUtf8);
+    } else parser.push(chunk.text, out, chunk.notUtf8);
     while (out.length >= batchSize) {
       let batch: SourceRow[];
       if (out.length === batchSize) {
@@ -175,8 +184,8 @@ export async function* readRows(
     }
   }
   if (parser === undefined) {
-    parser = create(format ?? sniffFormat(sniffed.join(''), true, spec.recordsPath) ?? 'csv');
-    for (const s of sniffed.splice(0)) parser.push(s, out);
+    parser = create(format ?? sniffFormat(joined(sniffed), true, spec.recordsPath) ?? 'csv');
+    for (const s of sniffed.splice(0)) parser.push(s.text, out, s.notUtf8);
   }
   parser.end(out);
   for (let k = 0; k < out.length; k += batchSize) {

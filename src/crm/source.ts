@@ -17,6 +17,7 @@ import { createGunzip } from 'node:zlib';
 import { got, HTTPError, RequestError, TimeoutError } from 'got';
 import { z } from 'zod';
 import { registerSecret } from '../log.js';
+import { encodingName } from './decode.js';
 import { SourceError } from './source-error.js';
 
 export const SOURCE_FORMATS = ['csv', 'ndjson', 'json'] as const;
@@ -26,6 +27,12 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number];
 export const RecordsPath = z
   .string()
   .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"');
+
+/** The export's encoding when it has no byte-order mark: a WHATWG label Node can decode. */
+export const SourceEncoding = z.string().refine((label) => encodingName(label) !== undefined, {
+  error: (issue) =>
+    `unknown encoding ${JSON.stringify(issue.input)}: give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis`,
+});
 
 export const SourceSpecSchema = z
   .strictObject({
@@ -39,6 +46,7 @@ export const SourceSpecSchema = z
     format: z.enum(SOURCE_FORMATS).optional(),
     delimiter: z.enum([',', ';', '\t', '|']).optional(),
     recordsPath: RecordsPath.optional(),
+    encoding: SourceEncoding.optional(),
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),

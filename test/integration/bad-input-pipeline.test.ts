@@ -58,7 +58,6 @@ const unreadable: Unreadable[] = [
   { file: 'blank-lines-only.csv', says: 'only blank lines' },
   { file: 'truncated.csv.gz', says: 'truncated gzip' },
   { file: 'corrupt.csv.gz', says: 'corrupt gzip' },
-  { file: 'invalid-utf8.csv', line: 3, says: 'invalid UTF-8' },
   { file: 'utf16-no-bom.txt', says: 'UTF-16 LE without a byte-order mark' },
   { file: 'not-an-array.json', says: 'not an array of records' },
   { file: 'number.json', line: 1, says: 'the export is a number' },
@@ -104,6 +103,22 @@ describe('bad exports through the whole pipeline', () => {
       ['bad:Acme', 'Acme', 'https://acme.com'],
       ['bad:Umbrella', 'Umbrella', 'https://umbrella.example'],
     ]);
+  });
+
+  it('a row that is not UTF-8 is a failure naming the byte; the rows around it sync', async () => {
+    const h = await engine();
+    const run = await runFile(h, job('invalid-utf8.csv'));
+    expect(run.status, run.error).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 3, created: 2, invalid: 1 });
+    const failures = await h.failures(run.id);
+    expect(failures.map((f) => [f.line, f.kind, f.reason])).toEqual([
+      [
+        3,
+        'invalid',
+        'not UTF-8 at byte 30 of the export; set source.encoding if the export is Windows-1252',
+      ],
+    ]);
+    expect((await h.dump()).companies.map((c) => c.name).sort()).toEqual(['Acme', 'Globex']);
   });
 
   it('an NDJSON line that is not JSON is a failure; the lines around it sync', async () => {

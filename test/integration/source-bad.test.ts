@@ -46,7 +46,6 @@ const failing: Case[] = [
   { file: 'blank-lines-only.csv', code: 'source.empty', says: 'only blank lines' },
   { file: 'truncated.csv.gz', code: 'source.gzip', says: 'truncated gzip' },
   { file: 'corrupt.csv.gz', code: 'source.gzip', says: 'corrupt gzip' },
-  { file: 'invalid-utf8.csv', code: 'source.encoding', line: 3, says: 'invalid UTF-8' },
   {
     file: 'utf16-no-bom.txt',
     code: 'source.encoding',
@@ -84,6 +83,21 @@ describe('bad rows in readable exports', () => {
       { line: 4, problem: 'row has 4 fields, header has 3' },
       { line: 5, record: { Name: 'Umbrella', Website: 'umbrella.example', City: 'Raccoon City' } },
     ]);
+  });
+
+  it('a row with a byte that is not UTF-8 is a problem row naming the byte; the rest is read', async () => {
+    expect(await readAll({ path: `${BAD}/invalid-utf8.csv` })).toEqual([
+      { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
+      {
+        line: 3,
+        problem:
+          'not UTF-8 at byte 30 of the export; set source.encoding if the export is Windows-1252',
+      },
+      { line: 4, record: { Name: 'Globex', City: 'Cypress' } },
+    ]);
+    expect(
+      await readAll({ path: `${BAD}/invalid-utf8.csv`, encoding: 'windows-1252' }),
+    ).toContainEqual({ line: 3, record: { Name: 'Café Noir', City: 'Paris' } });
   });
 
   it('an NDJSON line that is not valid JSON is a problem row', async () => {

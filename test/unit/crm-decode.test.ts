@@ -1,27 +1,39 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import {
-  decodeText,
-  detectEncoding,
-  firstInvalidUtf8,
-  notTextReason,
-} from '../../src/crm/decode.js';
+import { CsvParser } from '../../src/crm/csv.js';
+import { bomEncoding, decodeText, encodingName, notTextReason } from '../../src/crm/decode.js';
 import { normaliseHeader } from '../../src/crm/headers.js';
+import { JsonArrayParser } from '../../src/crm/json.js';
+import { NdjsonParser } from '../../src/crm/ndjson.js';
 import { sniffFormat } from '../../src/crm/read.js';
+import type { SourceRow } from '../../src/crm/row.js';
 import { SourceError } from '../../src/crm/source-error.js';
-import { displayUrl, formatFromName, requestHeaders } from '../../src/crm/source.js';
+import {
+  SourceSpecSchema,
+  displayUrl,
+  formatFromName,
+  requestHeaders,
+} from '../../src/crm/source.js';
+import { loadJob } from '../../src/jobs/definition.js';
+import { createLogger } from '../../src/log.js';
 
-async function decodeAll(chunks: Uint8Array[]): Promise<string> {
-  async function* gen(): AsyncGenerator<Uint8Array> {
-    yield* chunks;
-  }
+async function* gen(chunks: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  yield* chunks;
+}
+
+async function decodeAll(chunks: Uint8Array[], encoding?: string): Promise<string> {
   let text = '';
-  for await (const t of decodeText(gen(), 'x.csv', () => 1 + (text.match(/\n/g)?.length ?? 0)))
-    text += t;
+  const currentLine = () => 1 + (text.match(/\n/g)?.length ?? 0);
+  for await (const d of decodeText(gen(chunks), { source: 'x.csv', encoding, currentLine }))
+    text += d.text;
   return text;
 }
 
-async function decodeError(chunks: Uint8Array[]): Promise<SourceError> {
-  const err = await decodeAll(chunks).then(
+async function decodeError(chunks: Uint8Array[], encoding?: string): Promise<SourceError> {
+  const err = await decodeAll(chunks, encoding).then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -29,30 +41,102 @@ async function decodeError(chunks: Uint8Array[]): Promise<SourceError> {
   return err;
 }
 
+type Parser = CsvParser | NdjsonParser | JsonArrayParser;
+const csv = (): Parser => new CsvParser({ source: 'x.csv', maxFieldBytes: 1 << 20 });
+
+/** Rows of `chunks` decoded and parsed as readRows does it, chunk by chunk. */
+async function rowsOf(
+  chunks: Uint8Array[],
+  parser: Parser = csv(),
+  encoding?: string,
+): Promise<SourceRow[]> {
+  const out: SourceRow[] = [];
+  const currentLine = () => parser.line;
+  for await (const d of decodeText(gen(chunks), { source: 'x.csv', encoding, currentLine }))
+    parser.push(d.text, out, d.notUtf8);
+  parser.end(out);
+  return out;
+}
+
+/** `bytes` cut at the given offsets. */
+function cut(bytes: Uint8Array, ...at: number[]): Uint8Array[] {
+  const points = [0, ...at, bytes.length];
+  return points.slice(1).map((p, k) => bytes.subarray(points[k], p));
+}
+
+/** `bytes` in chunks of `size` bytes. */
+function chunked(bytes: Uint8Array, size: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) out.push(bytes.subarray(i, i + size));
+  return out;
+}
+
+const bytes = (...parts: (string | number[])[]): Buffer =>
+  Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
+
+const problem = (offset: number): string =>
+  `not UTF-8 at byte ${offset} of the export; set source.encoding if the export is Windows-1252`;
+
 describe('decodeText', () => {
   it('strips a UTF-8 BOM and decodes characters split across chunks', async () => {
-    const bytes = Buffer.from('\uFEFFname\nZürich €\n');
-    const chunks = Array.from(bytes, (b) => Uint8Array.of(b));
-    expect(await decodeAll(chunks)).toBe('name\nZürich €\n');
+    const b = Buffer.from('\uFEFFname\nZürich €\n');
+    expect(await decodeAll(chunked(b, 1))).toBe('name\nZürich €\n');
   });
 
   it('decodes UTF-16 LE and BE with a BOM, split at odd offsets', async () => {
     const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('a\tb\nÜ\t€\n', 'utf16le')]);
-    expect(await decodeAll([le.subarray(0, 3), le.subarray(3, 8), le.subarray(8)])).toBe(
-      'a\tb\nÜ\t€\n',
-    );
+    expect(await decodeAll(cut(le, 3, 8))).toBe('a\tb\nÜ\t€\n');
     const be = Buffer.from(le.subarray(2)).swap16();
     expect(await decodeAll([Buffer.concat([Buffer.from([0xfe, 0xff]), be])])).toBe('a\tb\nÜ\t€\n');
   });
 
-  it('names the line of invalid UTF-8', async () => {
-    const err = await decodeError([
-      Buffer.from('a,b\n1,2\n'),
-      Buffer.from([0x33, 0x2c, 0xe9, 0x0a]),
-    ]);
+  it('decodes with source.encoding: é, € and smart quotes from Windows-1252', async () => {
+    // "Café" 80 “Zürich” … , each byte a character of Windows-1252.
+    const b = bytes('Caf', [0xe9, 0x20, 0x80, 0x20, 0x93], 'Z', [0xfc], 'rich', [0x94, 0x20, 0x85]);
+    expect(await decodeAll(cut(b, 4), 'windows-1252')).toBe('Café € “Zürich” …');
+    // latin1 and iso-8859-1 are labels of windows-1252 (as in browsers).
+    expect(await decodeAll([b], 'latin1')).toBe('Café € “Zürich” …');
+    // Bytes 80-9F are Windows-1252's characters under these labels too, not C1 controls.
+    expect(await decodeAll([Uint8Array.of(0x80, 0x0a)], 'iso-8859-1')).toBe('€\n');
+  });
+
+  it('lets a byte-order mark win over source.encoding, and says so at debug level', async () => {
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString());
+        cb();
+      },
+    });
+    const logger = createLogger({ level: 'debug', destination, pretty: false });
+    const b = bytes([0xef, 0xbb, 0xbf], 'Café €\n');
+    let text = '';
+    for await (const d of decodeText(gen([b]), {
+      source: 'x.csv',
+      encoding: 'windows-1252',
+      currentLine: () => 1,
+      logger,
+    }))
+      text += d.text;
+    expect(text).toBe('Café €\n');
+    expect(lines.join('')).toContain('the byte-order mark overrides source.encoding');
+    const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('Ü\n', 'utf16le')]);
+    expect(await decodeAll([le], 'windows-1252')).toBe('Ü\n');
+  });
+
+  it('reads UTF-16 without a BOM when source.encoding says so', async () => {
+    const b = Buffer.from('id\tname\n1\tMüller\n', 'utf16le');
+    expect(await decodeAll([b], 'utf-16le')).toBe('id\tname\n1\tMüller\n');
+  });
+
+  it('ends the read, naming the line, when bytes do not decode in a labelled encoding', async () => {
+    // 0x81 0x20 is no Shift_JIS character.
+    const err = await decodeError([bytes('a,b\n1,2\n3,', [0x81, 0x20], '\n')], 'shift_jis');
     expect(err.code).toBe('source.encoding');
     expect(err.line).toBe(3);
-    expect(err.message).toMatch(/^x\.csv line 3: invalid UTF-8/);
+    expect(err.message).toBe(
+      'x.csv line 3: bytes that do not decode as shift_jis; is source.encoding right?',
+    );
   });
 
   it('refuses empty input, binary data, zip archives and UTF-16 without a BOM', async () => {
@@ -61,20 +145,176 @@ describe('decodeText', () => {
     expect((await decodeError([Buffer.from([1, 2, 0, 0, 0xff, 7, 0, 9, 0, 0, 3])])).code).toBe(
       'source.not-text',
     );
+    // Binary data is not text whatever the label.
+    expect(
+      (await decodeError([Buffer.from([1, 2, 0, 0, 0xff, 7, 0, 9, 0, 0, 3])], 'windows-1252')).code,
+    ).toBe('source.not-text');
     expect(notTextReason(Buffer.from('PK\x03\x04rest', 'latin1'))).toContain('zip archive');
     const err = await decodeError([Buffer.from('id\tname\n1\tAcme\n', 'utf16le')]);
     expect(err.code).toBe('source.encoding');
-    expect(err.message).toContain('UTF-16 LE without a byte-order mark');
+    expect(err.message).toContain(
+      'UTF-16 LE without a byte-order mark; set source.encoding to utf-16le',
+    );
   });
 
-  it('detects encodings from the BOM and finds the first invalid UTF-8 byte', () => {
-    expect(detectEncoding(Uint8Array.of(0xff, 0xfe, 0x41, 0))).toBe('utf-16le');
-    expect(detectEncoding(Uint8Array.of(0xfe, 0xff, 0, 0x41))).toBe('utf-16be');
-    expect(detectEncoding(Uint8Array.of(0x41))).toBe('utf-8');
-    expect(firstInvalidUtf8(Buffer.from('ab€c'))).toBe(6);
-    expect(firstInvalidUtf8(Uint8Array.of(0x82, 0xac, 0x41, 0xff))).toBe(3);
-    expect(firstInvalidUtf8(Uint8Array.of(0x41, 0xe2, 0x82))).toBe(3);
-    expect(firstInvalidUtf8(Uint8Array.of(0x41, 0xe2, 0x41))).toBe(1);
+  it('knows the encodings of BOMs and of WHATWG labels', () => {
+    expect(bomEncoding(Uint8Array.of(0xff, 0xfe, 0x41, 0))).toBe('utf-16le');
+    expect(bomEncoding(Uint8Array.of(0xfe, 0xff, 0, 0x41))).toBe('utf-16be');
+    expect(bomEncoding(Uint8Array.of(0xef, 0xbb, 0xbf, 0x41))).toBe('utf-8');
+    expect(bomEncoding(Uint8Array.of(0x41))).toBeUndefined();
+    expect(encodingName('Latin1')).toBe('windows-1252');
+    expect(encodingName('cp1252')).toBe('windows-1252');
+    expect(encodingName('Shift_JIS')).toBe('shift_jis');
+    expect(encodingName('utf8')).toBe('utf-8');
+    expect(encodingName('windows-1253x')).toBeUndefined();
+    // WHATWG's "replacement" decodes anything to one U+FFFD: not an encoding to read with.
+    expect(encodingName('iso-2022-kr')).toBeUndefined();
+  });
+
+  it('validates source.encoding when a job file is loaded, naming the label', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-encoding-'));
+    try {
+      const job = (encoding: string) =>
+        writeFileSync(
+          join(dir, 'accounts.yaml'),
+          `entity: companies\nmapping: salesforce-accounts\nsource: { path: a.csv, encoding: ${encoding} }\n`,
+        );
+      job('windows-1252');
+      expect(loadJob(dir, 'accounts').source.encoding).toBe('windows-1252');
+      job('cp-1252');
+      expect(() => loadJob(dir, 'accounts')).toThrow(
+        `${join(dir, 'accounts.yaml')}: source.encoding: unknown encoding "cp-1252"`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('validates source.encoding in a source spec, naming the label', () => {
+    expect(SourceSpecSchema.safeParse({ path: 'a.csv', encoding: 'windows-1252' }).success).toBe(
+      true,
+    );
+    const r = SourceSpecSchema.safeParse({ path: 'a.csv', encoding: 'win-1252' });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      [
+        'encoding',
+        'unknown encoding "win-1252": give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis',
+      ],
+    ]);
+  });
+});
+
+describe('rows with bytes that are not UTF-8', () => {
+  const file = bytes(
+    'Name,City\n', // bytes 0-9
+    'Acme,Springfield\n', // 10-26
+    'Caf',
+    [0xe9], // byte 30: é in Windows-1252
+    ' Noir,Paris\n',
+    '"Initech\nnew ',
+    [0x93], // byte 56, on the 2nd line of a quoted field
+    'town',
+    [0x94],
+    '",Austin\n',
+    'Globex,Cypress\n',
+  );
+  const expected: SourceRow[] = [
+    { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
+    { line: 3, problem: problem(30) },
+    { line: 4, problem: problem(56) },
+    { line: 6, record: { Name: 'Globex', City: 'Cypress' } },
+  ];
+
+  it('cost their row, even inside a quoted field that spans lines; the other rows keep their lines', async () => {
+    expect(await rowsOf([file])).toEqual(expected);
+  });
+
+  it('however the bytes are cut into chunks', async () => {
+    for (const size of [1, 2, 3, 5, 7, 16])
+      expect(await rowsOf(chunked(file, size)), `size ${size}`).toEqual(expected);
+    // The bad byte as the last byte of a chunk, and as the first.
+    expect(await rowsOf(cut(file, 31))).toEqual(expected);
+    expect(await rowsOf(cut(file, 30))).toEqual(expected);
+  });
+
+  it('cost the row when the bad sequence is split across chunks', async () => {
+    // "€" cut short (e2 82) before a comma: one bad sequence over the chunk boundary.
+    const b = bytes('Name,City\n', 'Zur', [0xe2], [0x82], ',Bern\nBasel,Basel\n');
+    expect(await rowsOf(cut(b, 14))).toEqual([
+      { line: 2, problem: problem(13) },
+      { line: 3, record: { Name: 'Basel', City: 'Basel' } },
+    ]);
+  });
+
+  it('leave a 3-byte character split across chunks alone', async () => {
+    const b = bytes('Name,Price\n', 'Acme,10 €\n');
+    const at = b.indexOf(0xe2);
+    for (const chunks of [cut(b, at + 1), cut(b, at + 2), cut(b, at + 1, at + 2)]) {
+      expect(await rowsOf(chunks)).toEqual([{ line: 2, record: { Name: 'Acme', Price: '10 €' } }]);
+    }
+  });
+
+  it('cost the last row when the file ends inside a character', async () => {
+    const b = bytes('Name,City\nAcme,Springfield\nGlobex,Cypr', [0xe2, 0x82]);
+    expect(await rowsOf(chunked(b, 4))).toEqual([
+      { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
+      { line: 3, problem: problem(38) },
+    ]);
+  });
+
+  it('are read as the label says with source.encoding', async () => {
+    expect(await rowsOf(chunked(file, 5), csv(), 'windows-1252')).toEqual([
+      { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
+      { line: 3, record: { Name: 'Café Noir', City: 'Paris' } },
+      { line: 4, record: { Name: 'Initech\nnew “town”', City: 'Austin' } },
+      { line: 6, record: { Name: 'Globex', City: 'Cypress' } },
+    ]);
+  });
+
+  it('in the header end the read: without names no row can be read', async () => {
+    const err = await rowsOf([bytes('Name,Stra', [0xdf], 'e\nAcme,Main\n')]).then(
+      () => undefined,
+      (e: unknown) => e as SourceError,
+    );
+    expect(err).toBeInstanceOf(SourceError);
+    expect(err?.code).toBe('source.encoding');
+    expect(err?.message).toBe(`x.csv line 1: header: ${problem(9)}`);
+  });
+
+  it('cost their NDJSON line', async () => {
+    const b = bytes('{"a":"x"}\n{"a":"', [0xe9], '"}\n{"a":"y"}\n');
+    for (const size of [1, 3, 64]) {
+      expect(await rowsOf(chunked(b, size), new NdjsonParser({ maxRecordBytes: 1 << 20 }))).toEqual(
+        [
+          { line: 1, record: { a: 'x' } },
+          { line: 2, problem: problem(16) },
+          { line: 3, record: { a: 'y' } },
+        ],
+      );
+    }
+  });
+
+  it('cost their JSON record, even when all records share one line', async () => {
+    const b = bytes('{"results":[{"a":"x"},{"a":"', [0xe9], '"},{"a":"y"}],"paging":{}}');
+    const json = () => new JsonArrayParser({ source: 'x.json', maxRecordBytes: 1 << 20 });
+    for (const size of [1, 3, 64]) {
+      expect(await rowsOf(chunked(b, size), json())).toEqual([
+        { line: 1, record: { a: 'x' } },
+        { line: 1, problem: problem(28) },
+        { line: 1, record: { a: 'y' } },
+      ]);
+    }
+    // Outside the records, they break the export itself.
+    const outside = bytes('{"results":[{"a":"x"}],"paging":{"n":"', [0xe9], '"}}');
+    const err = await rowsOf([outside], json()).then(
+      () => undefined,
+      (e: unknown) => e as SourceError,
+    );
+    expect(err?.code).toBe('source.encoding');
+    expect(err?.message).toBe(
+      'x.json: not UTF-8 at byte 38 of the export, outside the records; set source.encoding if the export is Windows-1252',
+    );
   });
 });
 
