@@ -1,11 +1,13 @@
 /**
- * `crm-sync failures RUN`: the rows of a run that were not synced (invalid,
- * conflict, rejected, unsupported, failed), with line, kind, field, reason
- * and value. Pages through Redis, where they are kept complete, and writes
- * as it reads: a run with 100,000 bad rows never sits in memory whole.
+ * `crm-sync failures RUN [--kind K]`: the rows of a run that were not synced
+ * (invalid, conflict, rejected, unsupported, failed), the rows a skip rule
+ * left out (skipped) and the fields left out of synced rows (warning), with
+ * line, kind, field, reason and value. Pages through Redis, where they are
+ * kept complete, and writes as it reads: a run with 100,000 bad rows never
+ * sits in memory whole.
  */
-import type { Command } from 'commander';
-import type { FailureRow } from '../state/runs.js';
+import { Option, type Command } from 'commander';
+import { FAILURE_KINDS, type FailureKind, type FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import { csvRow } from './csv.js';
 import { integerOption } from './options.js';
@@ -17,6 +19,7 @@ interface FailuresFlags {
   csv?: boolean;
   limit?: number;
   offset: number;
+  kind?: FailureKind;
 }
 
 const PAGE = 1_000;
@@ -30,6 +33,11 @@ export function registerFailuresCommand(program: Command): void {
     .option('--csv', 'print RFC 4180 CSV (formula-safe cells, for spreadsheets)')
     .option('--limit <N>', 'at most this many rows (default: all)', integerOption('--limit', 1))
     .option('--offset <N>', 'skip this many rows first', integerOption('--offset', 0), 0)
+    .addOption(
+      new Option('--kind <kind>', 'only the rows of this kind').choices(
+        FAILURE_KINDS as readonly string[] as string[],
+      ),
+    )
     .action(async (runId: string, flags: FailuresFlags, command: Command) => {
       if (flags.json && flags.csv) {
         command.error('error: give --json or --csv, not both', {
@@ -46,13 +54,20 @@ export function registerFailuresCommand(program: Command): void {
           process.exitCode = 1;
           return;
         }
-        const rows = pages(producer.store, runId, flags.offset, flags.limit);
+        const rows = pages(producer.store, runId, flags.offset, flags.limit, flags.kind);
         const out = (s: string) => write(s);
         if (flags.json) await printJson(rows, out);
         else if (flags.csv) await printCsv(rows, out);
-        else {
+        else if (flags.kind) {
+          const listed = await printTable(rows, out);
+          process.stderr.write(
+            `run ${runId} (${run.job}): ${listed} row(s) of kind ${flags.kind}\n`,
+          );
+        } else {
           const total = await producer.store.countFailures(runId);
-          process.stderr.write(`run ${runId} (${run.job}): ${total} row(s) not synced\n`);
+          process.stderr.write(
+            `run ${runId} (${run.job}): ${total} row(s) not synced, skipped, or synced with a warning\n`,
+          );
           await printTable(rows, out);
         }
       } finally {
@@ -61,21 +76,46 @@ export function registerFailuresCommand(program: Command): void {
     });
 }
 
-/** The failure rows from `offset`, at most `limit`, a page at a time. */
+/**
+ * The failure rows from `offset`, at most `limit`, a page at a time; with
+ * `kind`, only rows of that kind (`offset` and `limit` count those rows).
+ */
 export async function* pages(
   store: StateStore,
   runId: string,
   offset: number,
   limit = Infinity,
+  kind?: FailureKind,
 ): AsyncGenerator<FailureRow[]> {
-  let at = offset;
+  if (kind === undefined) {
+    let at = offset;
+    let left = limit;
+    while (left > 0) {
+      const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
+      if (page.length === 0) return;
+      yield page;
+      at += page.length;
+      left -= page.length;
+    }
+    return;
+  }
+  // The list is one, in row order: rows of other kinds are read and passed over.
+  let at = 0;
+  let skip = offset;
   let left = limit;
   while (left > 0) {
-    const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
+    const page = await store.listFailures(runId, { offset: at, limit: PAGE });
     if (page.length === 0) return;
-    yield page;
     at += page.length;
-    left -= page.length;
+    let rows = page.filter((r) => r.kind === kind);
+    if (skip > 0) {
+      const dropped = Math.min(skip, rows.length);
+      rows = rows.slice(dropped);
+      skip -= dropped;
+    }
+    if (rows.length > left) rows = rows.slice(0, left);
+    left -= rows.length;
+    if (rows.length > 0) yield rows;
   }
 }
 
@@ -125,11 +165,14 @@ const COLUMNS: Column[] = [
   { header: 'FIELD', maxWidth: 24 },
   { header: 'REASON', maxWidth: 80 },
   { header: 'VALUE', maxWidth: 40 },
+  // Who the row was (its first identity key), where it had one.
+  { header: 'IDENTITY', maxWidth: 48 },
 ];
 
-/** A table per page: columns are as wide as each page needs. */
-export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
+/** A table per page: columns are as wide as each page needs. Returns how many rows it printed. */
+export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<number> {
   let header = true;
+  let count = 0;
   for await (const page of rows) {
     const table = formatTable(
       COLUMNS,
@@ -139,9 +182,12 @@ export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): P
         r.field ?? '',
         r.reason,
         r.value === undefined ? '' : JSON.stringify(r.value),
+        r.identity ?? '',
       ]),
     );
     await out(`${header ? table : table.slice(table.indexOf('\n') + 1)}\n`);
     header = false;
+    count += page.length;
   }
+  return count;
 }

@@ -7,6 +7,7 @@ import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
 import { dryRun } from '../engine/dry-run.js';
+import type { RowWarning } from '../engine/planning.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
 import { createRunRecord } from '../engine/run.js';
 import { startWorkerService } from '../engine/service.js';
@@ -212,12 +213,16 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
             failed: 0,
             skipped: c.skip + c.pending,
             unsupported: c.unsupported,
+            warnings: c.warnings,
           },
           actions: result.actions,
+          warnings: result.warnings,
         })}\n`,
       );
     } else {
-      process.stdout.write(`${formatPlan(jobName, result.counts, result.actions)}\n`);
+      process.stdout.write(
+        `${formatPlan(jobName, result.counts, result.actions, result.warnings)}\n`,
+      );
     }
     return 0;
   } finally {
@@ -226,11 +231,17 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
   }
 }
 
-function formatPlan(job: string, c: Record<string, number>, actions: Action[]): string {
+function formatPlan(
+  job: string,
+  c: Record<string, number>,
+  actions: Action[],
+  warnings: RowWarning[],
+): string {
   const lines = [
     `plan of ${job} (dry run, nothing written): read ${c.read}: would create ${c.create}, update ${c.update}; ` +
       `unchanged ${c.unchanged}, adopt ${c.adopt}, invalid ${c.invalid}, conflict ${c.conflict}, ` +
-      `skip ${c.skip}, unsupported ${c.unsupported}`,
+      `skip ${c.skip}, unsupported ${c.unsupported}` +
+      (c.warnings ? `; warnings ${c.warnings} (fields left out)` : ''),
   ];
   for (const a of actions.slice(0, 50)) {
     if (a.kind === 'update' || a.kind === 'unsupported') {
@@ -242,6 +253,12 @@ function formatPlan(job: string, c: Record<string, number>, actions: Action[]): 
     else if (a.kind === 'invalid')
       lines.push(`  line ${a.line} invalid ${a.field ?? ''}: ${a.reason}`);
     else if (a.kind === 'conflict') lines.push(`  line ${a.line} conflict: ${a.reason}`);
+    else if (a.kind === 'skip' && a.rule !== undefined)
+      lines.push(`  line ${a.line} skip (${a.rule}): ${a.reason}`);
+  }
+  for (const w of warnings.slice(0, 50)) {
+    const value = w.value === undefined ? '' : ` (${JSON.stringify(w.value)})`;
+    lines.push(`  line ${w.line} warning ${w.field}: ${w.reason}${value}; the field is left out`);
   }
   if (actions.length > 50) lines.push(`  … ${actions.length - 50} more (use --json for all)`);
   return lines.join('\n');

@@ -74,6 +74,8 @@ export interface RunSummary {
     failed: number;
     skipped: number;
     unsupported: number;
+    /** Optional fields left out of rows that were synced (one per field): `failures RUN --kind warning`. */
+    warnings: number;
     orphans: number;
     writesPlanned: number;
     writesSettled: number;
@@ -108,6 +110,7 @@ export function summaryOf(run: RunRecord): RunSummary {
       failed: c.failed,
       skipped: c.skipped,
       unsupported: c.unsupported,
+      warnings: c.warnings,
       orphans: c.orphans,
       writesPlanned: c.writesPlanned,
       writesSettled: c.writesSettled,
@@ -131,9 +134,19 @@ export function formatSummary(s: RunSummary): string {
       (c.unsupported ? `, unsupported ${c.unsupported}` : '') +
       (c.orphans ? `, orphans ${c.orphans}` : ''),
   ];
+  if (c.warnings > 0) {
+    lines.push(
+      `  warnings ${c.warnings}: optional fields left out of synced rows (crm-sync failures ${s.runId} --kind warning)`,
+    );
+  }
   if (s.error) lines.push(`  ${s.status === 'stopped' ? 'stopped' : 'error'}: ${s.error}`);
   const bad = c.invalid + c.conflict + c.rejected + c.failed + c.unsupported;
   if (bad > 0) lines.push(`  rows not synced, with reasons: crm-sync failures ${s.runId}`);
+  if (c.skipped > 0) {
+    lines.push(
+      `  rows a skip rule matched, with reasons: crm-sync failures ${s.runId} --kind skipped`,
+    );
+  }
   return lines.join('\n');
 }
 

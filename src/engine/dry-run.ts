@@ -18,13 +18,15 @@ import type { StateStore } from '../state/store.js';
 import type { Claim, ClaimConflict } from '../state/scratch.js';
 import { DEFAULT_ENGINE_SETTINGS } from './context.js';
 import type { RunJobRequest } from './payloads.js';
-import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
+import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
 import { sourceOf } from './source.js';
 
 export interface DryRunResult {
   counts: PlanCounts;
   /** The first `sample` actions of each kind but unchanged, with field diffs for updates. */
   actions: Action[];
+  /** The first `sample` warnings: optional fields that would be left out of their row. */
+  warnings: RowWarning[];
   indexSource: 'stored' | 'listed';
 }
 
@@ -49,6 +51,7 @@ export async function dryRun(opts: {
   const claims = new MemoryClaims();
   const kept: Action[] = [];
   const perKind = new Map<string, number>();
+  const warned: RowWarning[] = [];
   const sink: PlanningSink = {
     claim: async (entries) => claims.claim(entries),
     lookup: async (records) =>
@@ -58,13 +61,14 @@ export async function dryRun(opts: {
             job: def.name,
             ...(listed && { listing: listed }),
           }),
-    accept: async (actions) => {
+    accept: async (actions, warnings) => {
       for (const a of actions) {
         if (a.kind === 'unchanged') continue;
         const n = perKind.get(a.kind) ?? 0;
         if (n < sample) kept.push(a);
         perKind.set(a.kind, n + 1);
       }
+      warned.push(...warnings.slice(0, sample - warned.length));
     },
     withdraw: async (rows) => {
       for (const r of rows) kept.push(r.conflict);
@@ -80,7 +84,7 @@ export async function dryRun(opts: {
     sink,
     logger: opts.logger,
   });
-  return { counts, actions: kept, indexSource: listed ? 'listed' : 'stored' };
+  return { counts, actions: kept, warnings: warned, indexSource: listed ? 'listed' : 'stored' };
 }
 
 /** A listing of the platform made now, in memory. */

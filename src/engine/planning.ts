@@ -5,7 +5,7 @@
  * through; the export is never held whole. Where the results go (Redis for a
  * real run, memory for a dry run) is the caller's `PlanningSink`.
  */
-import type { CompiledMapping, MapResult } from '../crm/mapped.js';
+import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../crm/mapped.js';
 import { readRows } from '../crm/read.js';
 import type { SourceSpec } from '../crm/source.js';
 import type { Logger } from '../log.js';
@@ -18,6 +18,7 @@ import {
   type ActionKind,
   type ConflictAction,
   type Mode,
+  type SkipAction,
   type WriteAction,
 } from '../sync/action.js';
 import { contentHash } from '../sync/hash.js';
@@ -29,8 +30,12 @@ import type { Claim, ClaimConflict } from '../state/scratch.js';
 export interface PlanningSink {
   claim(entries: readonly Claim[]): Promise<ClaimConflict[]>;
   lookup(records: readonly { keys: readonly string[] }[]): Promise<Known[]>;
-  /** Every action of a batch, in row order (writes, no-ops and withheld rows alike). */
-  accept(actions: readonly Action[]): Promise<void>;
+  /**
+   * Every action of a batch, in row order (writes, no-ops and withheld rows
+   * alike), and the warnings of its rows: optional fields left out because
+   * their value failed.
+   */
+  accept(actions: readonly Action[], warnings: readonly RowWarning[]): Promise<void>;
   /**
    * Rows planned in an earlier batch that turned out to share an identity
    * with a later row: `was` is what they had been planned as.
@@ -38,12 +43,20 @@ export interface PlanningSink {
   withdraw(rows: readonly Withdrawn[]): Promise<void>;
 }
 
+/** A field left out of a row's body because its value failed (the row was still planned). */
+export interface RowWarning extends FieldWarning {
+  line: number;
+  /** The row's first identity key, when it has one. */
+  identity?: string;
+}
+
 export interface Withdrawn {
   was: ActionKind;
   conflict: ConflictAction;
 }
 
-export type PlanCounts = Record<ActionKind, number> & { read: number };
+/** Rows of each action kind, rows read, and warnings (fields left out, one per field). */
+export type PlanCounts = Record<ActionKind, number> & { read: number; warnings: number };
 
 export interface PlanningOptions {
   entity: Entity;
@@ -73,6 +86,7 @@ export function emptyCounts(): PlanCounts {
     pending: 0,
     invalid: 0,
     conflict: 0,
+    warnings: 0,
   };
 }
 
@@ -121,17 +135,24 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     const actions: (Action | undefined)[] = new Array(results.length);
     const inputs: PlanInput[] = [];
     const inputAt: number[] = [];
+    const warnings: RowWarning[] = [];
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
       if (!r.ok) {
-        actions[i] = invalidAction(r.line, r.reason, {
-          field: r.field,
-          ...(r.value !== undefined && { value: r.value }),
-        });
+        actions[i] = r.skip ? skippedAction(r) : invalidAction(r.line, r.reason, r);
         continue;
       }
       const body = r.body as Record<string, unknown>;
       const keys = identityKeys(entity, body);
+      if (r.warnings) {
+        for (const w of r.warnings) {
+          warnings.push({
+            line: r.line,
+            ...w,
+            ...(keys[0] !== undefined && { identity: keys[0] }),
+          });
+        }
+      }
       if (keys.length === 0) {
         actions[i] = invalidAction(r.line, noIdentityReason(entity), { field: '(identity)' });
         continue;
@@ -175,7 +196,8 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
       counts[a.kind]++;
       kinds.set(a.line, a.kind);
     }
-    await sink.accept(done);
+    counts.warnings += warnings.length;
+    await sink.accept(done, warnings);
 
     if (earlier.length > 0) {
       const moved: Withdrawn[] = [];
@@ -192,6 +214,18 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     await opts.onProgress?.(counts);
   }
   return counts;
+}
+
+/** A row a skip rule of the mapping matched: not a live record of the CRM. */
+function skippedAction(r: SkippedRow): SkipAction {
+  return {
+    kind: 'skip',
+    line: r.line,
+    keys: r.identity === undefined ? [] : [r.identity],
+    reason: r.reason,
+    rule: r.rule,
+    ...(r.value !== undefined && { value: r.value }),
+  };
 }
 
 /** The write actions of a batch. */

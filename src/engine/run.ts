@@ -263,7 +263,7 @@ export function redisPlanningSink(
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
     lookup: (records) => store.lookup(entity, records, { job }),
-    async accept(actions) {
+    async accept(actions, warnings) {
       const writes: WriteAction[] = [];
       const failures: FailureRow[] = [];
       const seen: number[] = [];
@@ -282,7 +282,21 @@ export function redisPlanningSink(
               reason: a.reason,
               ...(a.field !== undefined && { field: a.field }),
               ...(a.value !== undefined && { value: a.value }),
+              ...(a.identity !== undefined && { identity: a.identity }),
             });
+            break;
+          case 'skip':
+            // Listed when a skip rule of the mapping matched; a skip by the run's mode is not.
+            if (a.rule !== undefined) {
+              failures.push({
+                line: a.line,
+                kind: 'skipped',
+                field: `skip.${a.rule}`,
+                reason: a.reason,
+                ...(a.value !== undefined && { value: a.value }),
+                ...(a.keys[0] !== undefined && { identity: a.keys[0] }),
+              });
+            }
             break;
           case 'conflict':
             failures.push({
@@ -304,6 +318,11 @@ export function redisPlanningSink(
             failures.push({ line: a.line, kind: 'failed', reason: a.reason, identity: a.keys[0]! });
             break;
         }
+      }
+      if (warnings.length > 0) {
+        for (const w of warnings) failures.push({ ...w, kind: 'warning' });
+        // In row order, each row's warnings after its other failure (a stable sort).
+        failures.sort((x, y) => x.line - y.line);
       }
       await Promise.all([
         store.savePlannedWrites(runId, writes),
@@ -342,6 +361,7 @@ export function runCountsOf(c: PlanCounts): Record<string, number> {
     conflict: c.conflict,
     skipped: c.skip + c.pending,
     unsupported: c.unsupported,
+    warnings: c.warnings,
     plannedCreates: c.create,
     plannedUpdates: c.update,
   };

@@ -12,13 +12,7 @@ import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
-import {
-  ENV_REF,
-  RecordsPath,
-  SOURCE_FORMATS,
-  SourceEncoding,
-  urlCredentials,
-} from '../crm/source.js';
+import { ENV_REF, RecordsPath, SOURCE_FORMATS, urlCredentials } from '../crm/source.js';
 
 export class JobError extends Error {
   constructor(
@@ -45,8 +39,6 @@ const Source = z
       .transform((d) => (d === 'tab' ? '\t' : d))
       .optional(),
     recordsPath: RecordsPath.optional(),
-    /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
-    encoding: SourceEncoding.optional(),
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
@@ -144,6 +136,8 @@ export const JobSchema = z
       })
       .prefault({}),
     indexMaxAgeHours: z.number().positive().default(24),
+    /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
+    skip: z.record(z.string(), z.boolean()).optional(),
   })
   // Runs even when another field failed, so that every problem is reported at once.
   .superRefine(
@@ -215,6 +209,14 @@ function parseJob(
       };
     }
     throw err;
+  }
+  if (def.skip !== undefined) {
+    try {
+      mapping = mapping.withSkipRules(def.skip);
+    } catch (err) {
+      if (err instanceof MappingError) return { problems: err.problems.map(at) };
+      throw err;
+    }
   }
   if (mapping.entity !== def.entity) {
     return {

@@ -35,6 +35,8 @@ export const RUN_OUTCOMES = [
 export const RUN_COUNTERS = [
   'read',
   ...RUN_OUTCOMES,
+  // Not an outcome: optional fields left out of rows that were still synced (one per field).
+  'warnings',
   'orphans',
   'writesPlanned',
   'writesSettled',
@@ -98,10 +100,22 @@ export interface RunPatch {
   timings?: Record<string, number>;
 }
 
-export const FAILURE_KINDS = ['invalid', 'rejected', 'conflict', 'unsupported', 'failed'] as const;
+/**
+ * `skipped`: a skip rule of the mapping said the row is no live record.
+ * `warning`: an optional field left out of a row that was still planned.
+ */
+export const FAILURE_KINDS = [
+  'invalid',
+  'rejected',
+  'conflict',
+  'unsupported',
+  'failed',
+  'skipped',
+  'warning',
+] as const;
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
-/** One row of a run that did not make it, and why. */
+/** One row of a run that did not make it, and why; or a field of a row that did not (`warning`). */
 export interface FailureRow {
   line: number;
   kind: FailureKind;

@@ -58,13 +58,19 @@ export interface UnchangedAction {
   platformId: number;
 }
 
-/** The run's mode says no (create-only and it exists, update-only and it does not). */
+/**
+ * The run's mode says no (create-only and it exists, update-only and it does
+ * not), or a skip rule of the mapping says the row is no live record (`rule`).
+ */
 export interface SkipAction {
   kind: 'skip';
   line: number;
   keys: string[];
   platformId?: number;
   reason: string;
+  /** The mapping's skip rule that matched, with the value it read. */
+  rule?: string;
+  value?: unknown;
 }
 
 /** A change the platform API cannot make (a member, without the PUT /members/{id} opt-in). */
@@ -95,6 +101,8 @@ export interface InvalidAction {
   field?: string;
   reason: string;
   value?: unknown;
+  /** The row's first identity key, when its identity fields mapped: who the row was. */
+  identity?: string;
 }
 
 /**
@@ -147,7 +155,7 @@ export function isWrite<B extends Body>(action: Action<B>): action is WriteActio
 export function invalidAction(
   line: number,
   reason: string,
-  detail: { field?: string; value?: unknown } = {},
+  detail: { field?: string; value?: unknown; identity?: string } = {},
 ): InvalidAction {
   return {
     kind: 'invalid',
@@ -155,6 +163,7 @@ export function invalidAction(
     reason,
     ...(detail.field !== undefined && { field: detail.field }),
     ...(detail.value !== undefined && { value: detail.value }),
+    ...(detail.identity !== undefined && { identity: detail.identity }),
   };
 }
 
