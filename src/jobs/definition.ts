@@ -12,7 +12,13 @@ import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
-import { ENV_REF, RecordsPath, SOURCE_FORMATS, urlCredentials } from '../crm/source.js';
+import {
+  ENV_REF,
+  RecordsPath,
+  SOURCE_FORMATS,
+  SourceEncoding,
+  urlCredentials,
+} from '../crm/source.js';
 
 export class JobError extends Error {
   constructor(
@@ -39,6 +45,8 @@ const Source = z
       .transform((d) => (d === 'tab' ? '\t' : d))
       .optional(),
     recordsPath: RecordsPath.optional(),
+    /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
+    encoding: SourceEncoding.optional(),
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
