@@ -20,6 +20,7 @@ import { CsvParser } from './csv.js';
 import { decodeText, type DecodeInfo } from './decode.js';
 import { DEFAULT_RECORD_KEYS, JsonArrayParser } from './json.js';
 import { NdjsonParser } from './ndjson.js';
+import { readPages } from './pages.js';
 import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
 import type { Decoded, NotUtf8 } from './utf8.js';
@@ -131,6 +132,11 @@ export async function* readRows(
   const maxRecordBytes = opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const signal = opts.signal;
   signal?.throwIfAborted();
+  // A CRM list API: JSON pages, each fetched whole (pages.ts).
+  if (spec.paginate !== undefined) {
+    yield* readPages(spec, { signal, env: opts.env, logger, batchSize });
+    return;
+  }
 
   let format: SourceFormat | undefined = spec.format ?? formatFromName(spec);
   let parser: Parser | undefined;

@@ -20,6 +20,7 @@ export type SourceErrorCode =
   | 'source.csv'
   | 'source.delimiter'
   | 'source.json'
+  | 'source.pagination'
   | 'source.too-large-field';
 
 /** Codes where trying again later can help (network faults, server errors). */

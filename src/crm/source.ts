@@ -18,6 +18,7 @@ import { got, HTTPError, RequestError, TimeoutError } from 'got';
 import { z } from 'zod';
 import { registerSecret } from '../log.js';
 import { encodingName } from './decode.js';
+import { PageRetrySpec, PaginateSpec, checkPaging } from './pagination.js';
 import { SourceError } from './source-error.js';
 
 export const SOURCE_FORMATS = ['csv', 'ndjson', 'json'] as const;
@@ -50,10 +51,14 @@ export const SourceSpecSchema = z
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
+    /** A CRM list API's pages, followed as described (pagination.ts). */
+    paginate: PaginateSpec.optional(),
+    retry: PageRetrySpec.optional(),
   })
   .refine((s) => (s.path === undefined) !== (s.url === undefined), {
     error: 'give exactly one of path or url',
-  });
+  })
+  .superRefine(checkPaging);
 
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
@@ -271,11 +276,11 @@ async function* fileBytes(
   }
 }
 
-async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Uint8Array> {
+/** The source's URL with its `${VAR}` references expanded; userinfo is refused. */
+export function sourceUrl(spec: SourceSpec, env: NodeJS.ProcessEnv = process.env): URL {
   const name = displayUrl(spec.url ?? '');
   // A query credential is written `?token=${HUB_TOKEN}` in a job file.
-  const url = expandEnv(spec.url ?? '', opts.env ?? process.env, 'the URL', name);
-  const parsed = new URL(url);
+  const parsed = new URL(expandEnv(spec.url ?? '', env, 'the URL', name));
   if (parsed.username || parsed.password) {
     registerSecret(decodeURIComponent(parsed.password));
     throw new SourceError(
@@ -284,6 +289,12 @@ async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Ui
       { source: name },
     );
   }
+  return parsed;
+}
+
+async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Uint8Array> {
+  const name = displayUrl(spec.url ?? '');
+  const url = sourceUrl(spec, opts.env).href;
   const timeoutMs = spec.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // No socket (idle) timeout in got: a slow consumer (a run paused while Redis
   // restarts) leaves the socket idle on purpose. A stalled server is caught

@@ -11,6 +11,7 @@ import cron from 'node-cron';
 import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
+import { PageRetrySpec, PaginateSpec, checkPaging } from '../crm/pagination.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
 import {
   ENV_REF,
@@ -50,9 +51,18 @@ const Source = z
     /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
     headers: z.record(z.string(), z.string()).optional(),
     timeoutMs: z.number().int().positive().optional(),
+    /** A CRM list API's pages: a preset name or the rules (docs/MAPPING.md). */
+    paginate: PaginateSpec.optional(),
+    retry: PageRetrySpec.optional(),
   })
   // Runs even when a field failed, so that every problem is reported at once.
-  .superRefine((s, ctx) => checkSource(s, ctx), { when: () => true });
+  .superRefine(
+    (s, ctx) => {
+      checkSource(s, ctx);
+      checkPaging(s, ctx);
+    },
+    { when: () => true },
+  );
 
 type SourceInput = { path?: unknown; url?: unknown; headers?: unknown };
 
@@ -144,8 +154,6 @@ export const JobSchema = z
       })
       .prefault({}),
     indexMaxAgeHours: z.number().positive().default(24),
-    /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
-    skip: z.record(z.string(), z.boolean()).optional(),
   })
   // Runs even when another field failed, so that every problem is reported at once.
   .superRefine(
@@ -217,14 +225,6 @@ function parseJob(
       };
     }
     throw err;
-  }
-  if (def.skip !== undefined) {
-    try {
-      mapping = mapping.withSkipRules(def.skip);
-    } catch (err) {
-      if (err instanceof MappingError) return { problems: err.problems.map(at) };
-      throw err;
-    }
   }
   if (mapping.entity !== def.entity) {
     return {

@@ -1,0 +1,232 @@
+/**
+ * A paginated URL source (`paginate` in the job file): the pages of a CRM's
+ * list API read one after the other, each fetched whole and parsed before
+ * its records are handed on, so a page that fails is simply fetched again and
+ * no record is read twice. Memory holds one page and one batch.
+ *
+ * Rows carry the record's number in the pull as their `line` (1 = the first
+ * record of the first page), since an API answer has no lines of its own.
+ *
+ * A 429 (after its `Retry-After`, seconds or an HTTP date), a 408, a 5xx, a
+ * dropped connection, a timeout or a body cut short is tried again with
+ * backoff (`retry`: attempts, minDelayMs, maxDelayMs); any other status, or a
+ * page still failing after the last attempt, ends the read with a
+ * SourceError naming the page and the status. Redirects are not followed and
+ * a next page is only fetched on the source's origin (`checkNext`): the
+ * source's headers, credentials among them, go nowhere else. URLs are shown
+ * without their query.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import got, { RequestError, TimeoutError } from 'got';
+import pRetry from 'p-retry';
+import { silentLogger, type Logger } from '../log.js';
+import { parseRetryAfter } from '../platform/error-factory.js';
+import { parseJson } from './json-value.js';
+import {
+  DEFAULT_PAGE_RETRY,
+  checkNext,
+  nextPage,
+  pageRecords,
+  pageRules,
+  type PageAt,
+} from './pagination.js';
+import type { SourceRow } from './row.js';
+import { SourceError, type SourceErrorCode } from './source-error.js';
+import {
+  DEFAULT_TIMEOUT_MS,
+  requestHeaders,
+  sourceName,
+  sourceUrl,
+  type SourceSpec,
+} from './source.js';
+
+export interface PagesOptions {
+  signal?: AbortSignal;
+  env?: NodeJS.ProcessEnv;
+  logger?: Logger;
+  batchSize: number;
+}
+
+/** Largest page body: a page is held whole while it is parsed. */
+export const MAX_PAGE_BYTES = 128 * 1024 * 1024;
+
+/** One failed try of a page; `retryable` says whether another may help. */
+class PageFault extends Error {
+  constructor(
+    readonly code: SourceErrorCode,
+    readonly detail: string,
+    readonly retryable: boolean,
+    readonly extra: { statusCode?: number; retryAfterMs?: number | null } = {},
+  ) {
+    super(detail);
+  }
+}
+
+/** Streams the records of every page as batches of rows. Faults throw SourceError. */
+export async function* readPages(
+  spec: SourceSpec,
+  opts: PagesOptions,
+): AsyncGenerator<SourceRow[], void, undefined> {
+  const name = sourceName(spec);
+  const logger = opts.logger ?? silentLogger;
+  const env = opts.env ?? process.env;
+  const first = sourceUrl(spec, env);
+  const headers = requestHeaders(spec, env);
+  const rules = pageRules(spec.paginate!, spec.recordsPath);
+  const fetchOpts: FetchOptions = {
+    headers,
+    timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    retry: { ...DEFAULT_PAGE_RETRY, ...spec.retry },
+    logger,
+    ...(opts.signal && { signal: opts.signal }),
+  };
+  const seen = new Set<string>();
+  let url: URL | null = first;
+  let page = 0;
+  let records = 0;
+  let out: SourceRow[] = [];
+  while (url !== null) {
+    page++;
+    seen.add(url.href);
+    const at: PageAt = { source: name, page };
+    const body = await fetchPage(url, at, fetchOpts);
+    const list = body === undefined ? [] : pageRecords(body, rules, at);
+    for (const item of list) out.push(rowOf(++records, item));
+    const next: URL | null =
+      body === undefined
+        ? null
+        : nextPage(body, rules, { ...at, url, first, pageRecords: list.length, records });
+    if (next !== null) checkNext(next, first.origin, seen, at);
+    url = next;
+    while (out.length >= opts.batchSize) {
+      yield out.slice(0, opts.batchSize);
+      out = out.slice(opts.batchSize);
+    }
+  }
+  if (out.length > 0) yield out;
+  logger.debug({ source: name, pages: page, rows: records }, 'pages read');
+}
+
+function rowOf(line: number, item: unknown): SourceRow {
+  if (item !== null && typeof item === 'object' && !Array.isArray(item)) {
+    return { line, record: item as Record<string, unknown> };
+  }
+  const kind = item === null ? 'null' : Array.isArray(item) ? 'an array' : `a ${typeof item}`;
+  return { line, problem: `not a JSON object (${kind})` };
+}
+
+interface FetchOptions {
+  headers: Record<string, string>;
+  timeoutMs: number;
+  retry: typeof DEFAULT_PAGE_RETRY;
+  logger: Logger;
+  signal?: AbortSignal;
+}
+
+/** The parsed body of one page (undefined for a 204), tried again on transient faults. */
+async function fetchPage(url: URL, at: PageAt, opts: FetchOptions): Promise<unknown> {
+  let tries = 0;
+  try {
+    return await pRetry(
+      async (attempt) => {
+        tries = attempt;
+        return await fetchOnce(url, opts);
+      },
+      {
+        retries: opts.retry.attempts - 1,
+        minTimeout: opts.retry.minDelayMs,
+        maxTimeout: opts.retry.maxDelayMs,
+        factor: 2,
+        randomize: true,
+        ...(opts.signal && { signal: opts.signal }),
+        shouldRetry: async ({ error, attemptNumber }) => {
+          if (!(error instanceof PageFault) || !error.retryable) return false;
+          const waitMs = Math.min(error.extra.retryAfterMs ?? 0, opts.retry.maxDelayMs);
+          opts.logger.warn(
+            { source: at.source, page: at.page, attempt: attemptNumber, retryAfterMs: waitMs },
+            `page ${at.page}: ${error.detail}; trying again`,
+          );
+          // The server's wait first; p-retry's backoff follows it.
+          if (waitMs > 0) await delay(waitMs, undefined, { signal: opts.signal });
+          return true;
+        },
+      },
+    );
+  } catch (err) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    if (!(err instanceof PageFault)) throw err;
+    const after = tries > 1 ? `; gave up after ${tries} attempts` : '';
+    throw new SourceError(err.code, `page ${at.page}: ${err.detail}${after}`, {
+      source: at.source,
+      retryable: err.retryable,
+      ...(err.extra.statusCode !== undefined && { statusCode: err.extra.statusCode }),
+    });
+  }
+}
+
+async function fetchOnce(url: URL, opts: FetchOptions): Promise<unknown> {
+  const t = opts.timeoutMs;
+  let tooLarge = false;
+  const request = got(url, {
+    headers: opts.headers,
+    retry: { limit: 0 },
+    throwHttpErrors: false,
+    // A redirect could take the headers elsewhere.
+    followRedirect: false,
+    responseType: 'buffer',
+    // `socket` is the idle timeout: a page stalled mid-body fails.
+    timeout: { lookup: t, connect: t, secureConnect: t, send: t, response: t, socket: t },
+    ...(opts.signal && { signal: opts.signal }),
+  });
+  request.on('downloadProgress', (p) => {
+    if (p.transferred > MAX_PAGE_BYTES && !tooLarge) {
+      tooLarge = true;
+      request.cancel();
+    }
+  });
+  let res;
+  try {
+    res = await request;
+  } catch (err) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    if (tooLarge) {
+      throw new PageFault('source.pagination', `larger than ${MAX_PAGE_BYTES} bytes`, false);
+    }
+    if (err instanceof TimeoutError) {
+      throw new PageFault('source.timeout', `no answer within ${t} ms (${err.event})`, true);
+    }
+    // got's message may quote the URL; only the code is kept.
+    const code = err instanceof RequestError ? err.code : String(err);
+    throw new PageFault('source.unreachable', `connection failed (${code})`, true);
+  }
+  const status = res.statusCode;
+  if (status === 204) return undefined;
+  if (status < 200 || status >= 300) {
+    const text = res.statusMessage ? ` ${res.statusMessage}` : '';
+    const redirect = status >= 300 && status < 400;
+    const retryable = status === 408 || status === 429 || status >= 500;
+    const detail = redirect
+      ? `GET answered HTTP ${status}${text}, a redirect (not followed: the source's headers stay on its origin)`
+      : `GET answered HTTP ${status}${text}`;
+    throw new PageFault('source.http-status', detail, retryable, {
+      statusCode: status,
+      retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,
+    });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(res.body);
+  } catch {
+    throw new PageFault('source.encoding', 'the page is not valid UTF-8', false);
+  }
+  if (text.trim() === '') {
+    throw new PageFault('source.json', 'empty answer (HTTP 200 with no body)', true);
+  }
+  try {
+    return parseJson(text);
+  } catch (err) {
+    // A body cut short by a proxy or a dropped connection; the next try may be whole.
+    const msg = err instanceof Error ? err.message.slice(0, 120) : String(err);
+    throw new PageFault('source.json', `the page is not valid JSON (cut short?): ${msg}`, true);
+  }
+}
