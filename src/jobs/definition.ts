@@ -154,6 +154,8 @@ export const JobSchema = z
       })
       .prefault({}),
     indexMaxAgeHours: z.number().positive().default(24),
+    /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
+    skip: z.record(z.string(), z.boolean()).optional(),
   })
   // Runs even when another field failed, so that every problem is reported at once.
   .superRefine(
@@ -225,6 +227,14 @@ function parseJob(
       };
     }
     throw err;
+  }
+  if (def.skip !== undefined) {
+    try {
+      mapping = mapping.withSkipRules(def.skip);
+    } catch (err) {
+      if (err instanceof MappingError) return { problems: err.problems.map(at) };
+      throw err;
+    }
   }
   if (mapping.entity !== def.entity) {
     return {
