@@ -7,6 +7,7 @@
  */
 import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../crm/mapped.js';
 import { readRows } from '../crm/read.js';
+import { isNotUtf8Problem } from '../crm/utf8.js';
 import type { SourceSpec } from '../crm/source.js';
 import type { Logger } from '../log.js';
 import {
@@ -56,7 +57,12 @@ export interface Withdrawn {
 }
 
 /** Rows of each action kind, rows read, and warnings (fields left out, one per field). */
-export type PlanCounts = Record<ActionKind, number> & { read: number; warnings: number };
+export type PlanCounts = Record<ActionKind, number> & {
+  read: number;
+  warnings: number;
+  /** Of the invalid rows, those with bytes that are not UTF-8 (for the invalid-rows threshold). */
+  notUtf8: number;
+};
 
 export interface PlanningOptions {
   entity: Entity;
@@ -85,6 +91,7 @@ export function emptyCounts(): PlanCounts {
     unsupported: 0,
     pending: 0,
     invalid: 0,
+    notUtf8: 0,
     conflict: 0,
     warnings: 0,
   };
@@ -139,6 +146,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     for (let i = 0; i < results.length; i++) {
       const r = results[i]!;
       if (!r.ok) {
+        if (isNotUtf8Problem(r.reason)) counts.notUtf8++;
         actions[i] = r.skip ? skippedAction(r) : invalidAction(r.line, r.reason, r);
         continue;
       }

@@ -232,6 +232,7 @@ async function plan(
     {
       read: counts.read,
       invalid: counts.invalid,
+      notUtf8: counts.notUtf8,
       creates: counts.create,
       updates: counts.update,
       firstSync,

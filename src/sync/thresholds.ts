@@ -8,6 +8,8 @@ export interface ThresholdCounts {
   /** Rows read from the export, valid or not. */
   read: number;
   invalid: number;
+  /** Of the invalid rows, those with bytes that are not UTF-8 (the export's encoding is likely wrong). */
+  notUtf8?: number;
   /** Planned creates. */
   creates: number;
   /** Planned updates. */
@@ -51,12 +53,17 @@ export function checkThresholds(
 
   const invalidShare = counts.invalid / read;
   if (invalidShare > limits.maxInvalidShare) {
+    const notUtf8 = counts.notUtf8 ?? 0;
+    const why =
+      notUtf8 * 2 > counts.invalid
+        ? `; most (${num(notUtf8)}) are not UTF-8: set source.encoding (e.g. windows-1252), or run with --force to sync anyway`
+        : ': the export looks broken; run with --force to sync anyway';
     return {
       ok: false,
       reason:
         `${percent(invalidShare, limits.maxInvalidShare)} of rows are invalid ` +
         `(${num(counts.invalid)} of ${num(read)}), above the job's limit of ` +
-        `${percent(limits.maxInvalidShare)}: the export looks broken; run with --force to sync anyway`,
+        `${percent(limits.maxInvalidShare)}${why}`,
     };
   }
 

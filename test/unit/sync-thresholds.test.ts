@@ -24,6 +24,17 @@ describe('checkThresholds', () => {
     });
   });
 
+  it('names source.encoding when most invalid rows are not UTF-8', () => {
+    expect(checkThresholds(counts({ invalid: 370, notUtf8: 352 }), limits)).toEqual({
+      ok: false,
+      reason:
+        "37% of rows are invalid (370 of 1,000), above the job's limit of 10%; most (352) are not UTF-8: set source.encoding (e.g. windows-1252), or run with --force to sync anyway",
+    });
+    // A few such rows among other faults: the export is broken in other ways.
+    const r = checkThresholds(counts({ invalid: 370, notUtf8: 185 }), limits);
+    expect(!r.ok && r.reason).toMatch(/: the export looks broken; run with --force/);
+  });
+
   it('passes at the limit and shows decimals just above it', () => {
     expect(checkThresholds(counts({ invalid: 100 }), limits)).toEqual({ ok: true });
     const r = checkThresholds(counts({ invalid: 104 }), limits);
