@@ -5,10 +5,11 @@
  * under a 10 s abort signal).
  */
 import { createServer, type Server } from 'node:http';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/redis-server.js';
 import type { SourceSpec } from '../../src/crm/source.js';
@@ -98,6 +99,19 @@ describe('bad rows in readable exports', () => {
     expect(
       await readAll({ path: `${BAD}/invalid-utf8.csv`, encoding: 'windows-1252' }),
     ).toContainEqual({ line: 3, record: { Name: 'Café Noir', City: 'Paris' } });
+    // Gzipped, the byte is counted in the decompressed export.
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-bad-'));
+    try {
+      const path = join(dir, 'invalid-utf8.csv.gz');
+      writeFileSync(path, gzipSync(readFileSync(`${BAD}/invalid-utf8.csv`)));
+      expect(await readAll({ path })).toContainEqual({
+        line: 3,
+        problem:
+          'not UTF-8 at byte 30 of the export; set source.encoding if the export is Windows-1252',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('an NDJSON line that is not valid JSON is a problem row', async () => {

@@ -98,6 +98,9 @@ describe('decodeText', () => {
     expect(await decodeAll([b], 'latin1')).toBe('Café € “Zürich” …');
     // Bytes 80-9F are Windows-1252's characters under these labels too, not C1 controls.
     expect(await decodeAll([Uint8Array.of(0x80, 0x0a)], 'iso-8859-1')).toBe('€\n');
+    // Every byte is a character of Windows-1252: nothing there fails to decode.
+    const all = Uint8Array.from({ length: 255 }, (_, i) => i + 1);
+    expect(await decodeAll([bytes('a\n'), all], 'windows-1252')).toHaveLength(257);
   });
 
   it('lets a byte-order mark win over source.encoding, and says so at debug level', async () => {
@@ -164,6 +167,8 @@ describe('decodeText', () => {
     expect(bomEncoding(Uint8Array.of(0x41))).toBeUndefined();
     expect(encodingName('Latin1')).toBe('windows-1252');
     expect(encodingName('cp1252')).toBe('windows-1252');
+    expect(encodingName('ascii')).toBe('windows-1252');
+    expect(encodingName('UTF-16BE')).toBe('utf-16be');
     expect(encodingName('Shift_JIS')).toBe('shift_jis');
     expect(encodingName('utf8')).toBe('utf-8');
     expect(encodingName('windows-1253x')).toBeUndefined();
