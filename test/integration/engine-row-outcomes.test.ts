@@ -58,7 +58,14 @@ describe('engine: warnings, skipped rows and invalid rows with identity', () => 
       website: 'https://hooli.com',
     });
     const path = h.writeCsv('accounts.csv', HEADER, ROWS);
-    const def = h.writeJob('accounts', { entity: 'companies', source: { path }, mapping });
+    // 1 invalid row of 5 is under the limit; were the warning or the skip counted as invalid, it would not be.
+    const thresholds = { minRows: 0, maxInvalidShare: 0.25 };
+    const def = h.writeJob('accounts', {
+      entity: 'companies',
+      source: { path },
+      mapping,
+      thresholds,
+    });
 
     // The dry run shows the same: the warning, the skip with its rule, the invalid row's identity.
     const plan = await dryRun({
