@@ -14,7 +14,8 @@
  * compared as text without regard to case, or `present: true|false`. An
  * absent value (null marker) matches only `present: false`; a transform that
  * fails means the rule does not match. `{value}` in the reason is the value
- * as read. A job can turn a rule off by name (`withoutSkipRules`).
+ * as read. A job can turn a rule off by name (`chooseSkipRules`, through
+ * the compiled mapping's `withSkipRules`).
  */
 import { z } from 'zod';
 import type { ShownValue } from './mapped.js';
