@@ -178,7 +178,7 @@ function keysNote(wanted: string, keys: ReadonlySet<string>): string {
   return ` (keys there: ${some.join(', ')}${keys.size > 5 ? ', …' : ''})`;
 }
 
-/** Up to three keys close to `wanted`: a small edit distance, or one a prefix of the other. */
+/** Up to three keys close to `wanted`: a small edit distance, or one inside the other (`Name` in `Company name`). */
 export function nearestKeys(wanted: string, keys: Iterable<string>, max = 3): string[] {
   const w = wanted.trim().toLowerCase();
   const limit = Math.max(1, Math.floor(w.length / 3));
@@ -186,8 +186,8 @@ export function nearestKeys(wanted: string, keys: Iterable<string>, max = 3): st
   for (const key of keys) {
     const k = key.trim().toLowerCase();
     const d = editDistance(w, k);
-    const prefix = Math.min(w.length, k.length) >= 3 && (k.startsWith(w) || w.startsWith(k));
-    if (d <= limit || prefix) scored.push({ key, d });
+    const inside = Math.min(w.length, k.length) >= 3 && (k.includes(w) || w.includes(k));
+    if (d <= limit || inside) scored.push({ key, d });
   }
   scored.sort((a, b) => a.d - b.d || a.key.localeCompare(b.key));
   return scored.slice(0, max).map((s) => s.key);
@@ -247,6 +247,14 @@ export function rowsLooked(s: CoverageSummary): string {
 /** One line for a person: `fields.name: values.nme[0].value found nothing in …: no key "nme" in values (nearest: name)`. */
 export function describeUnmatched(u: UnmatchedPath, s: CoverageSummary): string {
   return `${u.field}: ${u.ref} found nothing in ${rowsLooked(s)}${u.hint ? `: ${u.hint}` : ''}`;
+}
+
+/** One line per path that found nothing; a required one says that a run stops on it. */
+export function coverageWarnings(s: CoverageSummary): string[] {
+  return unmatchedPaths(s).map(
+    (u) =>
+      `${describeUnmatched(u, s)}${u.required ? ' (a required field: a run stops before writing)' : ''}`,
+  );
 }
 
 export type CoverageVerdict = { ok: true } | { ok: false; reason: string };

@@ -4,6 +4,7 @@
  * the stored sync state and platform index; when the index is missing or
  * older than the job allows, it lists the platform into memory instead.
  */
+import type { CoverageSummary } from '../crm/path-coverage.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -28,6 +29,8 @@ export interface DryRunResult {
   /** The first `sample` warnings: optional fields that would be left out of their row. */
   warnings: RowWarning[];
   indexSource: 'stored' | 'listed';
+  /** Path coverage of the first rows, as a real run checks it before writing. */
+  paths?: CoverageSummary;
 }
 
 export async function dryRun(opts: {
@@ -74,6 +77,7 @@ export async function dryRun(opts: {
       for (const r of rows) kept.push(r.conflict);
     },
   };
+  let paths: CoverageSummary | undefined;
   const counts = await planExport({
     entity: def.entity,
     mapping: def.mapping,
@@ -83,8 +87,15 @@ export async function dryRun(opts: {
     verifyRemote: opts.req.full === true,
     sink,
     logger: opts.logger,
+    checkPaths: (coverage) => void (paths = coverage),
   });
-  return { counts, actions: kept, warnings: warned, indexSource: listed ? 'listed' : 'stored' };
+  return {
+    counts,
+    actions: kept,
+    warnings: warned,
+    indexSource: listed ? 'listed' : 'stored',
+    ...(paths && { paths }),
+  };
 }
 
 /** A listing of the platform made now, in memory. */

@@ -6,6 +6,7 @@
  * real run, memory for a dry run) is the caller's `PlanningSink`.
  */
 import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../crm/mapped.js';
+import { PathCoverage, type CoverageSummary } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
 import { isNotUtf8Problem } from '../crm/utf8.js';
 import type { SourceSpec } from '../crm/source.js';
@@ -78,6 +79,13 @@ export interface PlanningOptions {
   batchSize?: number;
   /** Called after each batch with the counts so far. */
   onProgress?: (counts: PlanCounts) => void | Promise<void>;
+  /**
+   * Called once with the path coverage of the first rows (COVERAGE_ROWS, or
+   * every row of a shorter export). A reason returned ends planning there,
+   * before the rest of the export is read: a required path that finds nothing
+   * would make every row invalid.
+   */
+  checkPaths?: (coverage: CoverageSummary) => string | undefined;
 }
 
 export function emptyCounts(): PlanCounts {
@@ -128,6 +136,8 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   const { entity, mapping, sink } = opts;
   const counts = emptyCounts();
   const kinds = new LineKinds();
+  const paths = opts.checkPaths && new PathCoverage(mapping.paths);
+  let pathsChecked = !paths;
   const readOpts = {
     ...(opts.signal && { signal: opts.signal }),
     ...(opts.batchSize && { batchSize: opts.batchSize }),
@@ -135,6 +145,13 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   };
 
   for await (const rows of readRows(opts.source, readOpts)) {
+    if (!pathsChecked) {
+      for (const row of rows) if ('record' in row) paths!.observe(row.record);
+      if (paths!.full) {
+        pathsChecked = true;
+        if (opts.checkPaths!(paths!.summary()) !== undefined) return counts;
+      }
+    }
     counts.read += rows.length;
     const results: MapResult[] = rows.map((row) => mapping.map(row));
 
@@ -221,6 +238,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     }
     await opts.onProgress?.(counts);
   }
+  if (!pathsChecked) opts.checkPaths!(paths!.summary());
   return counts;
 }
 

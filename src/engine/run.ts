@@ -17,6 +17,7 @@ import type { JobDefinition } from '../jobs/definition.js';
 import { PlatformError, UnauthorizedError } from '../platform/errors.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
 import { checkThresholds } from '../sync/thresholds.js';
+import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
 import type { CommitEntry } from '../state/records.js';
 import type { FailureRow, RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
@@ -203,6 +204,8 @@ async function plan(
   await store.updateRun(runId, { phase: 'reading the export' });
   const sink = redisPlanningSink(ctx.store, runId, entity, def.name);
   let lastFlush = 0;
+  // A required field whose path finds nothing in the first rows stops the run, as a threshold does.
+  let pathStop: string | undefined;
   const counts = await planExport({
     entity,
     mapping: def.mapping,
@@ -218,6 +221,13 @@ async function plan(
       lastFlush = Date.now();
       await progress.setCounts(runId, runCountsOf(c));
     },
+    checkPaths: (coverage) => {
+      for (const u of unmatchedPaths(coverage))
+        log.warn({ field: u.field, path: u.ref }, describeUnmatched(u, coverage));
+      const v = checkPathCoverage(coverage);
+      if (!v.ok && !req.force) pathStop = v.reason;
+      return pathStop;
+    },
   });
   const planned = await store.countPlannedWrites(runId);
   await progress.setCounts(runId, {
@@ -228,7 +238,7 @@ async function plan(
   const timings = { planning: Date.now() - started };
   log.info({ counts, writes: planned, ms: timings.planning }, 'planned');
 
-  const verdict = checkThresholds(
+  let verdict = checkThresholds(
     {
       read: counts.read,
       invalid: counts.invalid,
@@ -239,6 +249,7 @@ async function plan(
     },
     def.thresholds,
   );
+  if (pathStop !== undefined) verdict = { ok: false, reason: pathStop };
   if (!verdict.ok && !req.force) {
     await store.updateRun(runId, {
       status: 'stopped',

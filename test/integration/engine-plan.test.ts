@@ -162,7 +162,10 @@ describe('engine: safety thresholds', () => {
     h.writeJob('companies', hubspotJob(path));
     const run = await h.runJob('companies');
     expect(run.status).toBe('stopped');
-    expect(run.error).toMatch(/100% of rows are invalid \(30 of 30\).*--force/);
+    // The required name's column found nothing: the reason names it and the nearest column.
+    expect(run.error).toMatch(
+      /^required fields\.name: Company name found nothing in all 30 rows: no column "Company name" \(nearest: Name\).*--force/,
+    );
     expect(run.counts).toMatchObject({ read: 30, invalid: 30, created: 0, writesPlanned: 0 });
     expect(countWrites(await h.stats())).toBe(0);
     const failures = await h.failures(run.id);

@@ -133,7 +133,7 @@ describe('PathCoverage', () => {
 });
 
 describe('nearestKeys', () => {
-  it('takes a small edit distance or a prefix, closest first, at most three', () => {
+  it('takes a small edit distance or one inside the other, closest first, at most three', () => {
     expect(nearestKeys('name', ['Name', 'names', 'nme', 'domain', 'full_name'])).toEqual([
       'Name',
       'names',
@@ -144,6 +144,9 @@ describe('nearestKeys', () => {
       'domain_name',
     ]);
     expect(nearestKeys('nmae', ['name', 'mane'])).toEqual(['name']);
+    expect(nearestKeys('Company name', ['Record ID', 'Name', 'Company Domain Name'])).toEqual([
+      'Name',
+    ]);
     // Two letters: neither a prefix match nor two edits away.
     expect(nearestKeys('id', ['identity', 'uuid'])).toEqual([]);
     expect(editDistance('kitten', 'sitting')).toBe(3);
