@@ -2,8 +2,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { MappingError } from '../../src/crm/mapping.js';
-import { builtinMappingsDir, listPresets, loadMapping } from '../../src/crm/presets.js';
+import { parse as parseYaml } from 'yaml';
+import { MappingError, type MappingDefinitionInput } from '../../src/crm/mapping.js';
+import {
+  builtinMappingsDir,
+  findPreset,
+  listPresets,
+  loadMapping,
+  readYamlFile,
+} from '../../src/crm/presets.js';
 import type { SourceRow } from '../../src/crm/row.js';
 
 const dir = join(import.meta.dirname, '..', 'fixtures', 'exports');
@@ -37,18 +44,46 @@ function mapAll(preset: string, rows: SourceRow[]) {
 
 const custom = (o: Record<string, unknown>) => JSON.stringify(o);
 
+const PRESETS = [
+  'attio-companies',
+  'attio-workspace-members',
+  'close-leads',
+  'close-users',
+  'dynamics-accounts',
+  'dynamics-systemusers',
+  'hubspot-companies',
+  'hubspot-contacts',
+  'hubspot-owners',
+  'pipedrive-organizations',
+  'pipedrive-users',
+  'salesforce-accounts',
+  'salesforce-users',
+  'zoho-accounts',
+  'zoho-users',
+];
+
+/** Maps one record with a preset, as line 2. */
+function map1(preset: string, record: Record<string, unknown>) {
+  return loadMapping(preset).map({ line: 2, record });
+}
+
 describe('presets', () => {
-  it('ships the four presets, each compiling', () => {
-    expect(listPresets()).toEqual(
-      expect.arrayContaining([
-        'hubspot-companies',
-        'hubspot-owners',
-        'salesforce-accounts',
-        'salesforce-users',
-      ]),
-    );
+  it('ships every preset, each compiling', () => {
+    expect(listPresets()).toEqual(PRESETS);
     for (const name of listPresets())
       expect(loadMapping(name).fingerprint).toMatch(/^[a-z-]+@\d+$/);
+  });
+
+  it('gives every preset its own external_id namespace', () => {
+    const prefixes = PRESETS.map((name) => {
+      const def = readYamlFile(findPreset(name)!).value as {
+        fields: { external_id: { template: string } };
+      };
+      return def.fields.external_id.template.replace(/\{.*$/, '');
+    });
+    // Salesforce ids name their object themselves (001 Account, 005 User): one namespace for both.
+    const distinct = new Set(prefixes.filter((p) => p !== 'salesforce:'));
+    expect(distinct.size).toBe(PRESETS.length - 2);
   });
 
   it('hubspot-companies maps the UI export', () => {
@@ -80,7 +115,7 @@ describe('presets', () => {
           crm_company_id: 513,
           external_id: 'hubspot:company:513',
           name: 'Globex',
-          website: 'https://globex.com',
+          website: 'https://GLOBEX.COM',
           custom: custom({ country: 'Germany' }),
         },
       },
@@ -91,7 +126,7 @@ describe('presets', () => {
           crm_company_id: 987654321012,
           external_id: 'hubspot:company:987654321012',
           name: 'Initech, Inc.',
-          website: 'https://initech.example.org/about',
+          website: 'http://www.initech.example.org/about/',
           custom: custom({
             industry: '=HYPERLINK("http://evil.example")',
             employees: 45,
@@ -107,46 +142,157 @@ describe('presets', () => {
         line: 5,
         body: { crm_company_id: 600, external_id: 'hubspot:company:600', name: 'Umbrella' },
       },
-      { ok: false, line: 6, field: 'name', reason: 'missing: no value in column Company name' },
       {
         ok: false,
-        line: 7,
-        field: 'website',
-        reason: 'an e-mail address, not a website',
-        value: 'info@vandelay.com',
+        line: 6,
+        field: 'name',
+        reason: 'missing: no value in columns Company name, properties.name',
+        identity: 'x:hubspot:company:601',
       },
       {
-        ok: false,
+        ok: true,
+        line: 7,
+        body: {
+          crm_company_id: 602,
+          external_id: 'hubspot:company:602',
+          name: 'Vandelay Industries',
+        },
+        warnings: [
+          {
+            field: 'website',
+            reason: 'an e-mail address, not a website',
+            value: 'info@vandelay.com',
+          },
+        ],
+      },
+      {
+        ok: true,
         line: 8,
-        field: 'custom.employees',
-        reason: 'not a whole number',
-        value: '12.5',
+        body: {
+          crm_company_id: 603,
+          external_id: 'hubspot:company:603',
+          name: 'Stark\nIndustries',
+          website: 'https://stark.com',
+        },
+        warnings: [{ field: 'custom.employees', reason: 'not a whole number', value: '12.5' }],
       },
     ]);
   });
 
-  it('hubspot-owners maps owners API records', () => {
+  it('hubspot-companies maps an API v3 object to the same record as its UI row', () => {
+    const api = map1('hubspot-companies', {
+      id: '512',
+      properties: {
+        hs_object_id: '512',
+        name: 'Acme Corp',
+        domain: 'acme.com',
+        website: 'https://www.acme.com/',
+        industry: 'COMPUTER_SOFTWARE',
+        numberofemployees: '120',
+        city: 'Springfield',
+        hubspot_owner_id: '41',
+      },
+      archived: false,
+    });
+    expect(api).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        crm_company_id: 512,
+        external_id: 'hubspot:company:512',
+        name: 'Acme Corp',
+        website: 'https://acme.com',
+        custom: custom({
+          industry: 'COMPUTER_SOFTWARE',
+          employees: 120,
+          city: 'Springfield',
+          owner_id: 41,
+        }),
+      },
+    });
+    // The UI export's first row is the same company: the same identity.
+    const ui = mapAll('hubspot-companies', csvRows('hubspot-companies.csv'))[0]!;
+    const ids = (r: typeof ui) =>
+      r.ok ? [r.body.external_id, (r.body as { crm_company_id?: number }).crm_company_id] : r;
+    expect(ids(ui)).toEqual(ids(api));
+    expect(
+      map1('hubspot-companies', { id: '513', properties: { name: 'Gone' }, archived: true }),
+    ).toEqual({
+      ok: false,
+      skip: true,
+      line: 2,
+      field: 'skip.archived',
+      rule: 'archived',
+      reason: 'archived in HubSpot',
+      value: true,
+      identity: 'x:hubspot:company:513',
+    });
+  });
+
+  it('hubspot-contacts maps the UI export and the API alike', () => {
+    const ui = map1('hubspot-contacts', {
+      'Record ID': '713492963559',
+      'First Name': 'Updated',
+      'Last Name': 'Contact',
+      Email: 'test-contact-2026@example.com',
+      'Phone Number': '+1234567890',
+      'Associated Company': 'Test Company Inc',
+      'Associated Company IDs (Primary)': '406260751575',
+    });
+    const api = map1('hubspot-contacts', {
+      id: '713492963559',
+      properties: {
+        email: 'test-contact-2026@example.com',
+        firstname: 'Updated',
+        lastname: 'Contact',
+        phone: '+1234567890',
+        company: 'Test Company Inc',
+        associatedcompanyid: '406260751575',
+      },
+      archived: false,
+    });
+    const body = {
+      external_id: 'hubspot:contact:713492963559',
+      email: 'test-contact-2026@example.com',
+      first_name: 'Updated',
+      last_name: 'Contact',
+      custom: custom({
+        phone: '+1234567890',
+        company: 'Test Company Inc',
+        company_id: 406260751575,
+      }),
+    };
+    expect(ui).toEqual({ ok: true, line: 2, body });
+    expect(api).toEqual({ ok: true, line: 2, body });
+    expect(map1('hubspot-contacts', { id: '1', properties: {}, archived: false })).toMatchObject({
+      ok: false,
+      field: 'email',
+      identity: 'x:hubspot:contact:1',
+    });
+  });
+
+  it('hubspot-owners maps owners API records; archived owners and queues are skipped', () => {
     expect(mapAll('hubspot-owners', ndjsonRows('hubspot-owners.ndjson'))).toEqual([
       {
         ok: true,
         line: 1,
         body: {
           external_id: 'hubspot:owner:41',
-          email: 'jane.roe@example.com',
+          email: 'Jane.Roe@Example.com',
           first_name: 'Jane',
           last_name: 'Roe',
-          custom: custom({ hubspot_user_id: 9001, archived: false }),
+          custom: custom({ hubspot_user_id: 9001 }),
         },
       },
       {
-        ok: true,
+        ok: false,
+        skip: true,
         line: 2,
-        body: {
-          external_id: 'hubspot:owner:42',
-          email: 'bob@example.com',
-          first_name: 'Bob',
-          custom: custom({ hubspot_user_id: 9002, archived: true }),
-        },
+        field: 'skip.archived',
+        rule: 'archived',
+        reason: 'archived in HubSpot',
+        value: true,
+        identity: 'x:hubspot:owner:42',
       },
       {
         ok: false,
@@ -154,9 +300,19 @@ describe('presets', () => {
         field: 'email',
         reason: 'not a valid e-mail address',
         value: 'not-an-email',
+        identity: 'x:hubspot:owner:43',
       },
-      { ok: false, line: 4, field: 'email', reason: 'missing: no value in column email' },
+      {
+        ok: false,
+        line: 4,
+        field: 'email',
+        reason: 'missing: no value in column email',
+        identity: 'x:hubspot:owner:44',
+      },
     ]);
+    expect(
+      map1('hubspot-owners', { id: '77', email: 'q@example.com', type: 'QUEUE', archived: false }),
+    ).toMatchObject({ skip: true, reason: 'not a person (HubSpot owner type QUEUE)' });
   });
 
   it('salesforce-accounts maps a Data Loader export with capital headers', () => {
@@ -168,7 +324,7 @@ describe('presets', () => {
           crm_account_id: '001M000000qfPySIAU',
           external_id: 'salesforce:001M000000qfPySIAU',
           name: 'Burlington Textiles',
-          website: 'https://burlington.com',
+          website: 'https://www.burlington.com',
           custom: custom({
             type: 'Customer - Direct',
             industry: 'Apparel',
@@ -187,7 +343,7 @@ describe('presets', () => {
           crm_account_id: '0015g00000AbCdEAAV',
           external_id: 'salesforce:0015g00000AbCdEAAV',
           name: 'Edge Communications',
-          website: 'https://edgecomm.com',
+          website: 'http://edgecomm.com',
           custom: custom({
             type: 'Customer - Channel',
             industry: 'Electronics',
@@ -230,6 +386,45 @@ describe('presets', () => {
     ]);
   });
 
+  it('salesforce-accounts skips deleted and merged accounts in every shape; an empty lookup is no merge', () => {
+    const base = { Id: '001M000000qfPyS', Name: 'Burlington Textiles' };
+    const skipped = (record: Record<string, unknown>) => {
+      const r = map1('salesforce-accounts', record);
+      return r.ok ? 'synced' : r.skip ? r.reason : `invalid: ${r.reason}`;
+    };
+    // Weekly Data Export: "0"/"1" and 000000000000000AAA.
+    expect(skipped({ ...base, IsDeleted: '0', MasterRecordId: '000000000000000AAA' })).toBe(
+      'synced',
+    );
+    expect(skipped({ ...base, IsDeleted: '1', MasterRecordId: '000000000000000AAA' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    // Data Loader before v61: upper-case headers.
+    expect(skipped({ ID: base.Id, NAME: base.Name, ISDELETED: 'true' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    expect(skipped({ ID: base.Id, NAME: base.Name, ISDELETED: 'false', MASTERRECORDID: '' })).toBe(
+      'synced',
+    );
+    // REST query JSON: booleans and null.
+    expect(
+      skipped({ attributes: { type: 'Account' }, ...base, IsDeleted: false, MasterRecordId: null }),
+    ).toBe('synced');
+    expect(skipped({ ...base, IsDeleted: false, MasterRecordId: '0015g00000AbCdEAAV' })).toBe(
+      'merged into another record (MasterRecordId 0015g00000AbCdEAAV)',
+    );
+    // An empty lookup is absent wherever it appears, not an owner id.
+    expect(map1('salesforce-accounts', { ...base, OwnerId: '000000000000000AAA' })).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        crm_account_id: '001M000000qfPySIAU',
+        external_id: 'salesforce:001M000000qfPySIAU',
+        name: 'Burlington Textiles',
+      },
+    });
+  });
+
   it('salesforce-users maps users, IsActive into custom', () => {
     expect(mapAll('salesforce-users', csvRows('salesforce-users.csv'))).toEqual([
       {
@@ -237,7 +432,7 @@ describe('presets', () => {
         line: 2,
         body: {
           external_id: 'salesforce:00558000001N0KeAAK',
-          email: 'jane@acme.example',
+          email: 'Jane@Acme.Example',
           first_name: 'Jane',
           last_name: 'Roe',
           custom: custom({
@@ -259,15 +454,322 @@ describe('presets', () => {
           custom: custom({ is_active: false, username: 'bob@acme.example', department: 'Support' }),
         },
       },
-      { ok: false, line: 4, field: 'email', reason: 'missing: no value in column Email' },
       {
         ok: false,
+        line: 4,
+        field: 'email',
+        reason: 'missing: no value in column Email',
+        identity: 'x:salesforce:0055g00000ZzYyXAAV',
+      },
+      {
+        ok: true,
         line: 5,
-        field: 'custom.is_active',
-        reason: 'not a yes/no value (true/false, yes/no, 1/0)',
-        value: 'maybe',
+        body: {
+          external_id: 'salesforce:0055g00000MnOpQAAV',
+          email: 'x@acme.example',
+          first_name: 'Bad',
+          last_name: 'Flag',
+          custom: custom({ username: 'x@acme.example' }),
+        },
+        warnings: [
+          {
+            field: 'custom.is_active',
+            reason: 'not a yes/no value (true/false, yes/no, 1/0)',
+            value: 'maybe',
+          },
+        ],
       },
     ]);
+  });
+
+  it('salesforce-users skips users that are not people of the org, by UserType', () => {
+    const user = { Id: '005jV000000yp9LQAQ', Email: 'noreply@00djv000002guncuao' };
+    for (const type of [
+      'AutomatedProcess',
+      'CloudIntegrationUser',
+      'CsnOnly',
+      'Guest',
+      'PowerPartner',
+    ]) {
+      expect(map1('salesforce-users', { ...user, UserType: type })).toMatchObject({
+        skip: true,
+        reason: `not a person of the org (UserType ${type})`,
+      });
+    }
+    expect(
+      map1('salesforce-users', { ...user, Email: 'jane@acme.example', UserType: 'Standard' }),
+    ).toMatchObject({
+      ok: true,
+    });
+    // Without UserType in the export nothing is skipped: the system address is then invalid.
+    expect(map1('salesforce-users', user)).toMatchObject({ ok: false, field: 'email' });
+  });
+
+  it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {
+    const org = {
+      id: 2,
+      name: 'Acme Corp',
+      owner_id: { id: 25760681, name: 'Nango', email: 'api@example.com', value: 25760681 },
+      company_id: 15043420,
+      address: '123 Main St, San Francisco, CA 94105',
+      website: 'acme.example',
+      active_flag: true,
+    };
+    expect(map1('pipedrive-organizations', org)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'pipedrive:organization:2',
+        name: 'Acme Corp',
+        website: 'https://acme.example',
+        custom: custom({
+          address: '123 Main St, San Francisco, CA 94105',
+          owner_id: 25760681,
+          owner: 'Nango',
+        }),
+      },
+    });
+    expect(map1('pipedrive-organizations', { ...org, active_flag: false })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Pipedrive (active_flag false)',
+    });
+    // API v2 sends owner_id as a number.
+    expect(map1('pipedrive-organizations', { ...org, owner_id: 7 })).toMatchObject({
+      body: { custom: custom({ address: org.address, owner_id: 7 }) },
+    });
+    const user = {
+      id: 25760681,
+      name: 'Mary Ann Smith',
+      email: 'm@example.com',
+      active_flag: false,
+      is_admin: 1,
+      is_deleted: false,
+    };
+    expect(map1('pipedrive-users', user)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'pipedrive:user:25760681',
+        email: 'm@example.com',
+        first_name: 'Mary Ann',
+        last_name: 'Smith',
+        custom: custom({ is_active: false, is_admin: true }),
+      },
+    });
+    expect(map1('pipedrive-users', { ...user, is_deleted: true })).toMatchObject({ skip: true });
+  });
+
+  it('zoho presets keep 19-digit ids as text; deleted users are skipped', () => {
+    expect(
+      map1('zoho-accounts', {
+        id: '7328395000000680055',
+        Account_Name: 'King (Sample)',
+        Website: 'http://kingmanufacturing.com',
+        Employees: 445,
+        Owner: { name: 'Nango Developer', id: '7328395000000605001', email: 'api@example.com' },
+      }),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'zoho:account:7328395000000680055',
+        name: 'King (Sample)',
+        website: 'http://kingmanufacturing.com',
+        custom: custom({
+          employees: 445,
+          owner: 'Nango Developer',
+          owner_id: '7328395000000605001',
+        }),
+      },
+    });
+    const user = {
+      id: '7328395000000605001',
+      email: 'dev@example.com',
+      first_name: 'Nango',
+      last_name: 'Developer',
+      status: 'active',
+      role: { name: 'CEO' },
+    };
+    expect(map1('zoho-users', user)).toMatchObject({
+      ok: true,
+      body: {
+        external_id: 'zoho:user:7328395000000605001',
+        custom: custom({ status: 'active', role: 'CEO' }),
+      },
+    });
+    expect(map1('zoho-users', { ...user, status: 'deleted' })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Zoho (status deleted)',
+    });
+  });
+
+  it('attio presets read the first value of each attribute; suspended members are skipped', () => {
+    const value = (v: Record<string, unknown>) => [{ active_until: null, ...v }];
+    expect(
+      map1('attio-companies', {
+        id: {
+          workspace_id: 'w',
+          object_id: 'o',
+          record_id: '30cd786f-3618-4a0c-9710-318801ef86b2',
+        },
+        values: {
+          name: value({ value: 'Attio' }),
+          domains: [...value({ domain: 'attio.com' }), ...value({ domain: 'attio.io' })],
+          description: [],
+          categories: value({ option: { title: 'SAAS' } }),
+        },
+      }),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'attio:company:30cd786f-3618-4a0c-9710-318801ef86b2',
+        name: 'Attio',
+        website: 'https://attio.com',
+        custom: custom({ domains: ['attio.com', 'attio.io'], categories: ['SAAS'] }),
+      },
+    });
+    const member = {
+      id: { workspace_member_id: 'm-1' },
+      email_address: 'a@example.com',
+      first_name: 'A',
+      last_name: 'B',
+      access_level: 'member',
+    };
+    expect(map1('attio-workspace-members', member)).toMatchObject({
+      ok: true,
+      body: { external_id: 'attio:workspace-member:m-1', email: 'a@example.com' },
+    });
+    expect(map1('attio-workspace-members', { ...member, access_level: 'suspended' })).toMatchObject(
+      {
+        skip: true,
+      },
+    );
+  });
+
+  it('close-leads falls back to display_name; close-users keys on the user id', () => {
+    expect(
+      map1('close-leads', {
+        id: 'lead_1',
+        name: '',
+        display_name: 'Globex Industries',
+        url: 'https://globex.com',
+      }),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'close:lead:lead_1',
+        name: 'Globex Industries',
+        website: 'https://globex.com',
+      },
+    });
+    expect(map1('close-users', { id: 'user_1', email: 'u@example.com', first_name: 'U' })).toEqual({
+      ok: true,
+      line: 2,
+      body: { external_id: 'close:user:user_1', email: 'u@example.com', first_name: 'U' },
+    });
+  });
+
+  it('dynamics presets: lower-case GUIDs, annotation keys, inactive accounts and non-people skipped', () => {
+    const account = {
+      '@odata.etag': 'W/"81359849"',
+      name: 'Litware, Inc. (sample)',
+      statecode: 0,
+      '_ownerid_value@OData.Community.Display.V1.FormattedValue': 'FirstName LastName',
+      _ownerid_value: '4026BE43-6B69-E111-8F65-78E7D1620F5E',
+      accountid: '78914942-34CB-ED11-B596-0022481D68CD',
+    };
+    expect(map1('dynamics-accounts', account)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'dynamics:account:78914942-34cb-ed11-b596-0022481d68cd',
+        name: 'Litware, Inc. (sample)',
+        custom: custom({
+          owner: 'FirstName LastName',
+          owner_id: '4026be43-6b69-e111-8f65-78e7d1620f5e',
+        }),
+      },
+    });
+    expect(map1('dynamics-accounts', { ...account, statecode: 1 })).toMatchObject({
+      skip: true,
+      reason: 'inactive in Dynamics (statecode 1)',
+    });
+    const user = {
+      systemuserid: '31914B34-BE8D-E611-80D8-00155D892DDC',
+      internalemailaddress: 'u@example.com',
+      accessmode: 0,
+      isdisabled: true,
+    };
+    expect(map1('dynamics-systemusers', user)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'dynamics:systemuser:31914b34-be8d-e611-80d8-00155d892ddc',
+        email: 'u@example.com',
+        custom: custom({ disabled: true }),
+      },
+    });
+    for (const mode of [3, 4, 5])
+      expect(map1('dynamics-systemusers', { ...user, accessmode: mode })).toMatchObject({
+        skip: true,
+        reason: `not a person of the org (accessmode ${mode})`,
+      });
+  });
+
+  it('fills crm_company_id only in HubSpot presets and crm_account_id only in Salesforce ones', () => {
+    for (const name of PRESETS) {
+      const def = readYamlFile(findPreset(name)!).value as { fields: Record<string, unknown> };
+      expect('crm_company_id' in def.fields, name).toBe(name === 'hubspot-companies');
+      expect('crm_account_id' in def.fields, name).toBe(name === 'salesforce-accounts');
+    }
+  });
+
+  it('the inline mapping of docs/MAPPING.md maps Odoo search_read partners', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'MAPPING.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### An inline mapping for a CRM with no preset'));
+    const block = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const job = parseYaml(block) as { mapping: MappingDefinitionInput };
+    const m = loadMapping(job.mapping);
+    // Records shaped as Odoo answers: false for every empty field.
+    expect(
+      m.map({
+        line: 2,
+        record: {
+          id: 3,
+          name: 'Victor Nango',
+          email: 'api@example.com',
+          phone: false,
+          is_company: false,
+        },
+      }),
+    ).toEqual({
+      ok: false,
+      skip: true,
+      line: 2,
+      field: 'skip.person',
+      rule: 'person',
+      reason: 'a person, not a company (is_company false)',
+      identity: 'x:odoo:res.partner:3',
+    });
+    expect(
+      m.map({
+        line: 3,
+        record: {
+          id: 25,
+          name: 'Deco Addict',
+          email: false,
+          phone: false,
+          website: false,
+          is_company: true,
+        },
+      }),
+    ).toEqual({
+      ok: true,
+      line: 3,
+      body: { external_id: 'odoo:res.partner:25', name: 'Deco Addict' },
+    });
   });
 
   it('says which presets exist when one is missing', () => {
