@@ -13,6 +13,7 @@
  * delayed set and checks on them; it holds no worker slot.
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import { sinceText } from '../crm/since.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { PlatformError, UnauthorizedError } from '../platform/errors.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
@@ -27,7 +28,7 @@ import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { finalize } from './finalize.js';
 import { refreshIndex } from './reconcile.js';
 import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
-import { sourceOf, sourceLabel } from './source.js';
+import { pullSince, sourceOf, sourceLabel } from './source.js';
 
 /** Run statuses after which a run writes nothing more. */
 const ENDED: ReadonlySet<RunRecord['status']> = new Set(['completed', 'failed', 'stopped']);
@@ -78,9 +79,13 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
           }
           await ctx.store.updateRun(runId, { status: 'finalizing', phase: 'verifying creates' });
           break;
-        case 'finalizing':
-          await finalize(ctx, run, def, log);
+        case 'finalizing': {
+          // An incremental pull is not the whole set: what it did not read is no orphan.
+          const runs = await ctx.store.listRuns({ job: def.name, limit: 50 });
+          const whole = pullSince(def, req, runs) === undefined;
+          await finalize(ctx, run, whole ? def : { ...def, fullSnapshot: false }, log);
           break;
+        }
       }
       run = (await ctx.store.getRun(runId))!;
     }
@@ -201,7 +206,10 @@ async function plan(
     if (pending.length > 0) await resolveForeignPending(ctx, entity);
   }
 
-  await store.updateRun(runId, { phase: 'reading the export' });
+  // `{{since}}` in the URL: only what changed since the last run that left nothing to retry.
+  const since = pullSince(def, req, previous);
+  const reading = since ? `reading the changes since ${sinceText(since)}` : 'reading the export';
+  await store.updateRun(runId, { phase: reading });
   const sink = redisPlanningSink(ctx.store, runId, entity, def.name);
   let lastFlush = 0;
   // A required field whose path finds nothing in the first rows stops the run, as a threshold does.
@@ -209,7 +217,7 @@ async function plan(
   const counts = await planExport({
     entity,
     mapping: def.mapping,
-    source: sourceOf(def, req),
+    source: sourceOf(def, req, since),
     mode: req.mode ?? def.mode,
     memberUpdates: def.membersUpdate === 'put',
     verifyRemote: req.full,
@@ -245,7 +253,8 @@ async function plan(
       notUtf8: counts.notUtf8,
       creates: counts.create,
       updates: counts.update,
-      firstSync,
+      // An incremental pull holds only changed records: its change share says nothing either.
+      firstSync: firstSync || since !== undefined,
     },
     def.thresholds,
   );
