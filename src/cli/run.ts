@@ -6,6 +6,7 @@
 import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
+import { coverageWarnings, unmatchedPaths } from '../crm/path-coverage.js';
 import { dryRun } from '../engine/dry-run.js';
 import type { RowWarning } from '../engine/planning.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
@@ -217,9 +218,13 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
           },
           actions: result.actions,
           warnings: result.warnings,
+          ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
         })}\n`,
       );
     } else {
+      // Mapped paths that found nothing in the first rows: typos, or the wrong shape.
+      for (const w of result.paths ? coverageWarnings(result.paths) : [])
+        process.stderr.write(`warning: ${w}\n`);
       process.stdout.write(
         `${formatPlan(jobName, result.counts, result.actions, result.warnings)}\n`,
       );
@@ -229,6 +234,14 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
     client.close();
     await producer.close();
   }
+}
+
+/**
+ * A value of the export in a plan line, in JSON notation as `failures` shows
+ * it: text quoted, a JSON `false` or `0` bare, so neither looks like the other.
+ */
+function shownValue(value: unknown): string {
+  return value === undefined ? '' : `: ${JSON.stringify(value)}`;
 }
 
 function formatPlan(
@@ -251,7 +264,9 @@ function formatPlan(
       lines.push(`  line ${a.line} ${a.kind} #${a.platformId}${diff ? `: ${diff}` : ''}`);
     } else if (a.kind === 'create') lines.push(`  line ${a.line} create ${a.keys[0]}`);
     else if (a.kind === 'invalid')
-      lines.push(`  line ${a.line} invalid ${a.field ?? ''}: ${a.reason}`);
+      lines.push(
+        `  line ${a.line} invalid ${a.field ?? ''}: ${a.reason}${shownValue(a.value)}${a.identity ? ` (${a.identity})` : ''}`,
+      );
     else if (a.kind === 'conflict') lines.push(`  line ${a.line} conflict: ${a.reason}`);
     else if (a.kind === 'skip' && a.rule !== undefined)
       lines.push(`  line ${a.line} skip (${a.rule}): ${a.reason}`);

@@ -1,9 +1,11 @@
 /**
- * `crm-sync validate [--jobs DIR]`: loads every job file of the folder and
- * compiles its mapping, and reports every problem of every file at once
- * (file and path), so one pass fixes them all. A path source that does not
- * exist yet is a warning, not a problem: exports are often dropped just
- * before the run.
+ * `crm-sync validate [--jobs DIR] [--fetch]`: loads every job file of the
+ * folder and compiles its mapping, and reports every problem of every file at
+ * once (file and path), so one pass fixes them all. A path source that does
+ * not exist yet is a warning, not a problem: exports are often dropped just
+ * before the run. Then it reads the first 1,000 rows of each local export
+ * (of URL sources too with `--fetch`) and warns of each mapped column or path
+ * that found nothing there (validate-paths.ts).
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -11,14 +13,16 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { loadJobs, type JobDefinition } from '../jobs/definition.js';
 import { ExitCode } from './output.js';
+import { pathReport } from './validate-paths.js';
 import { jobsOption } from './runtime.js';
 
 export function registerValidateCommand(program: Command): void {
   jobsOption(
     program
       .command('validate')
-      .description('check every job definition and its mapping; list every problem at once'),
-  ).action((flags: { jobs?: string }) => {
+      .description('check every job definition and its mapping; list every problem at once')
+      .option('--fetch', 'also read the first rows of URL sources to check the mapped paths'),
+  ).action(async (flags: { jobs?: string; fetch?: boolean }) => {
     const config = loadConfig();
     const dir = resolve(flags.jobs ?? config.jobsDir);
     const { jobs, problems } = loadJobs(dir, { mappingsDir: config.mappingsDir });
@@ -28,6 +32,10 @@ export function registerValidateCommand(program: Command): void {
       if (path !== undefined && !existsSync(path)) {
         process.stderr.write(`warning: ${job.file}: source.path: ${path} does not exist (yet)\n`);
       }
+    }
+    for (const job of jobs) {
+      for (const line of await pathReport(job, { fetch: flags.fetch === true }))
+        process.stderr.write(`${line}\n`);
     }
     for (const p of problems) process.stderr.write(`${p}\n`);
     if (problems.length > 0) {

@@ -1,0 +1,104 @@
+/**
+ * The path check of `crm-sync validate`: the first rows of a local export
+ * against each mapped path, a warning for each that found nothing, URL
+ * sources left alone unless asked.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { pathReport, sampleCoverage } from '../../src/cli/validate-paths.js';
+import { sourceOf } from '../../src/engine/source.js';
+import { loadJobs, type JobDefinition } from '../../src/jobs/definition.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'crm-sync-validate-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const mapping = (name: string) => ({
+  name: 'attio-test',
+  version: 1,
+  entity: 'companies',
+  fields: {
+    external_id: { template: 'attio:company:{id.record_id}', required: true },
+    name: { from: name, required: true },
+    website: { from: 'values.domain[0].domain' },
+  },
+});
+
+function jobsOf(files: Record<string, Record<string, unknown>>): Map<string, JobDefinition> {
+  for (const [name, job] of Object.entries(files))
+    writeFileSync(join(dir, `${name}.yaml`), stringify(job));
+  const { jobs, problems } = loadJobs(dir);
+  expect(problems).toEqual([]);
+  return new Map(jobs.map((j) => [j.name, j]));
+}
+
+const records = Array.from({ length: 1500 }, (_, i) => ({
+  id: { record_id: `r${i}` },
+  values: { name: [{ value: `Company ${i}` }], domains: [{ domain: `c${i}.example` }] },
+}));
+writeFileSync(join(dir, 'attio.json'), JSON.stringify({ data: records }));
+
+describe('validate: mapped paths against the first rows', () => {
+  const jobs = jobsOf({
+    typo: {
+      entity: 'companies',
+      source: { path: 'attio.json', recordsPath: 'data' },
+      mapping: mapping('values.nme[0].value'),
+    },
+    remote: {
+      entity: 'companies',
+      source: { url: 'https://crm.example/export.json', recordsPath: 'data' },
+      mapping: mapping('values.name[0].value'),
+    },
+    later: {
+      entity: 'companies',
+      source: { path: 'not-yet.json' },
+      mapping: mapping('values.name[0].value'),
+    },
+  });
+
+  it('warns of each path that found nothing, with the nearest keys, and says how many rows it read', async () => {
+    const job = jobs.get('typo')!;
+    expect(await pathReport(job, { fetch: false })).toEqual([
+      `paths typo: read the first 1,000 rows of ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
+      `warning: ${job.file}: fields.name: values.nme[0].value found nothing in the first 1,000 rows: ` +
+        'no key "nme" in values (nearest: name) (a required field: a run stops before writing)',
+      `warning: ${job.file}: fields.website: values.domain[0].domain found nothing in the first 1,000 rows: ` +
+        'no key "domain" in values (nearest: domains)',
+    ]);
+  });
+
+  it('reads no further than the limit', async () => {
+    const job = jobs.get('typo')!;
+    const s = await sampleCoverage(sourceOf(job, {}), job.mapping.paths, 10);
+    expect(s).toMatchObject({ rows: 10, partial: true });
+  });
+
+  it('leaves a URL source alone unless asked, and a file that is not there yet', async () => {
+    expect(await pathReport(jobs.get('remote')!, { fetch: false })).toEqual([
+      `note: ${jobs.get('remote')!.file}: mapped paths not checked: the source is a URL (validate --fetch reads its first 1,000 rows)`,
+    ]);
+    expect(await pathReport(jobs.get('later')!, { fetch: false })).toEqual([]);
+  });
+
+  it('says so when every path found a value', async () => {
+    const ok = jobsOf({
+      good: {
+        entity: 'companies',
+        source: { path: 'attio.json', recordsPath: 'data' },
+        mapping: {
+          ...mapping('values.name[0].value'),
+          fields: {
+            external_id: { template: 'attio:company:{id.record_id}', required: true },
+            name: { from: 'values.name[0].value', required: true },
+          },
+        },
+      },
+    });
+    expect(await pathReport(ok.get('good')!, { fetch: false })).toEqual([
+      `paths good: read the first 1,000 rows of ${join(dir, 'attio.json')}: every mapped path found a value`,
+    ]);
+  });
+});
