@@ -53,7 +53,7 @@ export function jobsOption(cmd: Command): Command {
   );
 }
 
-/** The run as `--json` prints it: the shape outside checks rely on (DESIGN.md). */
+/** The run as `--json` prints it: a stable shape that scripts rely on (docs/CLI.md). */
 export interface RunSummary {
   runId: string;
   job: string;

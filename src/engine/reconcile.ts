@@ -59,7 +59,7 @@ async function* pagesOf(
       url = page.next;
     }
   }
-  // Members: the seed does not say whether GET /members is a page, an array or
+  // Members: the API does not say whether GET /members is a page, an array or
   // one record; the client's iterator takes all three, each page's GET going
   // through the same retry, pacing and 429 handling. Batch for the index.
   let batch: PlatformRecord[] = [];

@@ -1,11 +1,12 @@
 /**
- * The typed platform client: one method per operation of the seed (parts 4.1
- * and 4.2). Request bodies are checked against their `…Request` schema before
- * sending; responses against their schema (unknown fields kept, a wrong type
- * is an InvalidResponseError naming the field). Lists are async iterators.
+ * The typed platform client: one method per documented operation of the
+ * platform API (docs/PLATFORM-API.md). Request bodies are checked against
+ * their `…Request` schema before sending; responses against their schema
+ * (unknown fields kept, a wrong type is an InvalidResponseError naming the
+ * field). Lists are async iterators.
  *
  * The client never retries: wrap calls in `withRetry` (src/platform/retry.ts)
- * where a retry is wanted, so that retries stay one layer (DESIGN.md).
+ * where a retry is wanted, so that retries stay one layer.
  */
 import type { z } from 'zod';
 import { InvalidRequestError, InvalidResponseError } from './errors.js';
@@ -84,7 +85,7 @@ export class PlatformClient {
     return this.http.origin;
   }
 
-  // 4.1 ---------------------------------------------------------------------
+  // Operations with documented status codes (200, 400, 401, 404) ------------
 
   root(o: CallOptions = {}): Promise<JsonObject> {
     return this.call({ method: 'GET', route: '/', response: JsonObject, ...o });
@@ -199,9 +200,9 @@ export class PlatformClient {
     });
   }
 
-  // 4.2 ---------------------------------------------------------------------
+  // Other operations --------------------------------------------------------
 
-  /** POST /customers: the alias of POST /companies (seed 4.3 rule 2). */
+  /** POST /customers: the alias of POST /companies (same fields, same record). */
   createCustomer(body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
     return this.call({
       method: 'POST',
@@ -238,8 +239,8 @@ export class PlatformClient {
   }
 
   /**
-   * PUT /members/{id}. An extension beyond the seed, which gives members POST
-   * and GET only: call it only for a job that opted in (the sandbox serves it
+   * PUT /members/{id}. An extension beyond the documented API, which gives
+   * members POST and GET only: call it only for a job that opted in (the sandbox serves it
    * with `extensions: ['members-put']`). Elsewhere a changed member is reported.
    */
   updateMember(id: Id, body: MemberRequest, o: CallOptions = {}): Promise<Member> {
@@ -312,7 +313,7 @@ export class PlatformClient {
     return this.list('/variables', Variable, o);
   }
 
-  /** GET /options: the options of variables (seed 2.11), not HTTP OPTIONS. */
+  /** GET /options: the options of variables, not HTTP OPTIONS. */
   options(o: CallOptions = {}): AsyncGenerator<Option, void, undefined> {
     return this.list('/options', Option, o);
   }
@@ -344,7 +345,7 @@ export class PlatformClient {
     return this.call({ method: 'GET', route: '/sso', response: JsonObject, ...o });
   }
 
-  /** PATCH /sso: the body's fields are not shown in the seed (4.4), so any JSON object. */
+  /** PATCH /sso: the body's fields are not documented, so any JSON object. */
   updateSso(body: JsonObject, o: CallOptions = {}): Promise<JsonObject> {
     return this.call({
       method: 'PATCH',
@@ -372,7 +373,7 @@ export class PlatformClient {
     return this.call({ method: 'GET', route: '/billing', response: JsonObject, ...o });
   }
 
-  /** GET /onboardee-user/notifications: listed in the seed as a placeholder only (4.2). */
+  /** GET /onboardee-user/notifications: not documented (only its PUT is); our reading. */
   onboardeeNotifications(o: CallOptions = {}): Promise<OnboardeeNotifications> {
     return this.call({
       method: 'GET',

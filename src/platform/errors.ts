@@ -7,7 +7,7 @@
  * Two flags steer callers: `retryable` says whether sending the same request
  * again can help; `mayHaveApplied` says whether a non-idempotent request (a
  * POST) may already have taken effect, so that a create is verified before it
- * is sent again (DESIGN.md, "Contract gaps").
+ * is sent again: POST is not idempotent (docs/PLATFORM-API.md).
  *
  * The API key never reaches an error: transport errors (got's carry the
  * request options, headers included) are reduced to their code and message,

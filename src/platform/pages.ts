@@ -1,8 +1,9 @@
 /**
  * Listing. GET /companies answers a DRF page `{count, next, previous,
- * results}`; the seed does not say what the other GETs answer (4.4), so one
- * reader accepts a page (follow `next`), an array (its items) or one object
- * (one item; `{}` is no item, as the seed shows several of them empty).
+ * results}`; the API does not say what the other GETs answer
+ * (docs/PLATFORM-API.md), so one reader accepts a page (follow `next`), an
+ * array (its items) or one object (one item; `{}` is no item, as several
+ * records are documented only as empty objects).
  *
  * `next` is followed as given, absolute or relative, but only on the origin
  * of the base URL: the API key is sent with every request, so a `next` on

@@ -1,7 +1,8 @@
 /**
- * The one in-process retry layer (DESIGN.md: got's retry is off, BullMQ
- * attempts are the durable outer layer). `shouldRetry` is the whole policy;
- * `withRetry` runs it on p-retry with jittered exponential backoff.
+ * The one in-process retry layer (got's retry is off, BullMQ attempts are the
+ * durable outer layer: stacked layers would multiply the retries).
+ * `shouldRetry` is the whole policy; `withRetry` runs it on p-retry with
+ * jittered exponential backoff.
  *
  * A 429 is never retried here: waiting out a rate limit belongs to the queue
  * layer (`queue.rateLimit`), where every worker sees it.

@@ -1,12 +1,13 @@
 /**
- * Zod schemas for every resource of the platform API (seed, part 2).
+ * Zod schemas for every resource of the platform API (docs/PLATFORM-API.md).
  *
- * Request schemas hold the "both" fields only (seed 4.3 rule 4); response
- * schemas hold every field. The seed does not say which fields are required
- * or nullable (2.17), so every field is optional and, in responses, nullable:
- * we check types, never presence. Response objects are loose: fields the seed
- * does not list are kept, not dropped. Integers must be safe integers, so that
- * an id such as a 12-digit HubSpot `crm_company_id` round-trips exactly.
+ * Request schemas hold the "both" fields only (a create's body lists only
+ * those); response schemas hold every field. The API does not say which
+ * fields are required or nullable, so every field is optional and, in
+ * responses, nullable: we check types, never presence. Response objects are
+ * loose: fields the API does not list are kept, not dropped. Integers must be
+ * safe integers, so that an id such as a 12-digit HubSpot `crm_company_id`
+ * round-trips exactly.
  */
 import { z } from 'zod';
 
@@ -37,7 +38,7 @@ function resource<Both extends z.ZodRawShape, ResponseOnly extends z.ZodRawShape
   };
 }
 
-// 2.1 Company (also customers)
+// Company (also customers)
 const company = resource(
   {
     name: str,
@@ -63,7 +64,7 @@ const company = resource(
 export const CompanyRequest = company.request;
 export const Company = company.response;
 
-// 2.2 Company list envelope
+// Company list envelope
 export const CompanyPage = z.looseObject({
   count: int,
   next: z.string().nullable(),
@@ -71,7 +72,7 @@ export const CompanyPage = z.looseObject({
   results: z.array(Company),
 });
 
-// 2.3 Member
+// Member
 const member = resource(
   {
     first_name: str,
@@ -104,7 +105,7 @@ export const MemberRequest = member.request;
 // A stored e-mail that is not RFC-valid must not make a whole listing fail.
 export const Member = member.response.extend({ email: opt(str) });
 
-// 2.4 Project asset
+// Project asset
 const projectAsset = resource(
   {
     name: str,
@@ -135,7 +136,7 @@ const projectAsset = resource(
 export const ProjectAssetRequest = projectAsset.request;
 export const ProjectAsset = projectAsset.response;
 
-// 2.5 Account
+// Account
 const account = resource(
   {
     company_name: str,
@@ -179,7 +180,7 @@ const account = resource(
 export const AccountRequest = account.request;
 export const Account = account.response;
 
-// 2.6 Team task (response only)
+// Team task (response only)
 export const TeamTask = resource(
   {},
   {
@@ -217,7 +218,7 @@ export const TeamTask = resource(
   },
 ).response;
 
-// 2.7 Task (response only)
+// Task (response only)
 export const Task = resource(
   {},
   {
@@ -266,7 +267,7 @@ export const Task = resource(
   },
 ).response;
 
-// 2.8 Workflow (response only)
+// Workflow (response only)
 export const Workflow = resource(
   {},
   {
@@ -295,7 +296,7 @@ export const Workflow = resource(
   },
 ).response;
 
-// 2.9 Role
+// Role
 const role = resource(
   { name: str, description: str, role_type: str },
   { id: int, created_at: dateTime, order: int, created_by: str },
@@ -303,7 +304,7 @@ const role = resource(
 export const RoleRequest = role.request;
 export const Role = role.response;
 
-// 2.10 Variable (response only)
+// Variable (response only)
 export const Variable = resource(
   {},
   {
@@ -321,13 +322,13 @@ export const Variable = resource(
   },
 ).response;
 
-// 2.11 Option (response only)
+// Option (response only)
 export const Option = resource(
   {},
   { id: int, name: str, variable: str, verbose_name: str },
 ).response;
 
-// 2.12 Project type
+// Project type
 const projectType = resource(
   { type: str, description: str, is_default: bool },
   { id: int, created_at: dateTime, modified_at: dateTime },
@@ -335,7 +336,7 @@ const projectType = resource(
 export const ProjectTypeRequest = projectType.request;
 export const ProjectType = projectType.response;
 
-// 2.13 API account
+// API account
 const apiAccount = resource(
   { first_name: str, status: str, regenerate_token: bool },
   {
@@ -352,7 +353,7 @@ const apiAccount = resource(
 export const ApiAccountRequest = apiAccount.request;
 export const ApiAccount = apiAccount.response;
 
-// 2.14 / 2.15 Notification preferences
+// Notification preferences (onboardee and onboarder users)
 const onboardee = resource(
   {
     task_due_date_changed: bool,
@@ -382,10 +383,10 @@ const onboarder = resource(
 export const OnboarderNotificationsRequest = onboarder.request;
 export const OnboarderNotifications = onboarder.response;
 
-// 2.16 Comment stream credential
+// Comment stream credential
 export const CommentStreamCredential = z.looseObject({ stream_token: opt(str) });
 
-/** The records the seed gives only as "JSON object" or an empty object (2.17). */
+/** The records the API gives only as "JSON object" or an empty object. */
 export const JsonObject = z.looseObject({});
 
 export type CompanyRequest = z.infer<typeof CompanyRequest>;

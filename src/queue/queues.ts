@@ -3,7 +3,8 @@
  * "one active run per job definition" rule. Every bound the production guide
  * asks for is set here once: finished jobs are kept by age and count, the
  * events stream has a maximum length, and writes retry with exponential
- * backoff as the durable outer retry layer (DESIGN.md, "Stacked retries").
+ * backoff as the durable outer retry layer (the in-process layer is p-retry in
+ * src/platform/retry.ts; stacking more would multiply the attempts).
  */
 import { randomBytes } from 'node:crypto';
 import {

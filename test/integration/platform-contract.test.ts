@@ -1,7 +1,7 @@
 /**
- * Contract: PlatformClient against the real sandbox (packages/platform-sandbox), one call
- * per operation of the seed (parts 4.1 and 4.2), then the sandbox's own stats
- * prove every operation was served with success. Auth, 404, 400 and
+ * Contract: PlatformClient against the real sandbox (packages/platform-sandbox),
+ * one call per documented operation of the platform API (docs/PLATFORM-API.md),
+ * then the sandbox's own stats prove every operation was served with success. Auth, 404, 400 and
  * pagination cases follow.
  */
 import { inspect } from 'node:util';
@@ -67,7 +67,7 @@ describe('PlatformClient against the sandbox', () => {
     await sandbox.close();
   });
 
-  it('serves every operation of the seed with the shapes the client expects', async () => {
+  it('serves every documented operation with the shapes the client expects', async () => {
     const c = client;
     expect(await c.root()).toBeTypeOf('object');
     expect(await c.rootOptions()).toBeTypeOf('object');
@@ -151,7 +151,8 @@ describe('PlatformClient against the sandbox', () => {
     const served = new Set(
       stats.requests.filter((r) => r.status < 300).map((r) => `${r.method} ${r.route}`),
     );
-    const seed = [
+    // Every documented operation, plus PUT /members/{id} (the members-put extension).
+    const contract = [
       'GET /',
       'OPTIONS /',
       'GET /getting-started-templates',
@@ -191,7 +192,7 @@ describe('PlatformClient against the sandbox', () => {
       'GET /onboarder-user/notifications',
       'PUT /onboarder-user/notifications',
     ];
-    expect(seed.filter((op) => !served.has(op))).toEqual([]);
+    expect(contract.filter((op) => !served.has(op))).toEqual([]);
   });
 
   describe('authentication', () => {
@@ -206,7 +207,7 @@ describe('PlatformClient against the sandbox', () => {
       expect(JSON.stringify(err)).not.toContain(wrong);
     });
 
-    it('a "Token " prefix is refused: the seed says the key goes alone', async () => {
+    it('a "Token " prefix is refused: the key goes alone in Authorization', async () => {
       const err = await failure(open(`Token ${KEY}`).listCompanies());
       expect(err).toBeInstanceOf(UnauthorizedError);
       expect(inspect(err, { depth: 10 })).not.toContain(KEY);

@@ -1,6 +1,7 @@
 /**
- * The sandbox answers every operation of the seed (parts 4.1 and 4.2) in the
- * seed's shapes, with DRF's errors: auth, 404, 405, 400 and pagination.
+ * The sandbox answers every documented operation of the platform API
+ * (docs/PLATFORM-API.md) in its documented shapes, with DRF's errors: auth,
+ * 404, 405, 400 and pagination.
  * Plain fetch against an in-process sandbox on port 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,7 +51,7 @@ async function call(
   };
 }
 
-/** Every field of the seed's table is present, and every type is the seed's. */
+/** Every documented field is present, and every type is the documented one. */
 function expectShape(schema: z.ZodObject, record: unknown): void {
   expect(Object.keys(record as object)).toEqual(expect.arrayContaining(Object.keys(schema.shape)));
   const parsed = schema.safeParse(record);
@@ -182,7 +183,7 @@ describe('companies and customers', () => {
   });
 });
 
-describe('every other operation of the seed', () => {
+describe('every other documented operation', () => {
   it('members: POST (201) and GET as a page', async () => {
     const made = await call('POST', '/members', {
       first_name: 'Ada',

@@ -1,6 +1,6 @@
 /**
  * Seeded read-only data: a few realistic tasks, team tasks, workflows,
- * variables and options, carrying every field of the seed's tables (2.6-2.11).
+ * variables and options, carrying every documented field of each.
  */
 type Rec = Record<string, unknown>;
 

@@ -1,8 +1,8 @@
 /**
- * The writable fields of every resource (seed, part 2), as DRF serializer
- * specs, and the response-only fields with their types (for OPTIONS). The
- * seed gives no required fields or lengths (2.17); our readings, documented
- * in docs/SANDBOX.md, follow what the Django models evidently are.
+ * The writable fields of every resource, as DRF serializer specs, and the
+ * response-only fields with their types (for OPTIONS). The API documents no
+ * required fields or lengths; our readings, described in docs/SANDBOX.md,
+ * follow what the Django models evidently are.
  */
 import type { FieldSpecs } from './fields.js';
 

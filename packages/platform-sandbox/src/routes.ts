@@ -1,7 +1,8 @@
 /**
- * Every operation of the seed (parts 4.1 and 4.2) wired to the store. Each
- * path serves exactly the seed's methods, plus OPTIONS (every DRF view answers
- * it) and HEAD wherever GET is served; any other method is a 405.
+ * Every documented operation of the platform API (docs/PLATFORM-API.md)
+ * wired to the store. Each path serves exactly its documented methods, plus
+ * OPTIONS (every DRF view answers it) and HEAD wherever GET is served; any
+ * other method is a 405.
  */
 import { ApiError } from './errors.js';
 import { validateBody, type FieldSpecs } from './fields.js';
@@ -118,7 +119,7 @@ export function buildRoutes(store: Store, opts: RouteOptions): RouteDef[] {
       name: 'Company List',
       handlers: {
         GET: (ctx) => page(store.companies.items, ctx, opts),
-        // The seed documents 200 (not DRF's usual 201) for this create.
+        // The API documents 200 (not DRF's usual 201) for this create.
         POST: createCompany,
         OPTIONS: options('Company List', { POST: companyWrite }),
       },
@@ -150,7 +151,7 @@ export function buildRoutes(store: Store, opts: RouteOptions): RouteDef[] {
       },
     },
     {
-      // Not in the seed: exists so that PUT answers 405 without the extension.
+      // Not documented: exists so that PUT answers 405 without the extension.
       template: '/members/{id}',
       name: 'Member Detail',
       handlers: membersPut
@@ -279,7 +280,7 @@ function notifications(template: string, name: string, record: Rec, specs: Field
     template,
     name,
     handlers: {
-      // The seed lists only PUT for the onboardee set; we read GET as its pair.
+      // The API documents only PUT for the onboardee set; we read GET as its pair.
       GET: () => ok(record),
       PUT: (ctx) => ok(Object.assign(record, valid(ctx, specs))),
       OPTIONS: options(name, { PUT: { specs, readOnly: 'none' } }),

@@ -1,8 +1,8 @@
 /**
  * The sandbox's state, in memory, one per instance. Records are kept in their
- * response shape (every field of the seed's table, response-only ones set by
- * the server), so reads only serialise. Nothing is ever deleted: the seed has
- * no DELETE, and ids only grow.
+ * response shape (every documented field, response-only ones set by the
+ * server), so reads only serialise. Nothing is ever deleted: the API has no
+ * DELETE, and ids only grow.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { notFound } from './errors.js';
