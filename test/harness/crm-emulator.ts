@@ -28,8 +28,12 @@ export interface Fault {
   path?: string;
   /** The page (1-based) it strikes. */
   page: number;
-  /** An HTTP status; `destroy`: the socket is cut mid-body; `cut`: a truncated JSON body, sent whole. */
-  kind: number | 'destroy' | 'cut';
+  /**
+   * An HTTP status (204 with no body); `destroy`: the socket is cut mid-body;
+   * `cut`: a truncated JSON body, sent whole; `empty`: a 200 with no body;
+   * `stall`: half the body, then nothing more until the client gives up.
+   */
+  kind: number | 'destroy' | 'cut' | 'empty' | 'stall';
   /** `Retry-After` to send with a status. */
   retryAfter?: string;
   /** How many requests it strikes (default 1; Infinity: for good). */
@@ -123,6 +127,22 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
     if (fault) fault.left--;
     const body = emu.rewrite ? emu.rewrite(page.body, page.number, u.pathname) : page.body;
     const json = JSON.stringify(body);
+    if (fault?.kind === 'stall') {
+      res.writeHead(200, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(json),
+      });
+      res.write(json.slice(0, json.length >> 1));
+      return;
+    }
+    if (fault?.kind === 'empty') {
+      send(res, 200, undefined, '');
+      return;
+    }
+    if (fault?.kind === 204) {
+      res.writeHead(204).end();
+      return;
+    }
     if (fault?.kind === 'destroy') {
       // Headers and half the body, then the connection is gone.
       res.writeHead(200, {

@@ -44,26 +44,13 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((e) => e.close()));
 });
 
-/** HubSpot v3 company objects to platform companies. */
-const HUBSPOT_API_MAPPING = {
-  name: 'hubspot-companies-api',
-  version: 1,
-  entity: 'companies',
-  fields: {
-    crm_company_id: { from: 'id', transforms: ['integer'], required: true },
-    external_id: { template: 'hubspot:company:{id|integer}', required: true },
-    name: { from: 'properties.name', transforms: ['trim'], required: true },
-    website: { from: 'properties.domain', transforms: ['website'] },
-  },
-};
-
 const auth = { Authorization: 'Bearer ${ENGINE_TEST_CRM_TOKEN}' };
 
 function hubspotJob(url: string, paginate: unknown = 'hubspot'): Record<string, unknown> {
   return {
     entity: 'companies',
     source: { url, paginate, headers: auth, retry },
-    mapping: HUBSPOT_API_MAPPING,
+    mapping: 'hubspot-companies',
   };
 }
 

@@ -137,6 +137,14 @@ describe('paginated sources: each way of paging', () => {
     ]);
   });
 
+  it('a 204 is a page with nothing, and the last', async () => {
+    const crm = await emulator();
+    crm.data.closeLeads = closeLeads(5);
+    crm.fault({ page: 1, kind: 204 });
+    expect(await read({ url: `${crm.url}/api/v1/lead/`, paginate: 'close' })).toEqual([]);
+    expect(crm.requests).toHaveLength(1);
+  });
+
   it('an element that is not an object is a problem row with its number; the rest are read', async () => {
     const crm = await emulator();
     crm.data.closeLeads = closeLeads(4);
@@ -165,23 +173,28 @@ describe('paginated sources: faults on a page', () => {
     expect(again!.at - limited!.at).toBeGreaterThanOrEqual(990);
   });
 
-  it('a 429 with an HTTP-date Retry-After, a 503, a dropped connection and a cut page are tried again', async () => {
+  it('a 429 with an HTTP-date Retry-After, a 503, a dropped connection, a cut, empty or stalled page and a 408 are tried again', async () => {
     const crm = await emulator();
     crm.data.salesforceAccounts = salesforceAccounts(15);
     crm.fault({ page: 1, kind: 429, retryAfter: new Date(Date.now() - 1000).toUTCString() });
     crm.fault({ page: 2, kind: 503 });
     crm.fault({ page: 3, kind: 'destroy' });
     crm.fault({ page: 4, kind: 'cut', times: 2 });
+    crm.fault({ page: 5, kind: 408 });
+    crm.fault({ page: 5, kind: 'empty' });
+    crm.fault({ page: 5, kind: 'stall' });
     const rows = await read({
       url: `${crm.url}/services/data/v60.0/query?q=SELECT+Id+FROM+Account`,
       paginate: 'salesforce',
       retry,
+      // A stalled page is given up after this long without data, and fetched again.
+      timeoutMs: 300,
     });
     expect(rows.map((r) => r.line)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     expect(records(rows).map((r) => r.Id)).toEqual(
       crm.data.salesforceAccounts.map((r) => r.body.Id),
     );
-    expect(crm.requests).toHaveLength(5 + 5);
+    expect(crm.requests).toHaveLength(5 + 5 + 3);
   });
 
   it('a page that keeps failing ends the read naming the page and the status, after the attempts', async () => {
