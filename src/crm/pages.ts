@@ -107,6 +107,7 @@ export async function* readPages(
   logger.debug({ source: name, pages: page, rows: records }, 'pages read');
 }
 
+/** A record of a page as a row; anything but an object is a problem row, worded as in JSON files. */
 function rowOf(line: number, item: unknown): SourceRow {
   if (item !== null && typeof item === 'object' && !Array.isArray(item)) {
     return { line, record: item as Record<string, unknown> };
@@ -219,7 +220,7 @@ async function fetchOnce(url: URL, opts: FetchOptions): Promise<unknown> {
   } catch {
     throw new PageFault('source.encoding', 'the page is not valid UTF-8', false);
   }
-  if (text.trim() === '') {
+  if (!/\S/.test(text)) {
     throw new PageFault('source.json', 'empty answer (HTTP 200 with no body)', true);
   }
   try {
