@@ -185,6 +185,8 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
   const producer = await openProducer(config);
   const client = new PlatformClient({ ...platform, timeoutMs: config.platform.timeoutMs, logger });
   try {
+    // --json streams every action as it is planned: a 1M-row plan is never one string.
+    const out = flags.json ? new JsonPlanWriter(jobName) : undefined;
     const result = await dryRun({
       def,
       req: {
@@ -195,32 +197,27 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
       store: producer.store,
       client,
       logger,
+      ...(out && { onActions: (actions: readonly Action[]) => out.actions(actions) }),
     });
     const c = result.counts;
-    if (flags.json) {
-      process.stdout.write(
-        `${JSON.stringify({
-          runId: null,
-          job: jobName,
-          status: 'dry-run',
-          counts: {
-            read: c.read,
-            created: c.create,
-            updated: c.update,
-            unchanged: c.unchanged,
-            adopted: c.adopt,
-            invalid: c.invalid,
-            conflict: c.conflict,
-            failed: 0,
-            skipped: c.skip + c.pending,
-            unsupported: c.unsupported,
-            warnings: c.warnings,
-          },
-          actions: result.actions,
-          warnings: result.warnings,
-          ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
-        })}\n`,
-      );
+    if (out) {
+      out.end({
+        counts: {
+          read: c.read,
+          created: c.create,
+          updated: c.update,
+          unchanged: c.unchanged,
+          adopted: c.adopt,
+          invalid: c.invalid,
+          conflict: c.conflict,
+          failed: 0,
+          skipped: c.skip + c.pending,
+          unsupported: c.unsupported,
+          warnings: c.warnings,
+        },
+        warnings: result.warnings,
+        ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
+      });
     } else {
       // Mapped paths that found nothing in the first rows: typos, or the wrong shape.
       for (const w of result.paths ? coverageWarnings(result.paths) : [])
@@ -233,6 +230,32 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
   } finally {
     client.close();
     await producer.close();
+  }
+}
+
+/**
+ * `plan --json`: one JSON object, written as it goes. `actions` comes first
+ * and holds every row's action (a later conflict of the same line replaces
+ * the earlier one); the counts follow once the export is read.
+ */
+class JsonPlanWriter {
+  private first = true;
+
+  constructor(job: string) {
+    const head = JSON.stringify({ runId: null, job, status: 'dry-run' });
+    process.stdout.write(`${head.slice(0, -1)},"actions":[`);
+  }
+
+  actions(actions: readonly Action[]): void {
+    if (actions.length === 0) return;
+    const text = actions.map((a) => JSON.stringify(a)).join(',');
+    process.stdout.write(this.first ? text : `,${text}`);
+    this.first = false;
+  }
+
+  end(rest: Record<string, unknown>): void {
+    const tail = JSON.stringify(rest);
+    process.stdout.write(`]${tail === '{}' ? '}' : `,${tail.slice(1)}`}\n`);
   }
 }
 

@@ -40,6 +40,12 @@ export async function dryRun(opts: {
   client: PlatformClient;
   logger: Logger;
   sample?: number;
+  /**
+   * Every action as it is planned, unchanged rows included, in row order per
+   * batch (for `plan --json`, which streams them). A row found later to share
+   * an identity with a later row comes again as a `conflict`.
+   */
+  onActions?: (actions: readonly Action[]) => void | Promise<void>;
 }): Promise<DryRunResult> {
   const { def, store } = opts;
   const sample = opts.sample ?? 100;
@@ -65,6 +71,7 @@ export async function dryRun(opts: {
             ...(listed && { listing: listed }),
           }),
     accept: async (actions, warnings) => {
+      await opts.onActions?.(actions);
       for (const a of actions) {
         if (a.kind === 'unchanged') continue;
         const n = perKind.get(a.kind) ?? 0;
@@ -74,6 +81,7 @@ export async function dryRun(opts: {
       warned.push(...warnings.slice(0, sample - warned.length));
     },
     withdraw: async (rows) => {
+      await opts.onActions?.(rows.map((r) => r.conflict));
       for (const r of rows) kept.push(r.conflict);
     },
   };

@@ -230,8 +230,11 @@ async function plan(
       await progress.setCounts(runId, runCountsOf(c));
     },
     checkPaths: (coverage) => {
+      // A required path that finds nothing stops the run (below); an optional one
+      // is often another export shape's column (a preset reads several): `validate`
+      // and `plan` warn of it, a run only notes it.
       for (const u of unmatchedPaths(coverage))
-        log.warn({ field: u.field, path: u.ref }, describeUnmatched(u, coverage));
+        log.info({ field: u.field, path: u.ref }, describeUnmatched(u, coverage));
       const v = checkPathCoverage(coverage);
       if (!v.ok && !req.force) pathStop = v.reason;
       return pathStop;

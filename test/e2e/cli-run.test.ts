@@ -95,6 +95,30 @@ const json = <T>(text: string): T => JSON.parse(text) as T;
 describe('crm-sync run, show, runs, failures, retry', () => {
   let first: Summary;
 
+  it("plan --json prints one JSON object with every row's action, not a sample", async () => {
+    const r = await runCli(['plan', 'companies', '--json'], env);
+    expect(r.code).toBe(0);
+    const plan = json<{
+      status: string;
+      counts: Record<string, number>;
+      actions: { kind: string; line: number; identity?: string }[];
+    }>(r.stdout);
+    expect(plan.status).toBe('dry-run');
+    expect(plan.counts).toMatchObject({ read: VALID + 3, created: VALID + 1, invalid: 2 });
+    // Every line of the export once, in order: the 100-per-kind sample of the text plan is not applied.
+    expect(plan.actions.map((a) => a.line)).toEqual(
+      Array.from({ length: VALID + 3 }, (_, i) => i + 2),
+    );
+    expect(plan.actions.filter((a) => a.kind === 'create')).toHaveLength(VALID + 1);
+    // An invalid row that had an id keeps it: line 303 has Record ID 5000 and no name.
+    expect(plan.actions.find((a) => a.line === VALID + 3)).toMatchObject({
+      kind: 'invalid',
+      identity: 'x:hubspot:company:5000',
+    });
+    const nothing = await sandboxStats(sandbox.url);
+    expect(countRequests(nothing, 'POST', '/companies')).toBe(0);
+  });
+
   it('run --with-worker --wait --json prints the completed run with exact counts', async () => {
     const r = await runCli(['run', 'companies', '--with-worker', '--wait', '--json'], env);
     expect(r.stderr).toBe('');
