@@ -3,12 +3,22 @@
  * start-up. Every bad variable is reported at once, by name. The API key is
  * read from PLATFORM_API_KEY or from the file PLATFORM_API_KEY_FILE names
  * (Docker secrets), registered as a secret, and never printed.
+ *
+ * Nothing else reads `process.env`: what other modules need of the
+ * environment is handed on here, the variables a job file's `${NAME}`
+ * references may name included (`sourceEnv`), read once at start-up.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import type { SourceEnv } from './crm/source.js';
 import { registerSecret } from './log.js';
 
 const positiveInt = z.coerce.number().int().positive();
+/** A credential that may be left empty: empty is the same as not set. */
+const optionalSecret = z
+  .string()
+  .optional()
+  .transform((v) => v || undefined);
 
 const EnvSchema = z.object({
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
@@ -20,10 +30,12 @@ const EnvSchema = z.object({
   PLATFORM_TIMEOUT_MS: positiveInt.default(30_000),
   CRM_SYNC_JOBS_DIR: z.string().min(1).default('./jobs'),
   CRM_SYNC_MAPPINGS_DIR: z.string().min(1).default('./config/mappings'),
+  CRM_SOURCE_AUTHORIZATION: optionalSecret,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OPS_HOST: z.string().min(1).default('127.0.0.1'),
   OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  SANDBOX_API_KEY: optionalSecret,
   WRITE_CONCURRENCY: positiveInt.optional(),
   PLATFORM_LATENCY_HINT_MS: positiveInt.default(200),
   WRITE_ATTEMPTS: positiveInt.default(8),
@@ -40,6 +52,14 @@ export interface Config {
   jobsDir: string;
   mappingsDir: string;
   logLevel: string;
+  /**
+   * The environment as it was at start-up: where a URL source's `${NAME}`
+   * references and CRM_SOURCE_AUTHORIZATION are read (any name may be
+   * referenced, so it is all of it). Handed to the reader explicitly.
+   */
+  sourceEnv: SourceEnv;
+  /** The key `crm-sync sandbox` accepts when no `--api-key` is given. */
+  sandboxApiKey?: string;
   ops: { host: string; port: number; token?: string };
   writes: {
     /** WRITE_CONCURRENCY when set; otherwise computed from the rate and latency hint. */
@@ -92,6 +112,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   registerSecret(apiKey);
   registerSecret(e.OPS_TOKEN);
+  registerSecret(e.CRM_SOURCE_AUTHORIZATION);
+  registerSecret(e.SANDBOX_API_KEY);
   return {
     redisUrl: e.REDIS_URL,
     prefix: e.CRM_SYNC_PREFIX,
@@ -104,6 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jobsDir: e.CRM_SYNC_JOBS_DIR,
     mappingsDir: e.CRM_SYNC_MAPPINGS_DIR,
     logLevel: e.LOG_LEVEL,
+    sourceEnv: Object.freeze({ ...env }),
+    ...(e.SANDBOX_API_KEY !== undefined && { sandboxApiKey: e.SANDBOX_API_KEY }),
     ops: {
       host: e.OPS_HOST,
       port: e.OPS_PORT,

@@ -36,6 +36,7 @@ export const REDACT_PATHS = [
 ];
 
 export interface LogOptions {
+  /** The config's `logLevel` (LOG_LEVEL); info when not given. */
   level?: string;
   pretty?: boolean;
   /** Where lines go; defaults to stderr so that `--json` output on stdout stays clean. */
@@ -44,7 +45,7 @@ export interface LogOptions {
 
 export function createLogger(opts: LogOptions = {}): Logger {
   const options: LoggerOptions = {
-    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: opts.level ?? 'info',
     base: { svc: 'crm-sync' },
     redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
     formatters: { level: (label) => ({ level: label }) },

@@ -30,6 +30,8 @@ const counts = await planExport({
   entity: 'companies',
   mapping: loadMapping('hubspot-companies'),
   source: { path },
+  // A local file: no credentials to read.
+  env: {},
   mode: 'upsert',
   memberUpdates: false,
   sink,

@@ -197,6 +197,7 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
       store: producer.store,
       client,
       logger,
+      env: config.sourceEnv,
       ...(out && { onActions: (actions: readonly Action[]) => out.actions(actions) }),
     });
     const c = result.counts;

@@ -10,6 +10,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { SandboxExtension } from '@crm-sync/platform-sandbox';
+import { loadConfig } from '../config.js';
 import { createLogger, registerSecret } from '../log.js';
 
 const PACKAGE = '@crm-sync/platform-sandbox';
@@ -125,7 +126,8 @@ export function registerSandboxCommand(program: Command): void {
           { exitCode: 2, code: 'crm-sync.usage' },
         );
       }
-      const apiKey = opts.apiKey ?? process.env.SANDBOX_API_KEY;
+      const config = loadConfig();
+      const apiKey = opts.apiKey ?? config.sandboxApiKey;
       if (!apiKey) {
         command.error('error: an API key is required (--api-key K or env SANDBOX_API_KEY)', {
           exitCode: 2,
@@ -137,7 +139,7 @@ export function registerSandboxCommand(program: Command): void {
         apiKey,
         port: opts.port,
         host: opts.host,
-        logger: createLogger(),
+        logger: createLogger({ level: config.logLevel }),
         ...(opts.rateLimit !== undefined && { rateLimit: opts.rateLimit }),
         ...(opts.latency !== undefined && { latencyMs: opts.latency }),
         ...(opts.faultRate !== undefined && { faultRate: opts.faultRate }),

@@ -14,7 +14,7 @@ import {
   type CoverageSummary,
 } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
-import { sourceName, type SourceSpec } from '../crm/source.js';
+import { NO_ENV, sourceName, type SourceEnv, type SourceSpec } from '../crm/source.js';
 import { sourceOf } from '../engine/source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 
@@ -23,18 +23,25 @@ export async function sampleCoverage(
   source: SourceSpec,
   paths: JobDefinition['mapping']['paths'],
   limit = COVERAGE_ROWS,
+  env: SourceEnv = NO_ENV,
 ): Promise<CoverageSummary> {
   const coverage = new PathCoverage(paths, limit);
   // Leaving the loop closes the reader and its file or connection.
-  for await (const rows of readRows(source, { batchSize: Math.min(limit, 500) })) {
+  for await (const rows of readRows(source, { batchSize: Math.min(limit, 500), env })) {
     for (const row of rows) if ('record' in row) coverage.observe(row.record);
     if (coverage.full) break;
   }
   return coverage.summary();
 }
 
-/** What validate prints for one job: lines for stderr, each one finding. */
-export async function pathReport(job: JobDefinition, opts: { fetch: boolean }): Promise<string[]> {
+/**
+ * What validate prints for one job: lines for stderr, each one finding.
+ * `env` is where a URL source's credentials are read (config's `sourceEnv`).
+ */
+export async function pathReport(
+  job: JobDefinition,
+  opts: { fetch: boolean; env: SourceEnv },
+): Promise<string[]> {
   const source = sourceOf(job, {});
   const name = sourceName(source);
   if (source.url !== undefined && !opts.fetch) {
@@ -45,7 +52,7 @@ export async function pathReport(job: JobDefinition, opts: { fetch: boolean }): 
   if (source.path !== undefined && !existsSync(source.path)) return [];
   let summary: CoverageSummary;
   try {
-    summary = await sampleCoverage(source, job.mapping.paths);
+    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env);
   } catch (err) {
     return [
       `warning: ${job.file}: mapped paths not checked: ${name} could not be read: ${(err as Error).message}`,

@@ -34,7 +34,10 @@ export function registerValidateCommand(program: Command): void {
       }
     }
     for (const job of jobs) {
-      for (const line of await pathReport(job, { fetch: flags.fetch === true }))
+      for (const line of await pathReport(job, {
+        fetch: flags.fetch === true,
+        env: config.sourceEnv,
+      }))
         process.stderr.write(`${line}\n`);
     }
     for (const p of problems) process.stderr.write(`${p}\n`);

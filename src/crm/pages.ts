@@ -34,15 +34,18 @@ import type { SourceRow } from './row.js';
 import { SourceError, type SourceErrorCode } from './source-error.js';
 import {
   DEFAULT_TIMEOUT_MS,
+  NO_ENV,
   requestHeaders,
   sourceName,
   sourceUrl,
+  type SourceEnv,
   type SourceSpec,
 } from './source.js';
 
 export interface PagesOptions {
   signal?: AbortSignal;
-  env?: NodeJS.ProcessEnv;
+  /** Where CRM_SOURCE_AUTHORIZATION and `${NAME}` references are read; none when not given. */
+  env?: SourceEnv;
   logger?: Logger;
   batchSize: number;
 }
@@ -69,7 +72,7 @@ export async function* readPages(
 ): AsyncGenerator<SourceRow[], void, undefined> {
   const name = sourceName(spec);
   const logger = opts.logger ?? silentLogger;
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? NO_ENV;
   const first = sourceUrl(spec, env);
   const headers = requestHeaders(spec, env);
   const rules = pageRules(spec.paginate!, spec.recordsPath);

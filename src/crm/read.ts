@@ -29,6 +29,7 @@ import {
   formatFromName,
   openBytes,
   sourceName,
+  type SourceEnv,
   type SourceFormat,
   type SourceSpec,
 } from './source.js';
@@ -44,8 +45,11 @@ export interface ReadOptions {
   maxRecordBytes?: number;
   /** CSV only: called once with the addressable header names, before any row. */
   onHeader?: (names: string[], line: number) => void;
-  /** Where CRM_SOURCE_AUTHORIZATION and `${VAR}` header values are read; default process.env. */
-  env?: NodeJS.ProcessEnv;
+  /**
+   * Where CRM_SOURCE_AUTHORIZATION and `${VAR}` references of a URL source are
+   * read (config's `sourceEnv`); none when not given: a local file needs none.
+   */
+  env?: SourceEnv;
 }
 
 export const DEFAULT_BATCH_SIZE = 500;

@@ -6,9 +6,11 @@
  *
  * Credentials come from the environment only: a URL with userinfo is refused,
  * `CRM_SOURCE_AUTHORIZATION` becomes the Authorization header, and the URL
- * and header values in the spec may say `${ENV_VAR}`. Every such value is registered as a
- * secret. Errors and logs name a URL by origin and path only (the query may
- * hold a signature, as in presigned links).
+ * and header values in the spec may say `${ENV_VAR}`. Every such value is
+ * registered as a secret. The environment is the one the caller hands in
+ * (`SourceEnv`: config's `sourceEnv`, read once at start-up); nothing here
+ * reads `process.env`. Errors and logs name a URL by origin and path only
+ * (the query may hold a signature, as in presigned links).
  */
 import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
@@ -141,10 +143,16 @@ export function formatFromName(spec: Pick<SourceSpec, 'path' | 'url'>): SourceFo
   }
 }
 
+/** The variables a source may reference (`${NAME}`, CRM_SOURCE_AUTHORIZATION). */
+export type SourceEnv = Readonly<Record<string, string | undefined>>;
+
+/** No variables: what a read without an environment sees (a `${NAME}` is then not set). */
+export const NO_ENV: SourceEnv = Object.freeze({});
+
 export interface OpenOptions {
   signal?: AbortSignal;
-  /** Environment to read credentials from; defaults to process.env. */
-  env?: NodeJS.ProcessEnv;
+  /** Where credentials and `${NAME}` references are read; none when not given. */
+  env?: SourceEnv;
 }
 
 /** Headers never secret; every other value given for a URL is registered as one. */
@@ -154,12 +162,7 @@ const PLAIN_HEADERS = new Set(['accept', 'accept-encoding', 'accept-language', '
  * Replaces `${NAME}` with the environment variable NAME. Substituted values
  * are registered as secrets: references are how job files carry credentials.
  */
-export function expandEnv(
-  value: string,
-  env: NodeJS.ProcessEnv,
-  what: string,
-  name: string,
-): string {
+export function expandEnv(value: string, env: SourceEnv, what: string, name: string): string {
   return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, v: string) => {
     const got = env[v];
     if (got === undefined || got === '') {
@@ -177,10 +180,7 @@ export function expandEnv(
 }
 
 /** HTTP headers for a URL source, from the spec and CRM_SOURCE_AUTHORIZATION. */
-export function requestHeaders(
-  spec: SourceSpec,
-  env: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
+export function requestHeaders(spec: SourceSpec, env: SourceEnv): Record<string, string> {
   const name = sourceName(spec);
   const headers: Record<string, string> = {};
   const auth = env.CRM_SOURCE_AUTHORIZATION;
@@ -277,7 +277,7 @@ async function* fileBytes(
 }
 
 /** The source's URL with its `${VAR}` references expanded; userinfo is refused. */
-export function sourceUrl(spec: SourceSpec, env: NodeJS.ProcessEnv = process.env): URL {
+export function sourceUrl(spec: SourceSpec, env: SourceEnv): URL {
   const name = displayUrl(spec.url ?? '');
   // A query credential is written `?token=${HUB_TOKEN}` in a job file.
   const parsed = new URL(expandEnv(spec.url ?? '', env, 'the URL', name));
@@ -294,13 +294,14 @@ export function sourceUrl(spec: SourceSpec, env: NodeJS.ProcessEnv = process.env
 
 async function* urlBytes(spec: SourceSpec, opts: OpenOptions): AsyncGenerator<Uint8Array> {
   const name = displayUrl(spec.url ?? '');
-  const url = sourceUrl(spec, opts.env).href;
+  const env = opts.env ?? NO_ENV;
+  const url = sourceUrl(spec, env).href;
   const timeoutMs = spec.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // No socket (idle) timeout in got: a slow consumer (a run paused while Redis
   // restarts) leaves the socket idle on purpose. A stalled server is caught
   // below instead, by timing only the waits for the next chunk.
   const stream = got.stream(url, {
-    headers: requestHeaders(spec, opts.env),
+    headers: requestHeaders(spec, env),
     retry: { limit: 0 },
     timeout: {
       lookup: timeoutMs,

@@ -3,6 +3,7 @@
  * store, the platform client, the write queue, the job definitions and the
  * settings that bound a run.
  */
+import type { SourceEnv } from '../crm/source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -53,6 +54,8 @@ export interface EngineContext {
   writeQueue: TypedQueue<WriteJobData>;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */
   loadJob(name: string): JobDefinition;
+  /** Where a URL source's credentials and `${NAME}` references are read (config's `sourceEnv`). */
+  sourceEnv: SourceEnv;
   /** Wakes a run waiting for its writes (the last write of a round has settled). */
   wakeRun?: (runId: string) => Promise<void>;
   metrics?: Metrics;

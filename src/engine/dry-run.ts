@@ -5,6 +5,7 @@
  * older than the job allows, it lists the platform into memory instead.
  */
 import type { CoverageSummary } from '../crm/path-coverage.js';
+import type { SourceEnv } from '../crm/source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
@@ -39,6 +40,8 @@ export async function dryRun(opts: {
   store: StateStore;
   client: PlatformClient;
   logger: Logger;
+  /** Where the source's credentials and `${NAME}` references are read (config's `sourceEnv`). */
+  env: SourceEnv;
   sample?: number;
   /**
    * Every action as it is planned, unchanged rows included, in row order per
@@ -90,6 +93,7 @@ export async function dryRun(opts: {
     entity: def.entity,
     mapping: def.mapping,
     source: sourceOf(def, opts.req),
+    env: opts.env,
     mode: (opts.req.mode ?? def.mode) as Mode,
     memberUpdates: def.membersUpdate === 'put',
     verifyRemote: opts.req.full === true,

@@ -9,7 +9,7 @@ import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../cr
 import { PathCoverage, type CoverageSummary } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
 import { isNotUtf8Problem } from '../crm/utf8.js';
-import type { SourceSpec } from '../crm/source.js';
+import type { SourceEnv, SourceSpec } from '../crm/source.js';
 import type { Logger } from '../log.js';
 import {
   ACTION_KINDS,
@@ -69,6 +69,8 @@ export interface PlanningOptions {
   entity: Entity;
   mapping: CompiledMapping;
   source: SourceSpec;
+  /** Where the source's credentials and `${NAME}` references are read (config's `sourceEnv`). */
+  env: SourceEnv;
   mode: Mode;
   memberUpdates: boolean;
   /** Compare with the platform's values even where the stored hash matches (`--full`). */
@@ -142,6 +144,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     ...(opts.signal && { signal: opts.signal }),
     ...(opts.batchSize && { batchSize: opts.batchSize }),
     logger: opts.logger,
+    env: opts.env,
   };
 
   for await (const rows of readRows(opts.source, readOpts)) {

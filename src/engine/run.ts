@@ -218,6 +218,7 @@ async function plan(
     entity,
     mapping: def.mapping,
     source: sourceOf(def, req, since),
+    env: ctx.sourceEnv,
     mode: req.mode ?? def.mode,
     memberUpdates: def.membersUpdate === 'put',
     verifyRemote: req.full,

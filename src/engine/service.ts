@@ -95,6 +95,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     client,
     writeQueue,
     loadJob: (name) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir }),
+    sourceEnv: config.sourceEnv,
     wakeRun: async (runId) => {
       const job = await runQueue.getJob(runId);
       // Only a run asleep in the delayed set can be woken; any other state is already moving.

@@ -6,7 +6,7 @@
  * (refused, the token never sent there), and incremental pulls with
  * `{{since}}` (the next run asks for what changed since the last one began).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sinceText } from '../../src/crm/since.js';
 import { activeRunId } from '../../src/queue/queues.js';
@@ -18,21 +18,21 @@ import {
   startCrmEmulator,
   type CrmEmulator,
 } from '../harness/crm-emulator.js';
-import { countWrites, useEngines, type Dump, type EngineHarness } from '../harness/engine.js';
+import {
+  countWrites,
+  useEngines,
+  type Dump,
+  type EngineHarness,
+  type EngineOptions,
+} from '../harness/engine.js';
 
-const engine = useEngines();
+const engines = useEngines();
 const TOKEN = 'crm-pull-token-83b1d0';
 const retry = { minDelayMs: 5, maxDelayMs: 2_000 };
 
-let saved: string | undefined;
-beforeAll(() => {
-  saved = process.env.ENGINE_TEST_CRM_TOKEN;
-  process.env.ENGINE_TEST_CRM_TOKEN = TOKEN;
-});
-afterAll(() => {
-  if (saved === undefined) delete process.env.ENGINE_TEST_CRM_TOKEN;
-  else process.env.ENGINE_TEST_CRM_TOKEN = saved;
-});
+// The worker reads the job's `${VAR}` references from the environment its config was loaded from.
+const engine = (opts: EngineOptions = {}) =>
+  engines({ ...opts, env: { ENGINE_TEST_CRM_TOKEN: TOKEN, ...opts.env } });
 
 const open: CrmEmulator[] = [];
 async function emulator(pageSize = 3): Promise<CrmEmulator> {

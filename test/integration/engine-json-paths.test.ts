@@ -147,6 +147,7 @@ describe('engine: JSON exports read through paths', () => {
       store: h.store,
       client: h.client(),
       logger: h.logger,
+      env: h.config.sourceEnv,
     });
     // ref is text on two partners and false on three (no null marker says
     // otherwise here): each is refused with the value as the export had it.
@@ -178,6 +179,7 @@ describe('engine: JSON exports read through paths', () => {
       store: h.store,
       client: h.client(),
       logger: h.logger,
+      env: h.config.sourceEnv,
     });
     expect(unmatchedPaths(plan.paths!)).toEqual([
       {

@@ -36,6 +36,7 @@ function planOf(h: EngineHarness, job: string, full = false) {
     store: h.store,
     client: h.client(),
     logger: h.logger,
+    env: h.config.sourceEnv,
   });
 }
 

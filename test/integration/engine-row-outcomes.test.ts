@@ -74,6 +74,7 @@ describe('engine: warnings, skipped rows and invalid rows with identity', () => 
       store: h.store,
       client: h.client(),
       logger: h.logger,
+      env: h.config.sourceEnv,
     });
     expect(plan.counts).toMatchObject({
       read: 5,

@@ -15,18 +15,20 @@ import {
   useEngines,
 } from '../harness/engine.js';
 
-const engine = useEngines();
+const engines = useEngines();
 const TOKEN = 'export-token-5f0c2b7e9a';
 const SIG = 'sig-9d1e77aa04';
 const csv = [HUBSPOT_HEADER, ...companyRows(25).map(hubspotCells)]
   .map((r) => r.join(','))
   .join('\n');
 
+// The worker reads the job's `${VAR}` references from the environment its config was loaded from.
+const engine = () =>
+  engines({ env: { ENGINE_TEST_EXPORT_TOKEN: TOKEN, ENGINE_TEST_EXPORT_SIG: SIG } });
+
 let server: Server;
 let base = '';
 beforeAll(async () => {
-  process.env.ENGINE_TEST_EXPORT_TOKEN = TOKEN;
-  process.env.ENGINE_TEST_EXPORT_SIG = SIG;
   server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     const ok =

@@ -22,7 +22,7 @@ import {
 import { readAll, readError } from './source-helpers.js';
 
 const TOKEN = 'crm-page-token-1c9e4f';
-const env = { ...process.env, CRM_PAGES_TOKEN: TOKEN };
+const env = { CRM_PAGES_TOKEN: TOKEN };
 const auth = { Authorization: 'Bearer ${CRM_PAGES_TOKEN}' };
 // Fast backoff: the tests check what is tried again, not how long it waits.
 const retry = { minDelayMs: 5, maxDelayMs: 2_000 };
@@ -143,6 +143,26 @@ describe('paginated sources: each way of paging', () => {
     crm.fault({ page: 1, kind: 204 });
     expect(await read({ url: `${crm.url}/api/v1/lead/`, paginate: 'close' })).toEqual([]);
     expect(crm.requests).toHaveLength(1);
+  });
+
+  it('reads the token from the environment it is given, never from process.env', async () => {
+    const crm = await emulator();
+    crm.data.closeLeads = closeLeads(2);
+    const spec = { url: `${crm.url}/api/v1/lead/`, paginate: 'close', headers: auth } as const;
+    process.env.CRM_PAGES_TOKEN = 'token-of-the-process-7a';
+    process.env.CRM_SOURCE_AUTHORIZATION = 'Bearer process-wide-7a';
+    try {
+      expect(await read(spec)).toHaveLength(2);
+      expect(crm.requests.map((r) => r.headers.authorization)).toEqual([`Bearer ${TOKEN}`]);
+      const err = await readError(spec as SourceSpec);
+      expect(err.message).toContain(
+        'names the environment variable CRM_PAGES_TOKEN, which is not set',
+      );
+      expect(crm.requests).toHaveLength(1);
+    } finally {
+      delete process.env.CRM_PAGES_TOKEN;
+      delete process.env.CRM_SOURCE_AUTHORIZATION;
+    }
   });
 
   it('an element that is not an object is a problem row with its number; the rest are read', async () => {

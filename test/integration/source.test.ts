@@ -183,6 +183,25 @@ describe('readRows over HTTP', () => {
     });
   });
 
+  it('reads credentials from the environment it is given, never from process.env', async () => {
+    const spec = { url: `${base}/companies.csv`, headers: { 'X-Api-Key': '${TEST_CRM_KEY}' } };
+    process.env.CRM_SOURCE_AUTHORIZATION = 'Bearer of-the-process-3d';
+    process.env.TEST_CRM_KEY = 'key-of-the-process-3d';
+    try {
+      expect(await readAll(spec, { env: { TEST_CRM_KEY: 'key-given-3d' } })).toHaveLength(4);
+      expect(seen.at(-1)).toEqual({ url: '/companies.csv', auth: undefined, key: 'key-given-3d' });
+      const requests = seen.length;
+      const err = await readError(spec);
+      expect(err.message).toBe(
+        `${base}/companies.csv: header X-Api-Key names the environment variable TEST_CRM_KEY, which is not set`,
+      );
+      expect(seen).toHaveLength(requests);
+    } finally {
+      delete process.env.CRM_SOURCE_AUTHORIZATION;
+      delete process.env.TEST_CRM_KEY;
+    }
+  });
+
   it('expands ${VAR} in the URL from the environment, and never shows the value', async () => {
     const rows = await readAll(
       { url: `${base}/companies.csv?token=\${TEST_QUERY_TOKEN}` },

@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, requirePlatform } from '../../src/config.js';
+import { redactSecrets } from '../../src/log.js';
 
 describe('loadConfig', () => {
   it('applies defaults', () => {
@@ -44,6 +45,45 @@ describe('loadConfig', () => {
       /set one, not both/,
     );
     expect(() => loadConfig({ PLATFORM_API_KEY_FILE: '/nonexistent/key' })).toThrow(/cannot read/);
+  });
+
+  it('hands on the environment as read at start-up: source variables, log level, sandbox key', () => {
+    const env: Record<string, string> = {
+      LOG_LEVEL: 'debug',
+      SANDBOX_API_KEY: 'sandbox-key-91c',
+      CRM_SOURCE_AUTHORIZATION: 'Bearer source-auth-91c',
+      HUBSPOT_TOKEN: 'hub-token-91c',
+    };
+    const c = loadConfig(env);
+    expect(c.logLevel).toBe('debug');
+    expect(c.sandboxApiKey).toBe('sandbox-key-91c');
+    expect(c.sourceEnv).toMatchObject({
+      HUBSPOT_TOKEN: 'hub-token-91c',
+      CRM_SOURCE_AUTHORIZATION: 'Bearer source-auth-91c',
+    });
+    // A copy, read once: later changes to the environment are not seen.
+    env.HUBSPOT_TOKEN = 'changed';
+    expect(c.sourceEnv.HUBSPOT_TOKEN).toBe('hub-token-91c');
+    expect(Object.isFrozen(c.sourceEnv)).toBe(true);
+    expect(redactSecrets('sandbox-key-91c Bearer source-auth-91c')).toBe('[REDACTED] [REDACTED]');
+  });
+
+  it('reads an empty SANDBOX_API_KEY or CRM_SOURCE_AUTHORIZATION as not set', () => {
+    const c = loadConfig({ SANDBOX_API_KEY: '', CRM_SOURCE_AUTHORIZATION: '' });
+    expect(c.sandboxApiKey).toBeUndefined();
+    expect(loadConfig({}).sandboxApiKey).toBeUndefined();
+  });
+
+  it('is the only module of src that reads process.env', () => {
+    const src = join(import.meta.dirname, '..', '..', 'src');
+    const readers = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .filter((f) =>
+        readFileSync(join(src, f), 'utf8')
+          .split('\n')
+          .some((line) => !/^\s*(\*|\/\/)/.test(line) && /process\.env\b/.test(line)),
+      );
+    expect(readers).toEqual(['config.ts']);
   });
 
   it('requirePlatform names what is missing', () => {

@@ -61,7 +61,7 @@ describe('validate: mapped paths against the first rows', () => {
 
   it('warns of each path that found nothing, with the nearest keys, and says how many rows it read', async () => {
     const job = jobs.get('typo')!;
-    expect(await pathReport(job, { fetch: false })).toEqual([
+    expect(await pathReport(job, { fetch: false, env: {} })).toEqual([
       `paths typo: read the first 1,000 rows of ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
       `warning: ${job.file}: fields.name: values.nme[0].value found nothing in the first 1,000 rows: ` +
         'no key "nme" in values (nearest: name) (a required field: a run stops before writing)',
@@ -77,10 +77,10 @@ describe('validate: mapped paths against the first rows', () => {
   });
 
   it('leaves a URL source alone unless asked, and a file that is not there yet', async () => {
-    expect(await pathReport(jobs.get('remote')!, { fetch: false })).toEqual([
+    expect(await pathReport(jobs.get('remote')!, { fetch: false, env: {} })).toEqual([
       `note: ${jobs.get('remote')!.file}: mapped paths not checked: the source is a URL (validate --fetch reads its first 1,000 rows)`,
     ]);
-    expect(await pathReport(jobs.get('later')!, { fetch: false })).toEqual([]);
+    expect(await pathReport(jobs.get('later')!, { fetch: false, env: {} })).toEqual([]);
   });
 
   it('says so when every path found a value', async () => {
@@ -97,7 +97,7 @@ describe('validate: mapped paths against the first rows', () => {
         },
       },
     });
-    expect(await pathReport(ok.get('good')!, { fetch: false })).toEqual([
+    expect(await pathReport(ok.get('good')!, { fetch: false, env: {} })).toEqual([
       `paths good: read the first 1,000 rows of ${join(dir, 'attio.json')}: every mapped path found a value`,
     ]);
   });
