@@ -59,9 +59,9 @@ describe('chaos: a 401 half-way', () => {
     expect(refused).toBeLessThanOrEqual(2 * WORKERS * CONCURRENCY);
     const created = requests(stats, 'POST', '/companies', 200);
     expect(created).toBeLessThan(c.expected.valid.size);
-    // Nothing refused was recorded as written: every failure is an invalid row.
+    // Nothing refused was recorded as written: every failure is an invalid row (or a field left out).
     const failures = await c.store.listFailures(runId, { limit: 100_000 });
-    expect(failures.filter((f) => f.kind !== 'invalid')).toEqual([]);
+    expect(failures.filter((f) => f.kind !== 'invalid' && f.kind !== 'warning')).toEqual([]);
     // The workers are still serving.
     expect(c.workers).toHaveLength(WORKERS);
 

@@ -74,6 +74,8 @@ export interface Expected {
   valid: Map<string, Record<string, unknown>>;
   /** line → reason, for every row the mapping refuses. */
   invalid: Map<number, string>;
+  /** `line field` of every optional field left out of a valid row, with its reason. */
+  warnings: Map<string, string>;
 }
 
 /** The preset mapping applied to the export as `readRows` reads it. */
@@ -81,16 +83,19 @@ export async function expectedOf(path: string): Promise<Expected> {
   const mapping = loadMapping('hubspot-companies');
   const valid = new Map<string, Record<string, unknown>>();
   const invalid = new Map<number, string>();
+  const warnings = new Map<string, string>();
   let rows = 0;
   for await (const batch of readRows({ path })) {
     for (const row of batch) {
       rows++;
       const r = mapping.map(row);
-      if (r.ok) valid.set(String(r.body.external_id), r.body as Record<string, unknown>);
-      else invalid.set(r.line, r.reason);
+      if (r.ok) {
+        valid.set(String(r.body.external_id), r.body as Record<string, unknown>);
+        for (const w of r.warnings ?? []) warnings.set(`${r.line} ${w.field}`, w.reason);
+      } else invalid.set(r.line, r.reason);
     }
   }
-  return { rows, valid, invalid };
+  return { rows, valid, invalid, warnings };
 }
 
 export interface ChaosOptions {
@@ -281,8 +286,9 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
 /**
  * The checks after a run that must have synced everything: completed, the
  * platform holds exactly the expected records (each once, every field as
- * mapped), every invalid row is in the run's failures with its reason, and
- * every row read has exactly one outcome.
+ * mapped), every invalid row is in the run's failures with its reason, so
+ * is every optional field left out (a warning), and every row read has
+ * exactly one outcome.
  */
 export async function expectSynced(c: Chaos, run: RunRecord): Promise<void> {
   expect(run.error, 'run error').toBeUndefined();
@@ -315,7 +321,11 @@ export async function expectSynced(c: Chaos, run: RunRecord): Promise<void> {
     failures.filter((f) => f.kind === 'invalid').map((f) => [f.line, f.reason]),
   );
   expect(invalidFailures).toEqual(invalid);
-  expect(failures.filter((f) => f.kind !== 'invalid')).toEqual([]);
+  const warned = new Map(
+    failures.filter((f) => f.kind === 'warning').map((f) => [`${f.line} ${f.field}`, f.reason]),
+  );
+  expect(warned).toEqual(c.expected.warnings);
+  expect(failures.filter((f) => f.kind !== 'invalid' && f.kind !== 'warning')).toEqual([]);
 
   const k = run.counts;
   expect(k.read).toBe(rows);
