@@ -14,12 +14,11 @@
  */
 import { open } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { Readable, pipeline } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import { got, HTTPError, RequestError, TimeoutError } from 'got';
 import { z } from 'zod';
 import { registerSecret } from '../log.js';
 import { encodingName } from './decode.js';
+import { gunzipIfNeeded } from './gzip.js';
 import { PageRetrySpec, PaginateSpec, checkPaging } from './pagination.js';
 import { SourceError } from './source-error.js';
 
@@ -37,30 +36,110 @@ export const SourceEncoding = z.string().refine((label) => encodingName(label) !
     `unknown encoding ${JSON.stringify(issue.input)}: give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis`,
 });
 
-export const SourceSpecSchema = z
-  .strictObject({
-    path: z.string().min(1).optional(),
-    url: z
-      .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
-      .refine((u) => !/^https?:\/\/[^/?#]*@/i.test(u), {
-        error: 'must not carry credentials: set CRM_SOURCE_AUTHORIZATION or headers instead',
-      })
-      .optional(),
-    format: z.enum(SOURCE_FORMATS).optional(),
-    delimiter: z.enum([',', ';', '\t', '|']).optional(),
-    recordsPath: RecordsPath.optional(),
-    encoding: SourceEncoding.optional(),
-    /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
-    headers: z.record(z.string(), z.string()).optional(),
-    timeoutMs: z.number().int().positive().optional(),
-    /** A CRM list API's pages, followed as described (pagination.ts). */
-    paginate: PaginateSpec.optional(),
-    retry: PageRetrySpec.optional(),
-  })
-  .refine((s) => (s.path === undefined) !== (s.url === undefined), {
-    error: 'give exactly one of path or url',
-  })
-  .superRefine(checkPaging);
+const SourceFields = z.strictObject({
+  path: z.string().min(1).optional(),
+  /** An http(s) URL; `${NAME}` stands for the environment variable NAME, read when opened. */
+  url: z.string().min(1).optional(),
+  format: z.enum(SOURCE_FORMATS).optional(),
+  /** `tab` may be written for a tab, which YAML shows only as "\t". */
+  delimiter: z
+    .enum([',', ';', '\t', '|', 'tab'])
+    .transform((d) => (d === 'tab' ? '\t' : d))
+    .optional(),
+  recordsPath: RecordsPath.optional(),
+  /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
+  encoding: SourceEncoding.optional(),
+  /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
+  headers: z.record(z.string(), z.string()).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  /** A CRM list API's pages: a preset name or the rules (pagination.ts, docs/MAPPING.md). */
+  paginate: PaginateSpec.optional(),
+  retry: PageRetrySpec.optional(),
+});
+
+/** A source as the checks see it: any field may have failed its own check. */
+type SourceInput = {
+  path?: unknown;
+  url?: unknown;
+  format?: unknown;
+  headers?: unknown;
+  paginate?: unknown;
+  retry?: unknown;
+};
+
+function isInput(s: unknown): s is SourceInput {
+  return s !== null && typeof s === 'object';
+}
+
+/** What the fields must meet together: one of path or url, a URL that can be read, paging. */
+function checkSource(s: unknown, ctx: z.RefinementCtx): void {
+  if (!isInput(s)) return;
+  if ((s.path === undefined) === (s.url === undefined)) {
+    ctx.addIssue({ code: 'custom', message: 'give exactly one of path or url' });
+  }
+  if (typeof s.url === 'string') {
+    const issue = (message: string) => ctx.addIssue({ code: 'custom', path: ['url'], message });
+    const found = urlCredentials(s.url);
+    if (!found) issue('not a valid URL');
+    else {
+      if (!/^https?:\/\//i.test(s.url)) issue('must be an http(s) URL');
+      if (found.userinfo) {
+        issue(
+          'must not carry credentials: use headers with ${VAR} references or CRM_SOURCE_AUTHORIZATION',
+        );
+      }
+    }
+  }
+  checkPaging(s, ctx);
+}
+
+// Header names that carry credentials: their values must come from the environment.
+const SECRET_HEADER =
+  /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|password|session/i;
+
+/**
+ * What a job file's source must meet besides: a credential is referenced
+ * (`${NAME}`), never written out, in a header or the URL's query; headers
+ * need a URL. Runs even when a field failed, so that every problem is
+ * reported at once.
+ */
+export function checkJobFileSource(s: unknown, ctx: z.RefinementCtx): void {
+  if (!isInput(s)) return;
+  if (s.headers !== undefined && s.url === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers need a url source' });
+  }
+  const headers = s.headers && typeof s.headers === 'object' ? s.headers : {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (SECRET_HEADER.test(name) && typeof value === 'string' && !ENV_REF.test(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['headers', name],
+        message:
+          'a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
+      });
+    }
+  }
+  const found = typeof s.url === 'string' ? urlCredentials(s.url) : null;
+  for (const k of found?.params ?? []) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['url'],
+      message: `query parameter ${k} looks like a credential: reference an environment variable`,
+    });
+  }
+}
+
+/**
+ * A source: a local path or an http(s) URL, and how to read it. The one
+ * schema of it, for `readRows` and (with `checkJobFileSource`) job files.
+ * Every problem is reported at once, each with its path.
+ */
+export const SourceSpecSchema = SourceFields.superRefine(checkSource, { when: () => true });
+
+/** A job file's `source:` (jobs/definition.ts). */
+export const JobSourceSchema = SourceSpecSchema.superRefine(checkJobFileSource, {
+  when: () => true,
+});
 
 export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
@@ -358,62 +437,6 @@ async function nextWithin<T>(
     return await Promise.race([pending, timeout]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-function gzipError(err: unknown, name: string): unknown {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  // Faults of the bytes underneath (HTTP, file, abort) pass through as they are.
-  if (typeof code !== 'string' || !code.startsWith('Z_')) return err;
-  const detail =
-    code === 'Z_BUF_ERROR'
-      ? 'truncated gzip: the compressed data ends early'
-      : `corrupt gzip: ${(err as Error | undefined)?.message ?? String(err)}`;
-  return new SourceError('source.gzip', detail, { source: name, cause: err });
-}
-
-/** Inflates a gzip stream (by magic bytes 1f 8b); other bytes pass through. */
-async function* gunzipIfNeeded(
-  bytes: AsyncIterable<Uint8Array>,
-  name: string,
-): AsyncGenerator<Uint8Array> {
-  const it = bytes[Symbol.asyncIterator]();
-  try {
-    yield* inflate(it, name);
-  } finally {
-    await it.return?.();
-  }
-}
-
-async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGenerator<Uint8Array> {
-  let head: Uint8Array = new Uint8Array(0);
-  // Two bytes decide; a first chunk of one byte is rare but possible over HTTP.
-  while (head.length < 2) {
-    const next = await it.next();
-    if (next.done) break;
-    // Copied: the file reader reuses its buffer for the next chunk.
-    head = head.length === 0 ? Buffer.from(next.value) : Buffer.concat([head, next.value]);
-  }
-  const rest: AsyncIterable<Uint8Array> = {
-    [Symbol.asyncIterator]: () => it,
-  };
-  if (!(head[0] === 0x1f && head[1] === 0x8b)) {
-    if (head.length > 0) yield head;
-    yield* rest;
-    return;
-  }
-  async function* all(): AsyncGenerator<Uint8Array> {
-    yield head;
-    // zlib reads ahead, so each chunk is copied out of the reused buffer.
-    for await (const chunk of rest) yield Buffer.from(chunk);
-  }
-  const gunzip = pipeline(Readable.from(all(), { objectMode: false }), createGunzip(), () => {});
-  try {
-    for await (const chunk of gunzip as AsyncIterable<Buffer>) yield chunk;
-  } catch (err) {
-    throw gzipError(err, name);
-  } finally {
-    gunzip.destroy();
   }
 }
 

@@ -11,15 +11,8 @@ import cron from 'node-cron';
 import { z } from 'zod';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
-import { PageRetrySpec, PaginateSpec, checkPaging } from '../crm/pagination.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
-import {
-  ENV_REF,
-  RecordsPath,
-  SOURCE_FORMATS,
-  SourceEncoding,
-  urlCredentials,
-} from '../crm/source.js';
+import { JobSourceSchema } from '../crm/source.js';
 
 export class JobError extends Error {
   constructor(
@@ -32,90 +25,13 @@ export class JobError extends Error {
   }
 }
 
-// Header names that carry credentials: their values must come from the environment.
-const SECRET_HEADER =
-  /^(authorization|proxy-authorization|cookie)$|token|key|secret|auth|password|session/i;
-
-const Source = z
-  .strictObject({
-    path: z.string().min(1).optional(),
-    url: z.string().min(1).optional(),
-    format: z.enum(SOURCE_FORMATS).optional(),
-    delimiter: z
-      .enum([',', ';', '\t', '|', 'tab'])
-      .transform((d) => (d === 'tab' ? '\t' : d))
-      .optional(),
-    recordsPath: RecordsPath.optional(),
-    /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
-    encoding: SourceEncoding.optional(),
-    /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME when read. */
-    headers: z.record(z.string(), z.string()).optional(),
-    timeoutMs: z.number().int().positive().optional(),
-    /** A CRM list API's pages: a preset name or the rules (docs/MAPPING.md). */
-    paginate: PaginateSpec.optional(),
-    retry: PageRetrySpec.optional(),
-  })
-  // Runs even when a field failed, so that every problem is reported at once.
-  .superRefine(
-    (s, ctx) => {
-      checkSource(s, ctx);
-      checkPaging(s, ctx);
-    },
-    { when: () => true },
-  );
-
-type SourceInput = { path?: unknown; url?: unknown; headers?: unknown };
-
-function checkSource(s: SourceInput, ctx: z.RefinementCtx): void {
-  if ((s.path === undefined) === (s.url === undefined)) {
-    ctx.addIssue({ code: 'custom', message: 'give exactly one of path or url' });
-  }
-  const headers = s.headers && typeof s.headers === 'object' ? s.headers : {};
-  if (s.headers !== undefined && s.url === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['headers'], message: 'headers need a url source' });
-  }
-  for (const [name, value] of Object.entries(headers)) {
-    if (SECRET_HEADER.test(name) && typeof value === 'string' && !ENV_REF.test(value)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['headers', name],
-        message:
-          'a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
-      });
-    }
-  }
-  if (typeof s.url !== 'string') return;
-  const found = urlCredentials(s.url);
-  if (!found) {
-    ctx.addIssue({ code: 'custom', path: ['url'], message: 'not a valid URL' });
-    return;
-  }
-  if (!/^https?:\/\//i.test(s.url)) {
-    ctx.addIssue({ code: 'custom', path: ['url'], message: 'must be an http(s) URL' });
-  }
-  if (found.userinfo) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['url'],
-      message: 'must not carry credentials: use headers with ${VAR} references',
-    });
-  }
-  for (const k of found.params) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['url'],
-      message: `query parameter ${k} looks like a credential: reference an environment variable`,
-    });
-  }
-}
-
 const Share = z.number().min(0).max(1);
 
 export const JobSchema = z
   .strictObject({
     description: z.string().optional(),
     entity: z.enum(['companies', 'members']),
-    source: Source,
+    source: JobSourceSchema,
     mapping: z.union(
       [
         z

@@ -1,0 +1,65 @@
+/**
+ * The one schema of a source, shared by the reader (`SourceSpecSchema`) and
+ * job files (`JobSourceSchema`, the same schema with the job-file checks):
+ * the same field gives the same problem in both, and every problem of a
+ * source is reported at once, each with its path.
+ */
+import { describe, expect, it } from 'vitest';
+import { JobSourceSchema, SourceSpecSchema } from '../../src/crm/source.js';
+
+function problems(schema: typeof SourceSpecSchema, source: unknown): string[] {
+  const r = schema.safeParse(source);
+  return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+}
+
+describe('the source schema', () => {
+  it('reads the same settings for the reader and for job files', () => {
+    const source = { path: 'export.tsv', delimiter: 'tab', encoding: 'windows-1252' };
+    for (const schema of [SourceSpecSchema, JobSourceSchema]) {
+      expect(schema.parse(source)).toEqual({ ...source, delimiter: '\t' });
+      // A parsed source parses again to itself: readRows checks what the job loader gave it.
+      expect(schema.parse(schema.parse(source))).toEqual({ ...source, delimiter: '\t' });
+    }
+    const url = { url: 'https://${CRM_HOST}/v3/companies?token=${HUB_TOKEN}', paginate: 'hubspot' };
+    expect(SourceSpecSchema.parse(url)).toEqual(url);
+    expect(JobSourceSchema.parse(url)).toEqual(url);
+  });
+
+  it('gives the same problems for the same fields, all at once', () => {
+    const bad = { path: 'a.csv', url: 'ftp://x.example/a', delimiter: ':', format: 'csv' };
+    const expected = [
+      expect.stringMatching(/^delimiter: /),
+      ': give exactly one of path or url',
+      'url: must be an http(s) URL',
+    ];
+    expect(problems(SourceSpecSchema, bad)).toEqual(expected);
+    expect(problems(JobSourceSchema, bad)).toEqual(expected);
+    expect(problems(SourceSpecSchema, { url: 'not a url' })).toEqual(['url: not a valid URL']);
+    expect(problems(SourceSpecSchema, { url: 'https://u:p@x.example/a' })).toEqual([
+      'url: must not carry credentials: use headers with ${VAR} references or CRM_SOURCE_AUTHORIZATION',
+    ]);
+  });
+
+  it('holds a job file to more: credentials referenced, never written, and headers with a url', () => {
+    const written = {
+      url: 'https://x.example/a.csv?api_key=abc',
+      headers: { Authorization: 'Bearer abc' },
+    };
+    expect(problems(SourceSpecSchema, written)).toEqual([]);
+    expect(problems(JobSourceSchema, written)).toEqual([
+      'headers.Authorization: a credential must not be written in a job file: reference an environment variable, e.g. "Bearer ${HUBSPOT_EXPORT_TOKEN}"',
+      'url: query parameter api_key looks like a credential: reference an environment variable',
+    ]);
+    expect(problems(JobSourceSchema, { path: 'a.csv', headers: { Accept: 'text/csv' } })).toEqual([
+      'headers: headers need a url source',
+    ]);
+  });
+
+  it('reports a source that is not an object as one problem', () => {
+    for (const source of [null, 5, 'a.csv']) {
+      expect(problems(JobSourceSchema, source)).toEqual([
+        expect.stringMatching(/^: Invalid input: expected object/),
+      ]);
+    }
+  });
+});
