@@ -42,7 +42,7 @@ async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never
       host: config.ops.host,
       port: config.ops.port,
       ...(config.ops.token !== undefined && { token: config.ops.token }),
-      redis: service.ctx.store.redis,
+      redis: service.ctx.store.connection,
       queues,
       metrics,
       // Ready only while the platform accepts our key.

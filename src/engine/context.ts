@@ -11,7 +11,7 @@ import type { PlatformClient } from '../platform/client.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import type { WriteJobData } from './payloads.js';
-import { RunProgress } from '../state/progress.js';
+import type { RunProgress } from '../state/progress.js';
 
 export interface EngineSettings {
   /** Rows per planning batch (one Redis round trip or three each). */
@@ -67,7 +67,7 @@ export function createEngineContext(
 ): EngineContext {
   return {
     ...parts,
-    progress: new RunProgress(parts.store),
+    progress: parts.store.progress,
     settings: { ...DEFAULT_ENGINE_SETTINGS, ...parts.settings },
   };
 }

@@ -56,9 +56,8 @@ export async function dryRun(opts: {
   const stale =
     !index || opts.req.full || Date.now() - index.refreshedAt > def.indexMaxAgeHours * 3_600_000;
   const listed = stale ? await listIntoMemory(opts.client, def.entity) : undefined;
-  // A prefix never synced holds no state, and the store's first lookup records
-  // its key layout (a write): a dry run on it reads nothing instead.
-  const noState = (await store.redis.exists(store.keys.meta())) === 0;
+  // A prefix never synced holds no state to look up: the listing alone names each record.
+  const noState = !(await store.hasState());
 
   const claims = new MemoryClaims();
   const kept: Action[] = [];

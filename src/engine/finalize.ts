@@ -57,7 +57,7 @@ export async function finalize(
       'creates with unknown outcome verified by listing',
     );
     if (missing.length > 0) {
-      const round = Number((await store.redis.hincrby(store.keys.run(run.id), 'round', 1)) ?? 1);
+      const round = await store.nextCreateRound(run.id);
       if (round > ctx.settings.maxCreateRounds) {
         await store.addFailures(
           run.id,

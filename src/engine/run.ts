@@ -144,7 +144,7 @@ async function onRunError(
 ): Promise<string> {
   const transient = err instanceof PlatformError && err.retryable;
   if (transient) {
-    const tries = await ctx.store.redis.hincrby(ctx.store.keys.run(runId), 'retries', 1);
+    const tries = await ctx.store.countRunRetry(runId);
     if (tries <= MAX_RUN_RETRIES) {
       const wait = Math.min(60_000, 1_000 * 2 ** Math.min(tries, 6));
       log.warn(

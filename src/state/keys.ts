@@ -45,6 +45,24 @@ export function hashTag(key: string): string | undefined {
   return key.slice(open + 1, close);
 }
 
+/**
+ * Field names of the run hash (`run(runId)`), besides its plain fields
+ * (`job`, `status`, …): counters, timings, and the run's own bookkeeping.
+ */
+export const RunField = {
+  /** A counter (`read`, `created`, …, and `pendingCreates`: creates settled with an unknown outcome). */
+  counter: (name: string): string => `c:${name}`,
+  /** Milliseconds of a named phase. */
+  timing: (name: string): string => `t:${name}`,
+  /** The name of a timing field, or undefined for any other field. */
+  timingName: (field: string): string | undefined =>
+    field.startsWith('t:') ? field.slice(2) : undefined,
+  /** Pauses of the run by a transient fault so far. */
+  retries: 'retries',
+  /** Rounds of creates sent again after a verification found them missing. */
+  round: 'round',
+} as const;
+
 export class KeyLayout {
   readonly tag: string;
 
@@ -121,6 +139,20 @@ export class KeyLayout {
   }
   failures(runId: string): string {
     return `${this.prefix}:run:${runId}:failures`;
+  }
+
+  // ---- a run's write progress (no TTL: a run waiting for its writes may wait long) ----
+  /** Lines whose write has settled in the current round. */
+  settled(runId: string): string {
+    return `${this.prefix}:run:${runId}:settled`;
+  }
+  /** Settled lines whose create outcome is still unknown (counted once, when known). */
+  unknownCreates(runId: string): string {
+    return `${this.prefix}:run:${runId}:unknown-creates`;
+  }
+  /** Every progress key of the run (not the run hash, not its failures). */
+  progress(runId: string): string[] {
+    return [this.settled(runId), this.unknownCreates(runId)];
   }
 
   // ---- run scratch (TTL) ----

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 import { parseStored, redisError, StateError } from './errors.js';
-import type { KeyLayout } from './keys.js';
+import { RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { scrubText, stripCredentials } from './redaction.js';
 
@@ -250,7 +250,8 @@ export class Runs {
     if (patch.startedAt !== undefined) fields.startedAt = String(patch.startedAt);
     if (patch.finishedAt !== undefined) fields.finishedAt = String(patch.finishedAt);
     if (patch.error !== undefined) fields.error = scrubText(patch.error);
-    for (const [name, ms] of Object.entries(patch.timings ?? {})) fields[`t:${name}`] = String(ms);
+    for (const [name, ms] of Object.entries(patch.timings ?? {}))
+      fields[RunField.timing(name)] = String(ms);
     if (Object.keys(fields).length === 0) return;
     await this.mustExist(id);
     try {
@@ -265,8 +266,21 @@ export class Runs {
     const entries = Object.entries(deltas).filter(([, d]) => d !== undefined && d !== 0);
     if (entries.length === 0) return;
     const tx = this.redis.multi();
-    for (const [name, d] of entries) tx.hincrby(this.keys.run(id), `c:${name}`, d as number);
+    for (const [name, d] of entries)
+      tx.hincrby(this.keys.run(id), RunField.counter(name), d as number);
     await execAll(tx, 'counting a run');
+  }
+
+  /**
+   * Adds one to the run's `retries` or `round` field (HINCRBY, atomic) and
+   * returns the new value: 1 the first time.
+   */
+  async bump(id: string, field: typeof RunField.retries | typeof RunField.round): Promise<number> {
+    try {
+      return await this.redis.hincrby(this.keys.run(id), field, 1);
+    } catch (err) {
+      throw redisError(`counting the run's ${field}`, err);
+    }
   }
 
   /** Appends failure rows in the order given (RPUSH keeps it). */
@@ -348,10 +362,13 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   }
   const d = parsed.data;
   const counts = Object.fromEntries(
-    RUN_COUNTERS.map((c) => [c, Number(h[`c:${c}`] ?? 0)]),
+    RUN_COUNTERS.map((c) => [c, Number(h[RunField.counter(c)] ?? 0)]),
   ) as RunCounts;
   const timings: Record<string, number> = {};
-  for (const [f, v] of Object.entries(h)) if (f.startsWith('t:')) timings[f.slice(2)] = Number(v);
+  for (const [f, v] of Object.entries(h)) {
+    const name = RunField.timingName(f);
+    if (name !== undefined) timings[name] = Number(v);
+  }
   const run: RunRecord = {
     id,
     job: d.job,

@@ -7,14 +7,18 @@
  * Typical use by the run pipeline, per batch of mapped rows:
  * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `savePlannedWrites`
  * and `markSeen`; after each confirmed write `commit` (or `markPending` when a
- * create's outcome is unknown); at the end `orphans` and `clearRunScratch`.
+ * create's outcome is unknown) and `progress.settle`; at the end `orphans` and
+ * `progress.clear`.
+ *
+ * The store is the only way to sync state: no caller builds a key or sends a
+ * command itself (the layout is in keys.ts alone).
  */
 import type { Redis } from 'ioredis';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { redisError, StateError } from './errors.js';
-import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, type Buckets } from './keys.js';
+import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, RunField, type Buckets } from './keys.js';
 import { execAll } from './pipeline.js';
 import { JobLocks } from './lock.js';
 import {
@@ -40,6 +44,7 @@ import {
   type RunPatch,
   type RunRecord,
 } from './runs.js';
+import { RunProgress } from './progress.js';
 import { RunScratch, type Claim, type ClaimConflict } from './scratch.js';
 
 export interface StateStoreOptions {
@@ -60,7 +65,10 @@ export interface StateStoreOptions {
 const DAY = 24 * 60 * 60 * 1000;
 
 export class StateStore {
+  /** The key layout (for tests and benchmarks that inspect what is stored). */
   readonly keys: KeyLayout;
+  /** A run's write progress: settled lines, outcome counters, unknown creates. */
+  readonly progress: RunProgress;
   private readonly records: RecordStates;
   private readonly index: PlatformIndex;
   private readonly runs: Runs;
@@ -68,23 +76,41 @@ export class StateStore {
   private readonly locks: JobLocks;
   private layoutChecked: Promise<void> | undefined;
 
+  /**
+   * @param connection The store's Redis connection. Public only for what is
+   *   not sync state, a health check's PING; state goes through the methods.
+   */
   constructor(
-    readonly redis: Redis,
+    readonly connection: Redis,
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;
     this.keys = new KeyLayout(opts.prefix ?? '{crm-sync}', opts.buckets ?? DEFAULT_BUCKETS);
-    const runNumbers = new Numbering(redis, this.keys.runIds(), 'run');
-    const jobNumbers = new Numbering(redis, this.keys.jobIds(), 'job');
-    this.records = new RecordStates(redis, this.keys, runNumbers, jobNumbers, now);
-    this.index = new PlatformIndex(redis, this.keys, {
+    const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
+    const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
+    this.records = new RecordStates(connection, this.keys, runNumbers, jobNumbers, now);
+    this.index = new PlatformIndex(connection, this.keys, {
       buildTtlMs: opts.indexBuildTtlMs ?? DAY,
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
       now,
     });
-    this.runs = new Runs(redis, this.keys, now);
-    this.scratch = new RunScratch(redis, this.keys, opts.scratchTtlMs ?? 7 * DAY);
-    this.locks = new JobLocks(redis, this.keys);
+    this.runs = new Runs(connection, this.keys, now);
+    this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.locks = new JobLocks(connection, this.keys);
+    this.progress = new RunProgress(connection, this.keys);
+  }
+
+  /**
+   * Whether this prefix holds any record state or platform listing (a prefix
+   * never synced holds none): the layout record is written before the first
+   * of either. Writes nothing.
+   */
+  async hasState(): Promise<boolean> {
+    try {
+      return (await this.connection.exists(this.keys.meta())) === 1;
+    } catch (err) {
+      throw redisError('checking for state', err);
+    }
   }
 
   // ---- record state --------------------------------------------------------
@@ -209,6 +235,19 @@ export class StateStore {
     return this.runs.increment(id, deltas);
   }
 
+  /** Counts one more pause of the run by a transient fault; returns how many so far (1 the first). */
+  countRunRetry(runId: string): Promise<number> {
+    return this.runs.bump(runId, RunField.retries);
+  }
+
+  /**
+   * Starts another round of the run's creates, sent again after a
+   * verification found them missing; returns its number (1 the first).
+   */
+  nextCreateRound(runId: string): Promise<number> {
+    return this.runs.bump(runId, RunField.round);
+  }
+
   addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
     return this.runs.addFailures(runId, rows);
   }
@@ -309,7 +348,7 @@ export class StateStore {
     if (this.layoutChecked) return this.layoutChecked;
     let have: Record<string, string>;
     try {
-      have = await this.redis.hgetall(this.keys.meta());
+      have = await this.connection.hgetall(this.keys.meta());
     } catch (err) {
       throw redisError('checking the state layout', err);
     }
@@ -319,7 +358,7 @@ export class StateStore {
   }
 
   private async doCheckLayout(): Promise<void> {
-    const p = this.redis.pipeline();
+    const p = this.connection.pipeline();
     for (const [f, v] of Object.entries(this.wantedLayout())) p.hsetnx(this.keys.meta(), f, v);
     p.hgetall(this.keys.meta());
     const out = await execAll(p, 'checking the state layout');
