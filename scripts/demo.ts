@@ -6,23 +6,23 @@
  * summary, runs the companies job again to show that nothing unchanged is
  * written, prints the sandbox's request counts, and deletes its keys.
  *
- * It reuses the library as the CLI does (`startWorkerService`, `enqueueRun`,
- * `createRunRecord`), so what it shows is what `crm-sync run` does.
+ * It starts and follows runs with the same functions as the CLI
+ * (`startWorkerService`, `startRun`, `waitForRun`, `runSummary`), so what it
+ * shows is what `crm-sync run` does.
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { Redis } from 'ioredis';
-import { formatSummary, summaryOf, TERMINAL } from '../src/cli/runtime.js';
+import { formatSummary } from '../src/cli/runtime.js';
 import { formatTable } from '../src/cli/table.js';
 import { loadConfig } from '../src/config.js';
-import { RunJobData } from '../src/engine/payloads.js';
-import { createRunRecord } from '../src/engine/run.js';
-import { startWorkerService, type WorkerService } from '../src/engine/service.js';
+import { jobLoader, startRun, type RunDeps } from '../src/engine/run-service.js';
+import { runSummary, waitForRun } from '../src/engine/run-summary.js';
+import { startWorkerService } from '../src/engine/service.js';
 import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
 import { createShutdown } from '../src/ops/shutdown.js';
 import { closeRedis, connectProducer, safeRedisUrl } from '../src/queue/connection.js';
-import { enqueueRun } from '../src/queue/queues.js';
 import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
 import type { RunRecord } from '../src/state/runs.js';
 
@@ -72,21 +72,26 @@ async function main(): Promise<number> {
     if (problems.length > 0)
       throw new Error(`job definitions have problems:\n  ${problems.join('\n  ')}`);
     const service = await startWorkerService({ config, logger, shutdown, jobsDir });
+    const deps: RunDeps = {
+      store: service.ctx.store,
+      runQueue: service.runQueue,
+      loadJob: jobLoader(config, jobsDir),
+    };
 
     // Companies first: members may refer to them.
     const ordered = [...jobs].sort((a, b) => entityOrder(a) - entityOrder(b));
     let failed = 0;
     for (const def of ordered) {
-      const run = await runJob(service, def);
+      const run = await runJob(deps, def);
       if (run.status !== 'completed') failed++;
-      say(`${formatSummary(summaryOf(run))}\n`);
+      say(`${formatSummary(runSummary(run))}\n`);
     }
     const again = ordered.find((d) => d.entity === 'companies');
     if (again) {
       say(`${again.name} once more, with the same export: nothing changed, so nothing is written`);
-      const run = await runJob(service, again);
+      const run = await runJob(deps, again);
       const c = run.counts;
-      say(`${formatSummary(summaryOf(run))}`);
+      say(`${formatSummary(runSummary(run))}`);
       say(`  writes: ${c.created + c.updated} (created ${c.created}, updated ${c.updated})\n`);
     }
     say('requests the sandbox served:');
@@ -101,18 +106,11 @@ function entityOrder(def: JobDefinition): number {
   return def.entity === 'companies' ? 0 : 1;
 }
 
-async function runJob(service: WorkerService, def: JobDefinition): Promise<RunRecord> {
-  const data = { job: def.name, full: false, force: false, trigger: 'cli' as const };
-  const { runId, attached } = await enqueueRun(service.runQueue, def.name, data);
-  const store = service.ctx.store;
-  if (!attached) await createRunRecord(store, runId, def, RunJobData.parse(data));
-  const until = Date.now() + RUN_TIMEOUT_MS;
-  for (;;) {
-    const run = await store.getRun(runId);
-    if (run && TERMINAL.has(run.status)) return run;
-    if (Date.now() > until) throw new Error(`run ${runId} of ${def.name} did not end in time`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+async function runJob(deps: RunDeps, def: JobDefinition): Promise<RunRecord> {
+  const { runId } = await startRun(deps, def.name);
+  const run = await waitForRun(deps.store, runId, { pollMs: 200, timeoutMs: RUN_TIMEOUT_MS });
+  if (!run) throw new Error(`run ${runId} of ${def.name} has no record`);
+  return run;
 }
 
 async function stats(sandbox: Sandbox): Promise<StatsEntry[]> {

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
-import type { RunSummary } from '../../src/cli/runtime.js';
+import type { RunSummary } from '../../src/engine/run-summary.js';
 import { startRedisServer, type RedisServer } from '../../test/harness/redis-server.js';
 
 export const ROOT = resolve(fileURLToPath(import.meta.url), '..', '..', '..');

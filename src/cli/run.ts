@@ -7,28 +7,16 @@ import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
 import { coverageWarnings, unmatchedPaths } from '../crm/path-coverage.js';
-import { dryRun } from '../engine/dry-run.js';
 import type { RowWarning } from '../engine/planning.js';
-import { RunJobData as RunJobDataSchema, type RunJobData } from '../engine/payloads.js';
-import { createRunRecord } from '../engine/run.js';
+import { planJob, planOutcomes } from '../engine/plan-service.js';
+import { jobLoader, prepareRun, submitRun } from '../engine/run-service.js';
+import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.js';
 import { startWorkerService } from '../engine/service.js';
-import { checkSourceOverride } from '../engine/source.js';
-import { loadJob } from '../jobs/definition.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
-import { enqueueRun } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { MODES, type Action, type Mode } from '../sync/action.js';
-import {
-  cliRuntime,
-  exitCodeOf,
-  formatSummary,
-  jobsOption,
-  openProducer,
-  summaryOf,
-  TERMINAL,
-  type RunSummary,
-} from './runtime.js';
+import { cliRuntime, exitCodeOf, formatSummary, jobsOption, openProducer } from './runtime.js';
 
 interface RunFlags {
   source?: string;
@@ -98,10 +86,14 @@ export function registerRunCommands(program: Command): void {
 async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
   const { config, logger } = cliRuntime();
   const jobsDir = flags.jobs ?? config.jobsDir;
-  // Refuse a job that cannot run before anything is enqueued.
-  const def = loadJob(jobsDir, jobName, { mappingsDir: config.mappingsDir });
-  // The request is stored in Redis for the worker: no credential may travel in it.
-  if (flags.source !== undefined) checkSourceOverride(flags.source);
+  // Refuse a job that cannot run, or a --source with a credential, before anything starts.
+  const run = prepareRun({ loadJob: jobLoader(config, jobsDir) }, jobName, {
+    ...(flags.source !== undefined && { source: flags.source }),
+    full: flags.full === true,
+    force: flags.force === true,
+    ...(flags.mode !== undefined && { mode: flags.mode }),
+    trigger: 'cli',
+  });
 
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
   if (flags.withWorker) {
@@ -111,17 +103,7 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
   const producer = await openProducer(config);
   shutdown.register('producer', () => producer.close());
   try {
-    const data: RunJobData = {
-      job: jobName,
-      ...(flags.source !== undefined && { source: flags.source }),
-      full: flags.full === true,
-      force: flags.force === true,
-      ...(flags.mode !== undefined && { mode: flags.mode }),
-      trigger: 'cli',
-    };
-    const { runId, attached } = await enqueueRun(producer.runQueue, jobName, data);
-    // The run record exists from now on, so `show` can find it before a worker takes the job.
-    if (!attached) await createRunRecord(producer.store, runId, def, RunJobDataSchema.parse(data));
+    const { runId, attached } = await submitRun(producer, run);
     if (!flags.json) {
       process.stderr.write(
         attached ? `attached to run ${runId}, already going\n` : `enqueued run ${runId}\n`,
@@ -147,33 +129,32 @@ export async function watch(
   runId: string,
   flags: { wait?: boolean; json?: boolean },
 ): Promise<RunSummary | null> {
-  let run = await store.getRun(runId);
+  let bar: SingleBar | undefined;
+  const run = flags.wait
+    ? await waitForRun(store, runId, {
+        onPoll: (r) => {
+          if (!bar && process.stderr.isTTY && !flags.json) {
+            bar = new SingleBar({
+              format: ' {status} |{bar}| {value}/{total} writes | read {read} | {phase}',
+              hideCursor: true,
+            });
+            bar.start(0, 0, { status: r.status, read: 0, phase: '' });
+          }
+          bar?.setTotal(r.counts.writesPlanned);
+          bar?.update(r.counts.writesSettled, {
+            status: r.status,
+            read: r.counts.read,
+            phase: r.phase ?? '',
+          });
+        },
+      })
+    : await store.getRun(runId);
+  bar?.stop();
   if (!run) {
     process.stderr.write(`crm-sync: no run ${runId}\n`);
     return null;
   }
-  if (flags.wait && !TERMINAL.has(run.status)) {
-    const bar =
-      process.stderr.isTTY && !flags.json
-        ? new SingleBar({
-            format: ' {status} |{bar}| {value}/{total} writes | read {read} | {phase}',
-            hideCursor: true,
-          })
-        : undefined;
-    bar?.start(0, 0, { status: run.status, read: 0, phase: '' });
-    while (!TERMINAL.has(run.status)) {
-      await new Promise((r) => setTimeout(r, 300));
-      run = (await store.getRun(runId)) ?? run;
-      bar?.setTotal(run.counts.writesPlanned);
-      bar?.update(run.counts.writesSettled, {
-        status: run.status,
-        read: run.counts.read,
-        phase: run.phase ?? '',
-      });
-    }
-    bar?.stop();
-  }
-  const summary = summaryOf(run);
+  const summary = runSummary(run);
   process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${formatSummary(summary)}\n`);
   return summary;
 }
@@ -181,41 +162,26 @@ export async function watch(
 async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
   const { config, logger } = cliRuntime();
   const platform = requirePlatform(config);
-  const def = loadJob(flags.jobs ?? config.jobsDir, jobName, { mappingsDir: config.mappingsDir });
+  const loadJob = jobLoader(config, flags.jobs);
+  const def = loadJob(jobName);
   const producer = await openProducer(config);
   const client = new PlatformClient({ ...platform, timeoutMs: config.platform.timeoutMs, logger });
   try {
     // --json streams every action as it is planned: a 1M-row plan is never one string.
     const out = flags.json ? new JsonPlanWriter(jobName) : undefined;
-    const result = await dryRun({
+    const result = await planJob(
+      { store: producer.store, client, logger, loadJob, sourceEnv: config.sourceEnv },
       def,
-      req: {
+      {
         ...(flags.source !== undefined && { source: flags.source }),
         full: flags.full === true,
         ...(flags.mode !== undefined && { mode: flags.mode }),
       },
-      store: producer.store,
-      client,
-      logger,
-      env: config.sourceEnv,
-      ...(out && { onActions: (actions: readonly Action[]) => out.actions(actions) }),
-    });
-    const c = result.counts;
+      { ...(out && { onActions: (actions: readonly Action[]) => out.actions(actions) }) },
+    );
     if (out) {
       out.end({
-        counts: {
-          read: c.read,
-          created: c.create,
-          updated: c.update,
-          unchanged: c.unchanged,
-          adopted: c.adopt,
-          invalid: c.invalid,
-          conflict: c.conflict,
-          failed: 0,
-          skipped: c.skip + c.pending,
-          unsupported: c.unsupported,
-          warnings: c.warnings,
-        },
+        counts: planOutcomes(result.counts),
         warnings: result.warnings,
         ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
       });

@@ -4,9 +4,10 @@
  * shape `show --json` prints).
  */
 import type { Command } from 'commander';
+import { runSummary } from '../engine/run-summary.js';
 import type { RunRecord } from '../state/runs.js';
 import { integerOption } from './options.js';
-import { cliRuntime, openProducer, summaryOf } from './runtime.js';
+import { cliRuntime, openProducer } from './runtime.js';
 import { formatDuration, formatTable, formatTime, type Column } from './table.js';
 
 interface RunsFlags {
@@ -31,7 +32,7 @@ export function registerRunsCommand(program: Command): void {
           limit: flags.limit,
         });
         if (flags.json) {
-          process.stdout.write(`${JSON.stringify(runs.map(summaryOf))}\n`);
+          process.stdout.write(`${JSON.stringify(runs.map(runSummary))}\n`);
         } else if (runs.length === 0) {
           process.stderr.write(`no runs${flags.job ? ` of ${flags.job}` : ''} yet\n`);
         } else {

@@ -1,16 +1,17 @@
 /**
  * What CLI commands share: configuration and logger, a producer connection
  * that fails fast when Redis is down, the state store and the runs queue, and
- * how a run is shown (one JSON object, or a few human lines).
+ * how a run summary (src/engine/run-summary.ts) is printed in a few human
+ * lines, with the exit code its status gives.
  */
 import type { Command } from 'commander';
 import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
+import type { RunSummary } from '../engine/run-summary.js';
 import { createLogger, type Logger } from '../log.js';
 import { closeRedis, connectProducer } from '../queue/connection.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';
-import type { RunRecord } from '../state/runs.js';
 import { StateStore } from '../state/store.js';
 
 export interface CliRuntime {
@@ -53,77 +54,7 @@ export function jobsOption(cmd: Command): Command {
   );
 }
 
-/** The run as `--json` prints it: a stable shape that scripts rely on (docs/CLI.md). */
-export interface RunSummary {
-  runId: string;
-  job: string;
-  status: string;
-  phase?: string;
-  error?: string;
-  source: string;
-  mode: string;
-  counts: {
-    read: number;
-    created: number;
-    updated: number;
-    unchanged: number;
-    adopted: number;
-    invalid: number;
-    conflict: number;
-    rejected: number;
-    failed: number;
-    skipped: number;
-    unsupported: number;
-    /** Optional fields left out of rows that were synced (one per field): `failures RUN --kind warning`. */
-    warnings: number;
-    orphans: number;
-    writesPlanned: number;
-    writesSettled: number;
-  };
-  createdAt: string;
-  startedAt?: string;
-  finishedAt?: string;
-  durationMs?: number;
-}
-
-export function summaryOf(run: RunRecord): RunSummary {
-  const c = run.counts;
-  const iso = (ms: number | undefined) =>
-    ms === undefined ? undefined : new Date(ms).toISOString();
-  return {
-    runId: run.id,
-    job: run.job,
-    status: run.status,
-    ...(run.phase !== undefined && { phase: run.phase }),
-    ...(run.error !== undefined && { error: run.error }),
-    source: run.source,
-    mode: run.mode,
-    counts: {
-      read: c.read,
-      created: c.created,
-      updated: c.updated,
-      unchanged: c.unchanged,
-      adopted: c.adopted,
-      invalid: c.invalid,
-      conflict: c.conflict,
-      rejected: c.rejected,
-      failed: c.failed,
-      skipped: c.skipped,
-      unsupported: c.unsupported,
-      warnings: c.warnings,
-      orphans: c.orphans,
-      writesPlanned: c.writesPlanned,
-      writesSettled: c.writesSettled,
-    },
-    createdAt: iso(run.createdAt)!,
-    ...(run.startedAt !== undefined && { startedAt: iso(run.startedAt) }),
-    ...(run.finishedAt !== undefined && { finishedAt: iso(run.finishedAt) }),
-    ...(run.finishedAt !== undefined && {
-      durationMs: run.finishedAt - (run.startedAt ?? run.createdAt),
-    }),
-  };
-}
-
+/** A run summary in a few human lines (what `show` prints without --json). */
 export function formatSummary(s: RunSummary): string {
   const c = s.counts;
   const lines = [
@@ -149,8 +80,6 @@ export function formatSummary(s: RunSummary): string {
   }
   return lines.join('\n');
 }
-
-export const TERMINAL = new Set(['completed', 'failed', 'stopped']);
 
 /** Exit code for a finished run: 0 completed, 1 failed, 5 stopped by a threshold. */
 export function exitCodeOf(status: string): number {

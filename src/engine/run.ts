@@ -125,6 +125,7 @@ export async function createRunRecord(
       force: req.force,
       trigger: req.trigger,
       ...(req.slot && { slot: req.slot }),
+      ...(req.retryOf && { retryOf: req.retryOf }),
     },
   });
   return (await store.getRun(runId))!;

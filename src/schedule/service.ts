@@ -3,9 +3,13 @@
  * waiting Redis connection, the runs queue, and the schedules, each
  * registered with the process's shutdown so they close in reverse order.
  * Used by `crm-sync scheduler` and by `crm-sync start` beside the workers.
+ * A firing starts its run as `crm-sync run` does (`startRun`): the job is
+ * read again, and the run's record exists from the moment it is enqueued.
  */
 import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
+import type { RunJobData } from '../engine/payloads.js';
+import { jobLoader, startRun } from '../engine/run-service.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Shutdown } from '../ops/shutdown.js';
@@ -16,15 +20,9 @@ import {
   safeRedisUrl,
   whenReady,
 } from '../queue/connection.js';
-import { createRunQueue, enqueueRun, type TypedQueue } from '../queue/queues.js';
+import { createRunQueue, type TypedQueue } from '../queue/queues.js';
+import { StateStore } from '../state/store.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
-
-/** What the scheduler puts on the runs queue (the run worker validates it as RunJobData). */
-export interface ScheduledRunData {
-  job: string;
-  trigger: 'schedule';
-  slot: string;
-}
 
 export interface SchedulerServiceOptions {
   config: Config;
@@ -39,7 +37,7 @@ export interface SchedulerService {
   /** The service's waiting connection (for readiness checks). */
   redis: Redis;
   /** The runs queue it enqueues on (for the dashboard and queue depth). */
-  queue: TypedQueue<ScheduledRunData>;
+  queue: TypedQueue<RunJobData>;
 }
 
 /**
@@ -61,8 +59,13 @@ export async function startSchedulerService(
   await whenReady(redis);
   await checkEvictionPolicy(redis, logger);
 
-  const queue = createRunQueue<ScheduledRunData>({ connection: redis, prefix: config.prefix });
+  const queue = createRunQueue<RunJobData>({ connection: redis, prefix: config.prefix });
   shutdown.register('runs queue (scheduler)', () => queue.close());
+  const deps = {
+    store: new StateStore(redis, { prefix: config.prefix }),
+    runQueue: queue,
+    loadJob: jobLoader(config, jobsDir),
+  };
 
   const scheduler = await startScheduler({
     jobs: jobs.map((j) => ({
@@ -73,8 +76,7 @@ export async function startSchedulerService(
     redis,
     prefix: config.prefix,
     logger,
-    enqueue: (job, slot) =>
-      enqueueRun<ScheduledRunData>(queue, job, { job, trigger: 'schedule', slot }),
+    enqueue: (job, slot) => startRun(deps, job, { trigger: 'schedule', slot }),
   });
   shutdown.register('scheduler', () => scheduler.stop());
   if (scheduler.scheduled.length === 0) {

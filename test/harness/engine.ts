@@ -2,8 +2,8 @@
  * The whole sync engine in one test process: a sandbox on port 0, a config
  * on the harness Redis under a random `{…}` prefix, a temporary folder for
  * job files and exports written by the test, the worker service in-process
- * (short locks and polls), and `runJob`, which enqueues a run exactly as
- * `crm-sync run` does and waits for its end. `close()` stops everything and
+ * (short locks and polls), and `runJob`, which starts a run with the same
+ * `startRun` as `crm-sync run` and waits for its end (`waitForRun`). `close()` stops everything and
  * deletes every key of the prefix.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,19 +11,18 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
-import { openProducer, TERMINAL, type Producer } from '../../src/cli/runtime.js';
+import { openProducer, type Producer } from '../../src/cli/runtime.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { salesforceChecksum } from '../../src/crm/salesforce-id.js';
 import type { EngineSettings } from '../../src/engine/context.js';
-import { RunJobData as RunJobDataSchema, type RunJobData } from '../../src/engine/payloads.js';
-import { createRunRecord } from '../../src/engine/run.js';
+import { jobLoader, startRun } from '../../src/engine/run-service.js';
+import { waitForRun } from '../../src/engine/run-summary.js';
 import { startWorkerService, type WorkerService } from '../../src/engine/service.js';
-import { checkSourceOverride } from '../../src/engine/source.js';
-import { loadJob, type JobDefinition } from '../../src/jobs/definition.js';
+import type { JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
 import { PlatformClient } from '../../src/platform/client.js';
-import { enqueueRun, QueueName } from '../../src/queue/queues.js';
+import { QueueName } from '../../src/queue/queues.js';
 import {
   startSandbox,
   type Sandbox,
@@ -91,9 +90,9 @@ export interface EngineHarness {
     rows: readonly (readonly unknown[])[],
     opts?: { delimiter?: string },
   ): string;
-  /** Enqueues a run as `crm-sync run` does and waits for its terminal status. */
+  /** Starts a run as `crm-sync run` does and waits for its terminal status. */
   runJob(name: string, opts?: RunOptions): Promise<RunRecord>;
-  /** Enqueues only; returns the run id. */
+  /** Starts a run as `crm-sync run` does (or attaches to the one going); returns the run id. */
   enqueue(name: string, opts?: Omit<RunOptions, 'timeoutMs' | 'onPoll'>): Promise<string>;
   waitForRun(runId: string, opts?: Pick<RunOptions, 'timeoutMs' | 'onPoll'>): Promise<RunRecord>;
   failures(runId: string): Promise<FailureRow[]>;
@@ -174,7 +173,7 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
     },
     writeJob(name, job) {
       writeFileSync(join(jobsDir, `${name}.yaml`), stringify(job));
-      return loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+      return jobLoader(config, jobsDir)(name);
     },
     writeCsv(file, header, rows, o = {}) {
       const path = join(dir, file);
@@ -183,35 +182,23 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       return path;
     },
     async enqueue(name, o = {}) {
-      // What `crm-sync run` does (src/cli/run.ts): refuse a bad job, enqueue, create the record.
-      const def = loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
-      if (o.source !== undefined) checkSourceOverride(o.source);
-      const data: RunJobData = {
-        job: name,
+      const deps = { ...producer, loadJob: jobLoader(config, jobsDir) };
+      const { runId } = await startRun(deps, name, {
         ...(o.source !== undefined && { source: o.source }),
         full: o.full === true,
         force: o.force === true,
         ...(o.mode !== undefined && { mode: o.mode }),
-        trigger: 'cli',
-      };
-      const { runId, attached } = await enqueueRun(producer.runQueue, name, data);
-      if (!attached)
-        await createRunRecord(producer.store, runId, def, RunJobDataSchema.parse(data));
+      });
       return runId;
     },
     async waitForRun(runId, o = {}) {
-      const deadline = Date.now() + (o.timeoutMs ?? 45_000);
-      for (;;) {
-        const run = await producer.store.getRun(runId);
-        if (run && TERMINAL.has(run.status)) return run;
-        if (run) await o.onPoll?.(run);
-        if (Date.now() > deadline) {
-          throw new Error(
-            `run ${runId} still ${run?.status ?? 'missing'} (${run?.phase ?? ''}) after ${o.timeoutMs ?? 45_000} ms: ${JSON.stringify(run?.counts)}`,
-          );
-        }
-        await sleep(25);
-      }
+      const run = await waitForRun(producer.store, runId, {
+        pollMs: 25,
+        timeoutMs: o.timeoutMs ?? 45_000,
+        ...(o.onPoll && { onPoll: o.onPoll }),
+      });
+      if (!run) throw new Error(`no run ${runId}`);
+      return run;
     },
     async runJob(name, o = {}) {
       await h.startWorkers();
@@ -447,8 +434,4 @@ export function expectedMember(r: MemberRow): Record<string, unknown> {
 function csvField(v: unknown): string {
   const s = v === undefined || v === null ? '' : String(v);
   return /[",;\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

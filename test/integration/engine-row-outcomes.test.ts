@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { pages } from '../../src/cli/failures.js';
-import { summaryOf } from '../../src/cli/runtime.js';
 import { dryRun } from '../../src/engine/dry-run.js';
+import { runSummary } from '../../src/engine/run-summary.js';
 import type { FailureKind, FailureRow } from '../../src/state/runs.js';
 import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
 
@@ -124,7 +124,7 @@ describe('engine: warnings, skipped rows and invalid rows with identity', () => 
       rejected: 0,
       failed: 0,
     });
-    expect(summaryOf(first).counts.warnings).toBe(1);
+    expect(runSummary(first).counts.warnings).toBe(1);
     // Two creates; the adopted record (same website, other spelling) got no PUT.
     expect(countWrites(statsSince(before, await h.stats()))).toBe(2);
 

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useRedis } from '../harness/redis.js';
 import { createRunQueue } from '../../src/queue/queues.js';
+import { StateStore } from '../../src/state/store.js';
 
 const { url, prefix, redis } = useRedis();
 const root = resolve(import.meta.dirname, '../..');
@@ -105,6 +106,11 @@ describe('crm-sync scheduler (two processes)', () => {
       expect(await queue.getJobCountByTypes('wait', 'active')).toBe(1);
       const [job] = await queue.getJobs(['wait']);
       expect(job?.data).toMatchObject({ job: 'fast', trigger: 'schedule' });
+      // Its record exists before any worker takes it (as for `crm-sync run`), naming its slot.
+      const record = await new StateStore(redis, { prefix }).getRun(job!.id!);
+      expect(record).toMatchObject({ job: 'fast', status: 'queued' });
+      expect(record?.options).toMatchObject({ trigger: 'schedule' });
+      expect(slots).toContain(record?.options.slot);
     } finally {
       await queue.close();
     }

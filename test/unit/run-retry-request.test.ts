@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryRequest, RetrySourceError } from '../../src/cli/retry.js';
+import { retryRequest, RetrySourceError } from '../../src/engine/run-service.js';
 import type { JobDefinition } from '../../src/jobs/definition.js';
 import type { RunRecord } from '../../src/state/runs.js';
 
