@@ -11,13 +11,13 @@ import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
 import { withRetry } from '../platform/retry.js';
 import type { Action, Mode } from '../sync/action.js';
+import { MemoryClaims } from '../sync/claims.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import type { Known } from '../sync/plan.js';
 import { remoteValues } from '../sync/remote.js';
 import type { Listing } from '../state/records.js';
 import type { StateStore } from '../state/store.js';
-import type { Claim, ClaimConflict } from '../state/scratch.js';
 import { DEFAULT_ENGINE_SETTINGS } from './context.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
@@ -154,41 +154,4 @@ function matchListed(listed: Listed | undefined, keys: readonly string[]): Known
   if (!match) return {};
   const remote = listed!.valuesOf(match.platformId);
   return { platformId: match.platformId, matchedBy: match.key, ...(remote && { remote }) };
-}
-
-/** Identity claims of one export, in memory: the same answers as the Redis scratch gives. */
-class MemoryClaims {
-  private readonly holder = new Map<string, number>();
-  private readonly conflicted = new Map<number, { identity: string; otherLines: number[] }>();
-
-  claim(entries: readonly Claim[]): ClaimConflict[] {
-    const batch = new Set(entries.map((e) => e.line));
-    const touched = new Set<number>();
-    const note = (line: number, identity: string, other: number): void => {
-      const info = this.conflicted.get(line) ?? { identity, otherLines: [] };
-      if (!info.otherLines.includes(other)) info.otherLines.push(other);
-      this.conflicted.set(line, info);
-      touched.add(line);
-    };
-    const newlyEarlier = new Set<number>();
-    for (const e of entries) {
-      for (const key of e.keys) {
-        const h = this.holder.get(key);
-        if (h === undefined) this.holder.set(key, e.line);
-        else if (h !== e.line) {
-          if (!batch.has(h) && !this.conflicted.has(h)) newlyEarlier.add(h);
-          note(e.line, key, h);
-          note(h, key, e.line);
-        }
-      }
-    }
-    const out: ClaimConflict[] = [];
-    for (const e of entries) {
-      const info = this.conflicted.get(e.line);
-      if (info) out.push({ line: e.line, ...info, earlier: false });
-    }
-    for (const line of newlyEarlier)
-      out.push({ line, ...this.conflicted.get(line)!, earlier: true });
-    return out;
-  }
 }

@@ -26,7 +26,7 @@ import {
 import { contentHash } from '../sync/hash.js';
 import { identityKeys, noIdentityReason, type Entity } from '../sync/identity.js';
 import { planBatch, type Known, type PlanInput } from '../sync/plan.js';
-import type { Claim, ClaimConflict } from '../state/scratch.js';
+import type { Claim, ClaimConflict } from '../sync/claims.js';
 
 /** Where a planning pass reads state from and puts its results. */
 export interface PlanningSink {

@@ -8,34 +8,43 @@
  */
 import type { Redis } from 'ioredis';
 import type { WriteAction } from '../sync/action.js';
+import {
+  decideClaims,
+  type Claim,
+  type ClaimConflict,
+  type ConflictRecord,
+} from '../sync/claims.js';
 import { parseStored, redisError, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
-import { chunks, execAll, hclaims } from './pipeline.js';
+import { chunks, execAll } from './pipeline.js';
 
-/** A row of the export with its identity keys, as claimed. */
-export interface Claim {
-  keys: readonly string[];
-  line: number;
-}
-
-/** A row that shares an identity with other rows of the same export. */
-export interface ClaimConflict {
-  line: number;
-  /** The shared identity key (the first in priority order). */
-  identity: string;
-  /** The other rows carrying it, as far as known. */
-  otherLines: number[];
-  /**
-   * The row was claimed by an earlier call: its planned write (if any) must
-   * be dropped and it must be reported now, once.
-   */
-  earlier: boolean;
-}
-
-interface ConflictInfo {
-  identity: string;
-  otherLines: number[];
-}
+// KEYS: claims hash, conflicted hash. ARGV: TTL of the claims (ms), then per row: its line,
+// its number of keys, its keys. Each key goes to the first line that claims it (HSETNX).
+// Replies {holders, lines, records}: each key's holder after the claim, in order, and the
+// conflict record (nil for none) of every line involved: the rows' and their keys' holders'.
+const CLAIM = `
+local holders, lines, records, seen = {}, {}, {}, {}
+local function involve(line)
+  if seen[line] then return end
+  seen[line] = true
+  lines[#lines + 1] = line
+  records[#records + 1] = redis.call('HGET', KEYS[2], line)
+end
+local i = 2
+while i <= #ARGV do
+  local line, n = ARGV[i], tonumber(ARGV[i + 1])
+  involve(line)
+  for j = i + 2, i + 1 + n do
+    redis.call('HSETNX', KEYS[1], ARGV[j], line)
+    local holder = redis.call('HGET', KEYS[1], ARGV[j])
+    holders[#holders + 1] = holder
+    involve(holder)
+  end
+  i = i + 2 + n
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return {holders, lines, records}
+`;
 
 export class RunScratch {
   constructor(
@@ -45,91 +54,49 @@ export class RunScratch {
   ) {}
 
   /**
-   * Claims each row's identities for the run. A key claimed by another line
-   * makes both rows conflicts. Returns every row of this batch that is in
-   * conflict (also when it was found in conflict before: a re-read export
-   * gives the same answer), and every earlier row that has just become one.
-   * At most three round trips per batch.
+   * Claims each row's identities for the run and decides its conflicts with
+   * `decideClaims` (src/sync/claims.ts, the rules). One round trip claims the
+   * keys (first claimer wins) and reads what the decision needs; a second
+   * stores the conflict records, only when the batch found any.
    */
   async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
-    const claims = this.keys.claims(runId);
     const conflicted = this.keys.conflicted(runId);
-
-    // 1: claim every key (first claimer wins) and read who holds it; known conflicts of this batch.
-    const p1 = this.redis.pipeline();
-    hclaims(
-      p1,
-      entries.flatMap((e) => e.keys.map((key) => [claims, key, String(e.line)] as const)),
-    );
-    p1.hmget(conflicted, ...entries.map((e) => String(e.line)));
-    p1.pexpire(claims, this.ttlMs);
-    const [holders, known] = (await execAll(p1, 'claiming identities')) as [
-      string[],
-      (string | null)[],
-    ];
-
-    const found = new Map<number, ConflictInfo>();
-    const note = (line: number, identity: string, other: number): void => {
-      const info = found.get(line) ?? { identity, otherLines: [] };
-      if (!info.otherLines.includes(other)) info.otherLines.push(other);
-      found.set(line, info);
-    };
-    let i = 0;
-    for (const e of entries) {
-      for (const key of e.keys) {
-        const holder = Number(holders[i++]);
-        if (holder !== e.line) {
-          note(e.line, key, holder);
-          note(holder, key, e.line);
-        }
-      }
+    let reply: [string[], string[], (string | null)[]];
+    try {
+      reply = (await this.redis.eval(
+        CLAIM,
+        2,
+        this.keys.claims(runId),
+        conflicted,
+        String(this.ttlMs),
+        ...entries.flatMap((e) => [String(e.line), String(e.keys.length), ...e.keys]),
+      )) as typeof reply;
+    } catch (err) {
+      throw redisError('claiming identities', err);
     }
-    const before = new Map<number, ConflictInfo>();
-    const batchLines = new Set(entries.map((e) => e.line));
-    known.forEach((v, n) => {
-      if (v) before.set(entries[n]!.line, parseInfo(v));
+    const [holderOf, lines, records] = reply;
+    const holders = new Map<string, number>();
+    let n = 0;
+    for (const e of entries) for (const key of e.keys) holders.set(key, Number(holderOf[n++]));
+    const conflicts = new Map<number, ConflictRecord>();
+    lines.forEach((line, i) => {
+      const record = records[i];
+      if (record !== null && record !== undefined) conflicts.set(Number(line), parseInfo(record));
     });
 
-    // 2: what was known of the earlier rows involved.
-    const earlierLines = [...found.keys()].filter((l) => !batchLines.has(l));
-    if (earlierLines.length > 0) {
-      let values: (string | null)[];
-      try {
-        values = await this.redis.hmget(conflicted, ...earlierLines.map(String));
-      } catch (err) {
-        throw redisError('claiming identities', err);
-      }
-      values.forEach((v, n) => {
-        if (v) before.set(earlierLines[n]!, parseInfo(v));
-      });
-    }
-
-    // 3: store the merged conflicts.
-    const result: ClaimConflict[] = [];
-    const merged = new Map<number, ConflictInfo>();
-    for (const [line, info] of found) {
-      const old = before.get(line);
-      const otherLines = [...new Set([...(old?.otherLines ?? []), ...info.otherLines])];
-      merged.set(line, { identity: old?.identity ?? info.identity, otherLines });
-    }
-    if (merged.size > 0) {
-      const p3 = this.redis.multi();
-      p3.hset(
+    // The keys are claimed already: the decision's `claimed` is empty, its records are to keep.
+    const decision = decideClaims({ holders, conflicts }, entries);
+    if (decision.recorded.size > 0) {
+      const tx = this.redis.multi();
+      tx.hset(
         conflicted,
-        ...[...merged].flatMap(([line, info]) => [String(line), JSON.stringify(info)]),
+        ...[...decision.recorded].flatMap(([line, info]) => [String(line), JSON.stringify(info)]),
       );
-      p3.pexpire(conflicted, this.ttlMs);
-      await execAll(p3, 'recording conflicts');
+      tx.pexpire(conflicted, this.ttlMs);
+      await execAll(tx, 'recording conflicts');
     }
-    for (const e of entries) {
-      const info = merged.get(e.line) ?? before.get(e.line);
-      if (info) result.push({ line: e.line, ...info, earlier: false });
-    }
-    for (const line of earlierLines) {
-      if (!before.has(line)) result.push({ line, ...merged.get(line)!, earlier: true });
-    }
-    return result;
+    return decision.conflicts;
   }
 
   /** The line that claimed each key in this run (null where none did), aligned with `keys`. */
@@ -233,8 +200,8 @@ export class RunScratch {
   }
 }
 
-function parseInfo(value: string): ConflictInfo {
-  const v = parseStored(value, 'conflict record') as Partial<ConflictInfo>;
+function parseInfo(value: string): ConflictRecord {
+  const v = parseStored(value, 'conflict record') as Partial<ConflictRecord>;
   if (typeof v.identity !== 'string' || !Array.isArray(v.otherLines)) {
     throw new StateError('state.corrupt', `conflict record ${value} is not readable`, false);
   }

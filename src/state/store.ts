@@ -45,7 +45,8 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
-import { RunScratch, type Claim, type ClaimConflict } from './scratch.js';
+import { RunScratch } from './scratch.js';
+import type { Claim, ClaimConflict } from '../sync/claims.js';
 
 export interface StateStoreOptions {
   /** Key prefix with a hash tag; default `{crm-sync}`. */
