@@ -29,9 +29,7 @@ import { finalize } from './finalize.js';
 import { refreshIndex } from './reconcile.js';
 import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
 import { pullSince, sourceOf, sourceLabel } from './source.js';
-
-/** Run statuses after which a run writes nothing more. */
-const ENDED: ReadonlySet<RunRecord['status']> = new Set(['completed', 'failed', 'stopped']);
+import { hasEnded } from './run-summary.js';
 
 /** Transient faults (platform outage) a run waits out before it fails. */
 const MAX_RUN_RETRIES = 20;
@@ -440,7 +438,7 @@ async function resolveForeignPending(
   const live = new Set<string>();
   for (const id of new Set(pending.map((p) => p.runId))) {
     const owner = await ctx.store.getRun(id);
-    if (owner && !ENDED.has(owner.status)) live.add(id);
+    if (owner && !hasEnded(owner)) live.add(id);
   }
   await ctx.store.clearPending(
     entity,

@@ -13,6 +13,7 @@ import { basename, join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, expect } from 'vitest';
 import { loadMapping } from '../../src/crm/presets.js';
+import { hasEnded } from '../../src/engine/run-summary.js';
 import { readRows } from '../../src/crm/read.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@crm-sync/platform-sandbox';
 import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
@@ -32,7 +33,6 @@ import { randomPrefix } from './redis.js';
 import { removeDir, startRedisServer, type RedisServer } from './redis-server.js';
 
 export const CHAOS_JOB = 'chaos';
-export const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
 
 /** The sandbox's seeded PRNG (mulberry32): the same seed gives the same kill moments. */
 export { seededRandom } from '@crm-sync/platform-sandbox';
@@ -246,7 +246,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       let last: RunRecord | undefined;
       for (;;) {
         last = (await store.getRun(runId).catch(() => undefined)) ?? last;
-        if (last && TERMINAL_STATUSES.has(last.status)) return last;
+        if (last && hasEnded(last)) return last;
         if (last) await o.onPoll?.(last);
         if (Date.now() > deadline) {
           throw new Error(
