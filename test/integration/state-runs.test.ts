@@ -268,6 +268,68 @@ describe('run scratch', () => {
   });
 });
 
+describe('run progress', () => {
+  it('settles each write once, counts late answers to unknown creates once, and resets', async () => {
+    const run = 'progress-run';
+    await store.createRun({ ...base, id: run, job: 'progress' });
+    await store.progress.setCounts(run, { writesPlanned: 3 });
+    expect(await store.progress.settle(run, 2, 'created')).toEqual({
+      first: true,
+      settled: 1,
+      planned: 3,
+    });
+    // The same job processed again (at-least-once delivery): no second count.
+    expect(await store.progress.settle(run, 2, 'created')).toEqual({
+      first: false,
+      settled: 0,
+      planned: 3,
+    });
+    expect(await store.progress.isSettled(run, 2)).toBe(true);
+    const failure: FailureRow = { line: 3, kind: 'rejected', reason: 'platform said 400' };
+    await store.progress.settle(run, 3, 'rejected', failure);
+    // Line 4's create has an unknown outcome; its late answer counts it once, as created.
+    await store.progress.settle(run, 4, 'pending');
+    await store.progress.settle(run, 4, 'created');
+    await store.progress.confirmCreated(run, [4]);
+    expect((await store.getRun(run))!.counts).toMatchObject({
+      created: 2,
+      rejected: 1,
+      writesSettled: 3,
+    });
+    expect(await store.listFailures(run)).toEqual([failure]);
+
+    // A create not confirmed is sent again in a new round: its line settles again.
+    await store.progress.unsettle(run, [4]);
+    expect(await store.progress.isSettled(run, 4)).toBe(false);
+    expect(await store.nextCreateRound(run)).toBe(1);
+    expect(await store.nextCreateRound(run)).toBe(2);
+    expect(await store.countRunRetry(run)).toBe(1);
+
+    // Every key of the run is one the layout names.
+    await store.claimIdentities(run, [{ line: 2, keys: ['x:P1'] }]);
+    await store.progress.settle(run, 5, 'pending');
+    const named = [
+      store.keys.run(run),
+      store.keys.failures(run),
+      ...store.keys.progress(run),
+      ...store.keys.scratch(run),
+    ];
+    const [, present] = await redis.scan('0', 'MATCH', `${prefix}:run:${run}*`, 'COUNT', 1000);
+    expect(present.length).toBeGreaterThan(3);
+    for (const key of present) expect(named).toContain(key);
+
+    // A planning pass started again forgets counters, failures, scratch and settled lines.
+    await store.progress.resetPlanning(run);
+    expect((await store.getRun(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
+    expect(await store.countFailures(run)).toBe(0);
+    expect(await redis.exists(...store.keys.progress(run), ...store.keys.scratch(run))).toBe(0);
+    await store.progress.settle(run, 2, 'updated');
+    await store.progress.clear(run);
+    expect(await redis.exists(...store.keys.progress(run))).toBe(0);
+    expect(await store.getRun(run)).toMatchObject({ counts: { updated: 1 } });
+  });
+});
+
 describe('key layout', () => {
   it('puts every key under the prefix and its hash tag', async () => {
     let cursor = '0';

@@ -153,6 +153,43 @@ describe('StateStore: record state', () => {
     expect(await store.listPending('members')).toEqual([]);
   });
 
+  it('says whether a prefix holds state, writing nothing to ask', async () => {
+    const fresh = new StateStore(redis, { prefix: `${prefix}:fresh` });
+    expect(await fresh.hasState()).toBe(false);
+    await fresh.lookup('companies', [{ keys: ['x:E1'] }]);
+    expect(await fresh.hasState()).toBe(false);
+    expect(await redis.keys(`${prefix}:fresh*`)).toEqual([]);
+    await fresh.replaceIndex('companies', pages([{ id: 1, ...company(1) }], 10));
+    expect(await fresh.hasState()).toBe(true);
+    const synced = new StateStore(redis, { prefix: `${prefix}:synced` });
+    await synced.commit('companies', [
+      { keys: ['x:E1'], platformId: 1, hash: 'h', runId: 'r', job: 'j' },
+    ]);
+    expect(await synced.hasState()).toBe(true);
+  });
+
+  it('claims a batch of 1,000 rows in one round trip, two when it finds conflicts', async () => {
+    const c = counting(redis);
+    const store = new StateStore(c.client, { prefix: `${prefix}:claims` });
+    const rows = Array.from({ length: 1000 }, (_, n) => ({
+      line: n + 2,
+      keys: identityKeys('companies', company(n)),
+    }));
+    expect(await store.claimIdentities('run', rows)).toEqual([]);
+    expect(c.trips()).toBe(1);
+    c.reset();
+    // Rows 1002 and 1003 repeat rows 2 and 3 of the first batch: both batches' rows are conflicts.
+    const again = [1002, 1003].map((line, n) => ({ line, keys: rows[n]!.keys }));
+    const conflicts = await store.claimIdentities('run', [...rows.slice(500), ...again]);
+    expect(conflicts.map((x) => [x.line, x.earlier])).toEqual([
+      [1002, false],
+      [1003, false],
+      [2, true],
+      [3, true],
+    ]);
+    expect(c.trips()).toBe(2);
+  });
+
   it('refuses a prefix without a hash tag, and a layout with other bucket counts', async () => {
     expect(() => new StateStore(redis, { prefix: 'crm-sync' })).toThrow(/hash tag/);
     expect(() => new StateStore(redis, { prefix: '{}crm' })).toThrow(/hash tag/);
