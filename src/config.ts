@@ -11,7 +11,14 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { SourceEnv } from './crm/source.js';
+import {
+  DEFAULT_PLATFORM_TIMEOUT_MS,
+  DEFAULT_PREFIX,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_WORKER_LOCK_MS,
+} from './defaults.js';
 import { registerSecret } from './log.js';
+import { isLoopback } from './loopback.js';
 
 const positiveInt = z.coerce.number().int().positive();
 /** A credential that may be left empty: empty is the same as not set. */
@@ -22,12 +29,12 @@ const optionalSecret = z
 
 const EnvSchema = z.object({
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
-  CRM_SYNC_PREFIX: z.string().min(1).default('{crm-sync}'),
+  CRM_SYNC_PREFIX: z.string().min(1).default(DEFAULT_PREFIX),
   PLATFORM_BASE_URL: z.url().optional(),
   PLATFORM_API_KEY: z.string().min(1).optional(),
   PLATFORM_API_KEY_FILE: z.string().min(1).optional(),
   PLATFORM_RATE_LIMIT: z.coerce.number().positive().default(10),
-  PLATFORM_TIMEOUT_MS: positiveInt.default(30_000),
+  PLATFORM_TIMEOUT_MS: positiveInt.default(DEFAULT_PLATFORM_TIMEOUT_MS),
   CRM_SYNC_JOBS_DIR: z.string().min(1).default('./jobs'),
   CRM_SYNC_MAPPINGS_DIR: z.string().min(1).default('./config/mappings'),
   CRM_SOURCE_AUTHORIZATION: optionalSecret,
@@ -41,8 +48,8 @@ const EnvSchema = z.object({
   WRITE_ATTEMPTS: positiveInt.default(8),
   WRITE_BACKOFF_MS: positiveInt.default(1_000),
   RATE_LIMIT_MAX_RETRIES: z.coerce.number().int().min(0).default(20),
-  SHUTDOWN_TIMEOUT_MS: positiveInt.default(30_000),
-  WORKER_LOCK_MS: positiveInt.default(30_000),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  WORKER_LOCK_MS: positiveInt.default(DEFAULT_WORKER_LOCK_MS),
 });
 
 export interface Config {
@@ -106,7 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
-  if (!isLoopbackHost(e.OPS_HOST) && !e.OPS_TOKEN) {
+  if (!isLoopback(e.OPS_HOST) && !e.OPS_TOKEN) {
     problems.push(`OPS_TOKEN: required when OPS_HOST (${e.OPS_HOST}) is not a loopback address`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -143,10 +150,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerLockMs: e.WORKER_LOCK_MS,
   };
-}
-
-function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 /** The platform settings a command that talks to the platform cannot run without. */

@@ -4,6 +4,7 @@
  * settings that bound a run.
  */
 import type { SourceEnv } from '../crm/source.js';
+import { DEFAULT_WORKER_LOCK_MS } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -43,7 +44,7 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   inProcessRetries: 3,
   maxRateLimitRetries: 50,
   rateLimit: 10,
-  lockMs: 30_000,
+  lockMs: DEFAULT_WORKER_LOCK_MS,
 };
 
 export interface EngineContext {

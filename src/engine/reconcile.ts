@@ -6,6 +6,7 @@
  */
 import { RateLimitedError } from '../platform/errors.js';
 import { withRetry } from '../platform/retry.js';
+import { sleep } from '../sleep.js';
 import type { Entity } from '../sync/identity.js';
 import type { IndexInfo, PlatformRecord } from '../state/platform-index.js';
 import type { EngineContext } from './context.js';
@@ -86,8 +87,4 @@ async function getWithRateLimit<T>(ctx: EngineContext, fn: () => Promise<T>): Pr
       await sleep(ms);
     }
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

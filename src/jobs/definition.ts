@@ -13,6 +13,7 @@ import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
 import { JobSourceSchema } from '../crm/source.js';
+import { isTimeZone } from '../time-zone.js';
 
 export class JobError extends Error {
   constructor(
@@ -49,14 +50,7 @@ export const JobSchema = z
       .optional(),
     timezone: z
       .string()
-      .refine((tz) => {
-        try {
-          new Intl.DateTimeFormat('en', { timeZone: tz });
-          return true;
-        } catch {
-          return false;
-        }
-      }, 'not an IANA time zone (e.g. Europe/Berlin)')
+      .refine(isTimeZone, 'not an IANA time zone (e.g. Europe/Berlin)')
       .optional(),
     mode: z.enum(['upsert', 'create-only', 'update-only']).default('upsert'),
     createVia: z.enum(['companies', 'customers']).default('companies'),

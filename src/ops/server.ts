@@ -15,6 +15,7 @@ import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
+import { isLoopback } from '../loopback.js';
 import { processMetrics, type Metrics } from './metrics.js';
 
 export interface OpsServerOptions {
@@ -44,10 +45,6 @@ export class OpsServerError extends Error {
     );
     this.name = 'OpsServerError';
   }
-}
-
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 // Hash first so the comparison is constant-time whatever the lengths.

@@ -6,6 +6,7 @@
  * promise. Closers get an AbortSignal that fires at the deadline, so a worker
  * can wait for its in-flight jobs and then release them (`close(true)`).
  */
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
 
 export type CloseFn = (ctx: { deadline: AbortSignal }) => Promise<void> | void;
@@ -41,8 +42,6 @@ export interface Shutdown {
   readonly stopping: boolean;
 }
 
-export const DEFAULT_SHUTDOWN_DEADLINE_MS = 30_000;
-
 /** What `workerCloser` needs of a BullMQ Worker. */
 export interface ClosableWorker {
   close(force?: boolean): Promise<void>;
@@ -70,7 +69,7 @@ export function createShutdown(
   logger: Logger = silentLogger,
   opts: ShutdownOptions = {},
 ): Shutdown {
-  const deadlineMs = opts.deadlineMs ?? DEFAULT_SHUTDOWN_DEADLINE_MS;
+  const deadlineMs = opts.deadlineMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
   const signals = opts.signals ?? (['SIGTERM', 'SIGINT'] as const);
   const source: SignalSource = opts.source ?? process;
   const exit = opts.exit ?? ((code: number) => process.exit(code));

@@ -10,6 +10,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import got, { type Got, type Method } from 'got';
+import { DEFAULT_PLATFORM_TIMEOUT_MS } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { errorFromResponse, errorFromTransport } from './error-factory.js';
 import { InvalidResponseError, type Scrub } from './errors.js';
@@ -78,7 +79,7 @@ export class PlatformHttp {
     registerSecret(key);
     this.scrub = (text) => redactSecrets(text.split(key).join('[REDACTED]'));
 
-    const timeoutMs = opts.timeoutMs ?? 30_000;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_PLATFORM_TIMEOUT_MS;
     const maxSockets = opts.maxSockets ?? 16;
     const agent = opts.agent ?? {};
     const http = agent.http ?? this.own(new HttpAgent({ keepAlive: true, maxSockets }));

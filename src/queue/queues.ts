@@ -15,6 +15,7 @@ import {
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
+import { DEFAULT_PREFIX } from '../defaults.js';
 
 /** A queue whose job data is `D`, spelled out so generic callers type-check. */
 export type TypedQueue<D> = Queue<D, unknown, string, D, unknown, string>;
@@ -24,9 +25,6 @@ export const QueueName = {
   writes: 'platform-writes',
 } as const;
 export type QueueName = (typeof QueueName)[keyof typeof QueueName];
-
-/** The default prefix: a Redis Cluster hash tag, so all of a queue's keys share a slot. */
-export const DEFAULT_PREFIX = '{crm-sync}';
 
 /** How long and how many finished jobs are kept (seconds, count). */
 export const RETENTION = {

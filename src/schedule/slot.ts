@@ -5,6 +5,7 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import cron from 'node-cron';
+import { isTimeZone } from '../time-zone.js';
 
 /** The slot of a scheduled instant: ISO 8601 in UTC, to the second. */
 export function slotOf(date: Date): string {
@@ -30,12 +31,8 @@ export function scheduleProblems(schedule: string, timezone?: string): string[] 
     if (detailed.errors.length === 0)
       problems.push(`schedule: "${schedule}" is not a cron expression`);
   }
-  if (timezone !== undefined) {
-    try {
-      new Intl.DateTimeFormat('en-US', { timeZone: timezone });
-    } catch {
-      problems.push(`timezone: "${timezone}" is not an IANA time zone`);
-    }
+  if (timezone !== undefined && !isTimeZone(timezone)) {
+    problems.push(`timezone: "${timezone}" is not an IANA time zone`);
   }
   return problems;
 }

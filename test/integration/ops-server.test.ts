@@ -4,7 +4,8 @@ import { useRedis } from '../harness/redis.js';
 import { closeRedis, createRedis } from '../../src/queue/connection.js';
 import { createRunQueue, createWriteQueue } from '../../src/queue/queues.js';
 import { createMetrics } from '../../src/ops/metrics.js';
-import { OpsServerError, isLoopback, startOpsServer } from '../../src/ops/server.js';
+import { isLoopback } from '../../src/loopback.js';
+import { OpsServerError, startOpsServer } from '../../src/ops/server.js';
 
 const { url, prefix } = useRedis();
 const redis = createRedis('worker', url);

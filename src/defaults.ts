@@ -1,0 +1,20 @@
+/**
+ * Defaults that more than one module applies: the environment schema
+ * (config.ts) and the module that uses the value when it is given none
+ * (a library caller, a test). Written once so that they cannot drift apart.
+ */
+
+/**
+ * Prefix of every Redis key (CRM_SYNC_PREFIX): a Redis Cluster hash tag, so
+ * that all of a queue's keys share a slot.
+ */
+export const DEFAULT_PREFIX = '{crm-sync}';
+
+/** A platform request without an answer for this long fails as a timeout (PLATFORM_TIMEOUT_MS). */
+export const DEFAULT_PLATFORM_TIMEOUT_MS = 30_000;
+
+/** How long a shutdown waits for work in flight before it stops anyway (SHUTDOWN_TIMEOUT_MS). */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+
+/** A worker's job lock: a killed worker's jobs move on after this (WORKER_LOCK_MS). */
+export const DEFAULT_WORKER_LOCK_MS = 30_000;
