@@ -1,0 +1,149 @@
+/**
+ * The run service against the test Redis: a run's record exists from the
+ * moment it is started, a second start attaches to it, a request that cannot
+ * run enqueues nothing, a retry carries the original's options and source,
+ * and a scheduled firing starts its run the same way.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RunJobData } from '../../src/engine/payloads.js';
+import {
+  jobLoader,
+  NoSuchRunError,
+  retryRun,
+  RunNotEndedError,
+  startRun,
+  type RunDeps,
+} from '../../src/engine/run-service.js';
+import { SourceCredentialsError } from '../../src/engine/source.js';
+import { JobError } from '../../src/jobs/definition.js';
+import { createRunQueue, type TypedQueue } from '../../src/queue/queues.js';
+import { startScheduler } from '../../src/schedule/scheduler.js';
+import { StateStore } from '../../src/state/store.js';
+import { useRedis } from '../harness/redis.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const EXPORT = join(ROOT, 'examples', 'hubspot-companies.csv');
+const { redis, prefix } = useRedis();
+const dir = mkdtempSync(join(tmpdir(), 'crm-sync-run-service-'));
+writeFileSync(
+  join(dir, 'companies.yaml'),
+  `entity: companies\nsource:\n  path: ${JSON.stringify(EXPORT)}\nmapping: hubspot-companies\n`,
+);
+const loadJob = jobLoader({ jobsDir: dir, mappingsDir: join(ROOT, 'config', 'mappings') });
+const queues: TypedQueue<RunJobData>[] = [];
+
+afterAll(async () => {
+  await Promise.all(queues.map((q) => q.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Deps on a prefix of their own, so each test sees only its runs. */
+function deps(name: string): RunDeps & { queue: TypedQueue<RunJobData> } {
+  const p = `${prefix}-${name}`;
+  const queue = createRunQueue<RunJobData>({ connection: redis, prefix: p });
+  queues.push(queue);
+  return { store: new StateStore(redis, { prefix: p }), runQueue: queue, loadJob, queue };
+}
+
+describe('startRun', () => {
+  it('creates the run record at once; a second start attaches to the run waiting', async () => {
+    const d = deps('start');
+    const first = await startRun(d, 'companies', { full: true, mode: 'create-only' });
+    expect(first.attached).toBe(false);
+    expect(await d.store.getRun(first.runId)).toMatchObject({
+      id: first.runId,
+      job: 'companies',
+      entity: 'companies',
+      mode: 'create-only',
+      status: 'queued',
+      options: { full: true, force: false, trigger: 'cli' },
+    });
+    expect((await d.queue.getJob(first.runId))?.data).toEqual({
+      job: 'companies',
+      full: true,
+      force: false,
+      mode: 'create-only',
+      trigger: 'cli',
+    });
+
+    const second = await startRun(d, 'companies', { force: true });
+    expect(second).toEqual({ runId: first.runId, attached: true });
+    expect(await d.store.listRuns({ job: 'companies' })).toHaveLength(1);
+    expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
+  });
+
+  it('refuses a job that does not load, or a source with a credential, and enqueues nothing', async () => {
+    const d = deps('refused');
+    await expect(startRun(d, 'missing')).rejects.toBeInstanceOf(JobError);
+    await expect(
+      startRun(d, 'companies', { source: 'https://exports.example/a.csv?access_token=abc' }),
+    ).rejects.toBeInstanceOf(SourceCredentialsError);
+    expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(0);
+    expect(await d.store.listRuns()).toEqual([]);
+  });
+});
+
+describe('retryRun', () => {
+  it("starts a run with the ended run's options and source, naming it; refuses a run going or unknown", async () => {
+    const d = deps('retry');
+    const other = join(ROOT, 'examples', 'salesforce-accounts.csv');
+    const first = await startRun(d, 'companies', { source: other, force: true });
+    await expect(retryRun(d, first.runId)).rejects.toBeInstanceOf(RunNotEndedError);
+    await expect(retryRun(d, 'run-nope')).rejects.toBeInstanceOf(NoSuchRunError);
+
+    // The run ends (no worker here): its record says so and its queue job is gone.
+    await d.store.updateRun(first.runId, { status: 'completed', finishedAt: Date.now() });
+    await d.queue.obliterate({ force: true });
+
+    const retry = await retryRun(d, first.runId);
+    expect(retry).toMatchObject({ attached: false, original: { id: first.runId } });
+    expect(retry.runId).not.toBe(first.runId);
+    const record = await d.store.getRun(retry.runId);
+    expect(record).toMatchObject({ status: 'queued', source: other });
+    expect(record?.options).toEqual({
+      full: false,
+      force: true,
+      trigger: 'retry',
+      retryOf: first.runId,
+    });
+    expect((await d.queue.getJob(retry.runId))?.data).toMatchObject({
+      source: other,
+      trigger: 'retry',
+      retryOf: first.runId,
+    });
+  });
+});
+
+describe('a scheduled firing', () => {
+  it('starts its run with its slot in the record; a job that no longer loads enqueues nothing', async () => {
+    const d = deps('schedule');
+    const scheduler = await startScheduler({
+      jobs: [
+        { name: 'companies', schedule: '0 2 * * *' },
+        { name: 'gone', schedule: '0 2 * * *' },
+      ],
+      redis,
+      prefix: `${prefix}-schedule`,
+      enqueue: (job, slot) => startRun(d, job, { trigger: 'schedule', slot }),
+    });
+    try {
+      const at = new Date('2026-03-02T02:00:00Z');
+      const fired = await scheduler.fire('companies', at);
+      expect(fired.outcome).toBe('enqueued');
+      expect((await d.store.getRun(fired.runId!))?.options).toEqual({
+        full: false,
+        force: false,
+        trigger: 'schedule',
+        slot: '2026-03-02T02:00:00.000Z',
+      });
+      expect(await scheduler.fire('gone', at)).toMatchObject({ outcome: 'failed' });
+      expect(await d.store.listRuns({ job: 'gone' })).toEqual([]);
+      expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+});
