@@ -14,6 +14,7 @@
  * command itself (the layout is in keys.ts alone).
  */
 import type { Redis } from 'ioredis';
+import { DEFAULT_PREFIX } from '../defaults.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
@@ -86,7 +87,7 @@ export class StateStore {
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;
-    this.keys = new KeyLayout(opts.prefix ?? '{crm-sync}', opts.buckets ?? DEFAULT_BUCKETS);
+    this.keys = new KeyLayout(opts.prefix ?? DEFAULT_PREFIX, opts.buckets ?? DEFAULT_BUCKETS);
     const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
     const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
     this.records = new RecordStates(connection, this.keys, runNumbers, jobNumbers, now);
