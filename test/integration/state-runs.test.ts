@@ -291,10 +291,14 @@ describe('run progress', () => {
     await store.progress.settle(run, 4, 'pending');
     await store.progress.settle(run, 4, 'created');
     await store.progress.confirmCreated(run, [4]);
+    // Line 6's create stays unknown until the finalize's listing finds it: counted once.
+    await store.progress.settle(run, 6, 'pending');
+    await store.progress.confirmCreated(run, [6]);
+    await store.progress.confirmCreated(run, [6]);
     expect((await store.getRun(run))!.counts).toMatchObject({
-      created: 2,
+      created: 3,
       rejected: 1,
-      writesSettled: 3,
+      writesSettled: 4,
     });
     expect(await store.listFailures(run)).toEqual([failure]);
 
