@@ -19,8 +19,32 @@ import {
 } from './defaults.js';
 import { registerSecret } from './log.js';
 import { isLoopback } from './loopback.js';
+import type { RetrySettings } from './platform/retry-policy.js';
 
 const positiveInt = z.coerce.number().int().positive();
+const count = z.coerce.number().int().min(0);
+
+/**
+ * Every number of the retry and outcome policy (src/platform/retry-policy.ts),
+ * here once: the schema's defaults, and what a module given no settings
+ * (a library caller, a test) applies. `page` is a CRM source's `retry:`
+ * when its job file gives none.
+ */
+export const RETRY_DEFAULTS: Readonly<RetrySettings> = Object.freeze({
+  requestRetries: 3,
+  requestMinDelayMs: 200,
+  requestMaxDelayMs: 5_000,
+  writeAttempts: 8,
+  writeBackoffMs: 1_000,
+  // One cap for writes and listings alike (the engine had its own 50 beside this 20).
+  rateLimitMaxRetries: 20,
+  rateLimitWaitMs: 1_000,
+  runRetries: 20,
+  runBackoffMs: 1_000,
+  runBackoffMaxMs: 60_000,
+  page: Object.freeze({ attempts: 5, minDelayMs: 1_000, maxDelayMs: 60_000 }),
+});
+
 /** A credential that may be left empty: empty is the same as not set. */
 const optionalSecret = z
   .string()
@@ -45,9 +69,15 @@ const EnvSchema = z.object({
   SANDBOX_API_KEY: optionalSecret,
   WRITE_CONCURRENCY: positiveInt.optional(),
   PLATFORM_LATENCY_HINT_MS: positiveInt.default(200),
-  WRITE_ATTEMPTS: positiveInt.default(8),
-  WRITE_BACKOFF_MS: positiveInt.default(1_000),
-  RATE_LIMIT_MAX_RETRIES: z.coerce.number().int().min(0).default(20),
+  PLATFORM_RETRIES: count.default(RETRY_DEFAULTS.requestRetries),
+  PLATFORM_RETRY_MIN_MS: count.default(RETRY_DEFAULTS.requestMinDelayMs),
+  PLATFORM_RETRY_MAX_MS: count.default(RETRY_DEFAULTS.requestMaxDelayMs),
+  WRITE_ATTEMPTS: positiveInt.default(RETRY_DEFAULTS.writeAttempts),
+  WRITE_BACKOFF_MS: positiveInt.default(RETRY_DEFAULTS.writeBackoffMs),
+  RATE_LIMIT_MAX_RETRIES: count.default(RETRY_DEFAULTS.rateLimitMaxRetries),
+  RUN_RETRIES: count.default(RETRY_DEFAULTS.runRetries),
+  RUN_BACKOFF_MS: positiveInt.default(RETRY_DEFAULTS.runBackoffMs),
+  RUN_BACKOFF_MAX_MS: positiveInt.default(RETRY_DEFAULTS.runBackoffMaxMs),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
   WORKER_LOCK_MS: positiveInt.default(DEFAULT_WORKER_LOCK_MS),
 });
@@ -72,10 +102,9 @@ export interface Config {
     /** WRITE_CONCURRENCY when set; otherwise computed from the rate and latency hint. */
     concurrency?: number;
     latencyHintMs: number;
-    attempts: number;
-    backoffMs: number;
-    rateLimitMaxRetries: number;
   };
+  /** The numbers of the retry and outcome policy (src/platform/retry-policy.ts). */
+  retry: RetrySettings;
   shutdownTimeoutMs: number;
   /** How long a job's lock lasts without renewal: a killed worker's jobs move on after this. */
   workerLockMs: number;
@@ -143,9 +172,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     writes: {
       ...(e.WRITE_CONCURRENCY !== undefined && { concurrency: e.WRITE_CONCURRENCY }),
       latencyHintMs: e.PLATFORM_LATENCY_HINT_MS,
-      attempts: e.WRITE_ATTEMPTS,
-      backoffMs: e.WRITE_BACKOFF_MS,
+    },
+    retry: {
+      ...RETRY_DEFAULTS,
+      requestRetries: e.PLATFORM_RETRIES,
+      requestMinDelayMs: e.PLATFORM_RETRY_MIN_MS,
+      requestMaxDelayMs: e.PLATFORM_RETRY_MAX_MS,
+      writeAttempts: e.WRITE_ATTEMPTS,
+      writeBackoffMs: e.WRITE_BACKOFF_MS,
       rateLimitMaxRetries: e.RATE_LIMIT_MAX_RETRIES,
+      runRetries: e.RUN_RETRIES,
+      runBackoffMs: e.RUN_BACKOFF_MS,
+      runBackoffMaxMs: e.RUN_BACKOFF_MAX_MS,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerLockMs: e.WORKER_LOCK_MS,

@@ -3,12 +3,14 @@
  * store, the platform client, the write queue, the job definitions and the
  * settings that bound a run.
  */
+import { RETRY_DEFAULTS } from '../config.js';
 import type { SourceEnv } from '../crm/source.js';
 import { DEFAULT_WORKER_LOCK_MS } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { PlatformClient } from '../platform/client.js';
+import type { RetrySettings } from '../platform/retry-policy.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import type { WriteJobData } from './payloads.js';
@@ -23,10 +25,8 @@ export interface EngineSettings {
   pollMs: number;
   /** Rounds of "verify pending creates, create again what is missing" before giving up. */
   maxCreateRounds: number;
-  /** In-process retries of a transient fault (p-retry), inside one BullMQ attempt. */
-  inProcessRetries: number;
-  /** A job's 429s tolerated in a row before its write fails. */
-  maxRateLimitRetries: number;
+  /** The retry policy's numbers (config's `retry`; src/platform/retry-policy.ts). */
+  retry: RetrySettings;
   /** Requests per second to the platform, the ceiling for listing too. */
   rateLimit: number;
   /** The write worker's job lock (WORKER_LOCK_MS): a create renews it just before sending. */
@@ -41,8 +41,7 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   // 20% 503s (an unknown outcome every time) 5 rounds left a row of 2,000
   // unconfirmed in about one run of eight (2,000 × 0.2^6); 10 make it 0.2^11.
   maxCreateRounds: 10,
-  inProcessRetries: 3,
-  maxRateLimitRetries: 50,
+  retry: RETRY_DEFAULTS,
   rateLimit: 10,
   lockMs: DEFAULT_WORKER_LOCK_MS,
 };

@@ -10,6 +10,7 @@ import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
 import { withRetry } from '../platform/retry.js';
+import type { RetrySettings } from '../platform/retry-policy.js';
 import type { Action, Mode } from '../sync/action.js';
 import { MemoryClaims } from '../sync/claims.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
@@ -18,7 +19,6 @@ import type { Known } from '../sync/plan.js';
 import { remoteValues } from '../sync/remote.js';
 import type { Listing } from '../state/records.js';
 import type { StateStore } from '../state/store.js';
-import { DEFAULT_ENGINE_SETTINGS } from './context.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
 import { sourceOf } from './source.js';
@@ -42,6 +42,8 @@ export async function dryRun(opts: {
   logger: Logger;
   /** Where the source's credentials and `${NAME}` references are read (config's `sourceEnv`). */
   env: SourceEnv;
+  /** The retry policy's numbers for the listing (config's `retry`); default RETRY_DEFAULTS. */
+  retry?: RetrySettings;
   sample?: number;
   /**
    * Every action as it is planned, unchanged rows included, in row order per
@@ -55,7 +57,7 @@ export async function dryRun(opts: {
   const index = await store.indexInfo(def.entity);
   const stale =
     !index || opts.req.full || Date.now() - index.refreshedAt > def.indexMaxAgeHours * 3_600_000;
-  const listed = stale ? await listIntoMemory(opts.client, def.entity) : undefined;
+  const listed = stale ? await listIntoMemory(opts.client, def.entity, opts.retry) : undefined;
   // A prefix never synced holds no state to look up: the listing alone names each record.
   const noState = !(await store.hasState());
 
@@ -123,11 +125,16 @@ class Listed implements Listing {
   }
 }
 
-async function listIntoMemory(client: PlatformClient, entity: Entity): Promise<Listed> {
+async function listIntoMemory(
+  client: PlatformClient,
+  entity: Entity,
+  retry: RetrySettings | undefined,
+): Promise<Listed> {
   const listed = new Listed();
-  // A transient fault costs that page again, as in a real run's listing; a dry run has no queue to wait in.
+  // A transient fault costs that page again, as in a real run's listing; a dry
+  // run has no queue to pause, so a 429 (or any other end of the retries) ends it.
   const eachPage = <R>(get: () => Promise<R>): Promise<R> =>
-    withRetry(get, { idempotent: true, retries: DEFAULT_ENGINE_SETTINGS.inProcessRetries });
+    withRetry(get, { operation: 'list', ...(retry && { settings: retry }) });
   const records =
     entity === 'companies' ? client.companies({ eachPage }) : client.members({ eachPage });
   for await (const r of records) {

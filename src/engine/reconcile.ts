@@ -4,8 +4,8 @@
  * The API has no filter, so listing is the only way to find a record we did
  * not create, or to tell whether a create with an unknown outcome landed.
  */
-import { RateLimitedError } from '../platform/errors.js';
 import { withRetry } from '../platform/retry.js';
+import { decide } from '../platform/retry-policy.js';
 import { sleep } from '../sleep.js';
 import type { Entity } from '../sync/identity.js';
 import type { IndexInfo, PlatformRecord } from '../state/platform-index.js';
@@ -27,9 +27,10 @@ export async function refreshIndex(
 }
 
 /**
- * The listing in pages of records, paced to the platform rate. A 429 pauses
- * the write queue too (every worker backs off) and the listing waits it out;
- * transient faults of a GET are retried in-process (it is idempotent).
+ * The listing in pages of records, paced to the platform rate. Each page's
+ * faults go as the retry policy says: transient ones are retried in-process
+ * (a GET is idempotent); a 429 pauses the write queue too (every worker backs
+ * off) and the listing waits it out; anything else goes up to the run.
  */
 async function* pagesOf(
   ctx: EngineContext,
@@ -48,7 +49,7 @@ async function* pagesOf(
   const eachPage = async <R>(get: () => Promise<R>): Promise<R> => {
     await pace();
     return getWithRateLimit(ctx, () =>
-      withRetry(get, { idempotent: true, retries: ctx.settings.inProcessRetries, ...opts }),
+      withRetry(get, { operation: 'list', settings: ctx.settings.retry, ...opts }),
     );
   };
   if (entity === 'companies') {
@@ -74,17 +75,17 @@ async function* pagesOf(
   if (batch.length > 0) yield batch;
 }
 
+/** A page's GET whose in-process retries are done: a 429 is waited out, up to the policy's cap. */
 async function getWithRateLimit<T>(ctx: EngineContext, fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
+  for (let rateLimited = 0; ; rateLimited++) {
     try {
       return await fn();
     } catch (err) {
-      if (!(err instanceof RateLimitedError) || attempt >= ctx.settings.maxRateLimitRetries)
-        throw err;
-      const ms = err.retryAfterMs ?? 1000;
-      await ctx.writeQueue.rateLimit(ms);
-      ctx.logger.warn({ retryAfterMs: ms }, 'platform rate limit while listing; waiting');
-      await sleep(ms);
+      const d = decide(err, { operation: 'list', rateLimited }, ctx.settings.retry);
+      if (d.action !== 'pause-queue') throw err;
+      await ctx.writeQueue.rateLimit(d.delayMs);
+      ctx.logger.warn({ retryAfterMs: d.delayMs }, 'platform rate limit while listing; waiting');
+      await sleep(d.delayMs);
     }
   }
 }

@@ -15,7 +15,7 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { sinceText } from '../crm/since.js';
 import type { JobDefinition } from '../jobs/definition.js';
-import { PlatformError, UnauthorizedError } from '../platform/errors.js';
+import { decide } from '../platform/retry-policy.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
@@ -27,12 +27,9 @@ import { RunJobData, writeJob, type RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { finalize } from './finalize.js';
 import { refreshIndex } from './reconcile.js';
-import { failRun, UNAUTHORIZED_MESSAGE } from './write.js';
+import { failRun } from './write.js';
 import { pullSince, sourceOf, sourceLabel } from './source.js';
 import { hasEnded } from './run-summary.js';
-
-/** Transient faults (platform outage) a run waits out before it fails. */
-const MAX_RUN_RETRIES = 20;
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
   const parsed = RunJobData.safeParse(job.data);
@@ -130,8 +127,9 @@ export async function createRunRecord(
 }
 
 /**
- * A platform outage or a Redis hiccup pauses the run (retried later, from its
- * checkpoint); anything else fails it with its message.
+ * What the retry policy says of a fault that reached the run: a platform
+ * outage pauses the run (retried later, from its checkpoint, up to the
+ * policy's count); anything else fails it with its message.
  */
 async function onRunError(
   ctx: EngineContext,
@@ -141,25 +139,22 @@ async function onRunError(
   err: unknown,
   log: EngineContext['logger'],
 ): Promise<string> {
-  const transient = err instanceof PlatformError && err.retryable;
-  if (transient) {
-    const tries = await ctx.store.countRunRetry(runId);
-    if (tries <= MAX_RUN_RETRIES) {
-      const wait = Math.min(60_000, 1_000 * 2 ** Math.min(tries, 6));
-      log.warn(
-        { err, waitMs: wait },
-        'run paused by a transient fault; it resumes from its checkpoint',
-      );
-      await job.moveToDelayed(Date.now() + wait, token);
-      throw new DelayedError();
-    }
+  const settings = ctx.settings.retry;
+  let d = decide(err, { operation: 'run', durableAttempt: 1 }, settings);
+  // Only a fault the run waits out counts as a pause; then the count decides.
+  if (d.action === 'retry-later') {
+    const pauses = await ctx.store.countRunRetry(runId);
+    d = decide(err, { operation: 'run', durableAttempt: pauses }, settings);
   }
-  const message =
-    err instanceof UnauthorizedError
-      ? UNAUTHORIZED_MESSAGE
-      : err instanceof Error
-        ? err.message
-        : String(err);
+  if (d.action === 'retry-later') {
+    log.warn(
+      { err, waitMs: d.delayMs },
+      'run paused by a transient fault; it resumes from its checkpoint',
+    );
+    await job.moveToDelayed(Date.now() + d.delayMs, token);
+    throw new DelayedError();
+  }
+  const message = 'reason' in d ? d.reason : String(err);
   await failRun(ctx, runId, message);
   throw new UnrecoverableError(message);
 }

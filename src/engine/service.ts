@@ -84,7 +84,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   shutdown.register('runs queue', () => runQueue.close());
   const writeQueue = createWriteQueue<WriteJobData>({
     ...settings,
-    retry: { attempts: config.writes.attempts, backoffMs: config.writes.backoffMs },
+    retry: config.retry,
   });
   shutdown.register('writes queue', () => writeQueue.close());
   await applyGlobalRateLimit(writeQueue, config.platform.rateLimit);
@@ -104,7 +104,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     ...(opts.metrics && { metrics: opts.metrics }),
     settings: {
       rateLimit: config.platform.rateLimit,
-      maxRateLimitRetries: config.writes.rateLimitMaxRetries,
+      retry: config.retry,
       lockMs: config.workerLockMs,
       ...opts.settings,
     },
@@ -115,7 +115,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     QueueName.writes,
     (job: Job, token?: string, signal?: AbortSignal) => processWrite(ctx, job, signal, token),
     {
-      ...workerOptions(QueueName.writes, { ...settings, concurrency }),
+      ...workerOptions(QueueName.writes, { ...settings, concurrency, retry: config.retry }),
       ...lock,
     },
   );

@@ -7,31 +7,25 @@
  * worker killed mid-request) stays pending and is never sent again blindly:
  * the run's finalize step lists the platform and adopts or re-creates it.
  *
- * Retries, by layer: transient faults are retried in-process (p-retry) when
- * the request is idempotent or cannot have been applied; then BullMQ attempts
- * with backoff; a 429 pauses the whole queue and hands the job back; a 401
- * fails the run at once; other 4xx are final and recorded as rejected.
+ * What a fault leads to is the retry policy's decision (src/platform/retry-policy.ts),
+ * asked in-process by `withRetry` and once more here when the request gave
+ * up: a 429 pauses the whole queue and hands the job back; a 401 fails the
+ * run at once; a create that may have applied is left pending; a final
+ * refusal is recorded as rejected; a transient fault goes to BullMQ's next
+ * attempt, and past the last one the write is recorded as failed.
  */
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import {
-  BadRequestError,
-  NotFoundError,
-  PlatformError,
-  RateLimitedError,
-  UnauthorizedError,
-} from '../platform/errors.js';
+import { PlatformError, RateLimitedError } from '../platform/errors.js';
 import { withRetry } from '../platform/retry.js';
+import { decide, jitterOf, type Decision } from '../platform/retry-policy.js';
 import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
-import { applyRateLimited } from '../queue/limiter.js';
+import { pauseQueue, rateLimitedStarts, RateLimitRetriesExhaustedError } from '../queue/limiter.js';
 import type { FailureRow } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 import { WriteJobData, type WriteJob } from './payloads.js';
 import type { WriteOutcome } from '../state/progress.js';
-
-export const UNAUTHORIZED_MESSAGE =
-  'the platform refused the API key (401 Unauthorized): check PLATFORM_API_KEY; the run stopped without retrying';
 
 /** What became of one write job. */
 export type WriteResult = WriteOutcome | 'skipped';
@@ -119,7 +113,7 @@ async function create(
         : w.createVia === 'customers'
           ? ctx.client.createCustomer(w.body as CompanyRequest, call)
           : ctx.client.createCompany(w.body as CompanyRequest, call),
-    { idempotent: false, retries: ctx.settings.inProcessRetries, ...call },
+    { operation: 'create', settings: ctx.settings.retry, ...call },
   );
   const id = record.id;
   if (typeof id !== 'number') {
@@ -150,12 +144,30 @@ async function update(
       w.entity === 'members'
         ? ctx.client.updateMember(id, w.body as MemberRequest, call)
         : ctx.client.updateCompany(id, w.body as CompanyRequest, call),
-    { idempotent: true, retries: ctx.settings.inProcessRetries, ...call },
+    { operation: 'update', settings: ctx.settings.retry, ...call },
   );
   await ctx.store.commit(w.entity, [
     { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId, job: jobName },
   ]);
   return settle(ctx, w, 'updated');
+}
+
+/** What the retry policy says of a write the in-process layer gave up on. */
+function decideWrite(ctx: EngineContext, job: Job, w: WriteJob, err: unknown): Decision {
+  const attempt = job.attemptsMade + 1;
+  return decide(
+    err,
+    {
+      operation: w.kind,
+      durableAttempt: attempt,
+      durableAttempts: job.opts.attempts ?? 1,
+      rateLimited: rateLimitedStarts(job),
+      ...(w.platformId !== undefined && { platformId: w.platformId }),
+      // The same draw as the queue's backoff strategy makes for this job and attempt.
+      random: jitterOf(`${job.id ?? ''}:${attempt}`),
+    },
+    ctx.settings.retry,
+  );
 }
 
 async function onError(
@@ -164,66 +176,54 @@ async function onError(
   w: WriteJob,
   err: unknown,
 ): Promise<WriteResult> {
-  const isCreate = w.kind === 'create';
-  if (!(err instanceof PlatformError)) throw err; // Redis down and the like: BullMQ retries the job.
-
-  if (err instanceof RateLimitedError) {
-    // A 429 was not applied: the create may go again. Past the cap the job
-    // fails (RateLimitRetriesExhaustedError) and is settled by settleAbandoned.
-    if (isCreate) await ctx.store.clearPending(w.entity, w.keys);
-    return applyRateLimited(
-      ctx.writeQueue,
-      job,
-      err.retryAfterMs ?? 1_000,
-      ctx.settings.maxRateLimitRetries,
-    );
+  const d = decideWrite(ctx, job, w, err);
+  // A platform answer other than "may have applied" says the create did not land.
+  const clearPending = async (): Promise<void> => {
+    if (w.kind === 'create') await ctx.store.clearPending(w.entity, w.keys);
+  };
+  switch (d.action) {
+    case 'pause-queue':
+      // A 429 was not applied: the create may go again.
+      await clearPending();
+      return pauseQueue(ctx.writeQueue, d.delayMs);
+    case 'fail-run':
+      await clearPending();
+      await failRun(ctx, w.runId, d.reason);
+      return 'skipped';
+    case 'settle-unknown':
+      ctx.logger.warn(
+        { runId: w.runId, line: w.line, code: err instanceof PlatformError ? err.code : undefined },
+        d.reason,
+      );
+      return settle(ctx, w, 'pending');
+    case 'reject':
+      await clearPending();
+      return settle(ctx, w, 'rejected', {
+        line: w.line,
+        kind: 'rejected',
+        reason: d.reason,
+        identity: w.keys[0]!,
+        ...(d.field !== undefined && { field: d.field }),
+      });
+    case 'give-up':
+      await clearPending();
+      // Past the 429 cap the job fails for good; settleAbandoned records it.
+      if (d.after === 'rate-limits') throw new RateLimitRetriesExhaustedError(d.reason);
+      return settle(ctx, w, 'failed', {
+        line: w.line,
+        kind: 'failed',
+        reason: d.reason,
+        identity: w.keys[0]!,
+      });
+    case 'retry-later':
+    case 'retry-now':
+      // BullMQ's next attempt, after the policy's wait (the queue's backoff
+      // strategy). An error that is not the platform's answer (Redis, a bug)
+      // says nothing of whether a create landed: its mark stays, and the next
+      // attempt finds it pending.
+      if (err instanceof PlatformError) await clearPending();
+      throw err;
   }
-  if (err instanceof UnauthorizedError) {
-    if (isCreate) await ctx.store.clearPending(w.entity, w.keys);
-    await failRun(ctx, w.runId, UNAUTHORIZED_MESSAGE);
-    return 'skipped';
-  }
-  if (isCreate && err.mayHaveApplied) {
-    ctx.logger.warn(
-      { runId: w.runId, line: w.line, code: err.code },
-      'create outcome unknown; it will be verified by listing',
-    );
-    return settle(ctx, w, 'pending');
-  }
-  if (isCreate) await ctx.store.clearPending(w.entity, w.keys);
-
-  if (!err.retryable) {
-    const reason =
-      err instanceof NotFoundError && !isCreate
-        ? `platform record ${w.platformId} no longer exists (404)`
-        : rejectionReason(err);
-    const field = err instanceof BadRequestError ? Object.keys(err.fields)[0] : undefined;
-    return settle(ctx, w, 'rejected', {
-      line: w.line,
-      kind: 'rejected',
-      reason,
-      identity: w.keys[0]!,
-      ...(field !== undefined && { field }),
-    });
-  }
-  // Transient and not applied: BullMQ's next attempt, or the end of them.
-  const attempts = job.opts.attempts ?? 1;
-  if (job.attemptsMade + 1 < attempts) throw err;
-  return settle(ctx, w, 'failed', {
-    line: w.line,
-    kind: 'failed',
-    reason: `gave up after ${attempts} attempts: ${err.message}`,
-    identity: w.keys[0]!,
-  });
-}
-
-/** The platform's own words for a 4xx: its field messages, or its detail. */
-function rejectionReason(err: PlatformError): string {
-  if (err instanceof BadRequestError) {
-    const parts = Object.entries(err.fields).map(([f, msgs]) => `${f}: ${msgs.join(' ')}`);
-    if (parts.length > 0) return `platform said ${err.statusCode}: ${parts.join('; ')}`;
-  }
-  return `platform said ${err.statusCode ?? ''}: ${err.detail ?? err.message}`.replace(/ {2}/, ' ');
 }
 
 async function settle(

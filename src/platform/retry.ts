@@ -1,84 +1,61 @@
 /**
- * The one in-process retry layer (got's retry is off, BullMQ attempts are the
- * durable outer layer: stacked layers would multiply the retries).
- * `shouldRetry` is the whole policy; `withRetry` runs it on p-retry with
- * jittered exponential backoff.
- *
- * A 429 is never retried here: waiting out a rate limit belongs to the queue
- * layer (`queue.rateLimit`), where every worker sees it.
+ * The in-process retry layer (got's retry is off; BullMQ attempts and a run's
+ * pauses are the durable layer: stacked layers would multiply the retries).
+ * It decides nothing: the policy (retry-policy.ts) says whether a failed try
+ * goes again now and after how long, and `retrying` carries that out on
+ * p-retry. Anything but `retry-now` ends it with the original error, for the
+ * caller to ask the policy what comes next (a 429 pauses the write queue, a
+ * create that may have applied is verified, …).
  */
 import pRetry from 'p-retry';
-import { PlatformError, RateLimitedError, ServerError } from './errors.js';
+import { RETRY_DEFAULTS } from '../config.js';
+import { sleep } from '../sleep.js';
+import { decide, type Decision, type RetrySettings } from './retry-policy.js';
 
-export interface RetryDecisionOptions {
-  /** GET/PUT/OPTIONS are idempotent; POST is not. */
-  idempotent: boolean;
-}
-
-/** Pure: may `err` be retried in-process? */
-export function shouldRetry(err: unknown, { idempotent }: RetryDecisionOptions): boolean {
-  if (!(err instanceof PlatformError)) return false;
-  if (err instanceof RateLimitedError) return false;
-  if (!err.retryable) return false;
-  // A create that may have landed must be verified, not sent again.
-  return idempotent || !err.mayHaveApplied;
-}
-
-export interface RetryOptions {
-  /** Retries after the first attempt. Default 3. */
-  retries?: number;
-  /** Default 200 ms; doubled each time, times a random factor in [1, 2). */
-  minTimeoutMs?: number;
-  /** Default 5,000 ms. */
-  maxTimeoutMs?: number;
-  /** Default false: a request that may have been applied is not sent again. */
-  idempotent?: boolean;
+export interface RetryingOptions {
   signal?: AbortSignal;
-  /** Called before each retry, with the error that caused it and the attempt that failed (1-based). */
-  onRetry?: (err: PlatformError, attempt: number) => void;
+  /** Called before each retry with the error, the try that failed (1-based) and the decision. */
+  onRetry?: (err: unknown, attempt: number, decision: Decision & { action: 'retry-now' }) => void;
 }
 
 /**
- * Runs `fn` until it succeeds, `shouldRetry` says no, or the retries are spent.
- * The final failure is the original error, never a wrapper. When the server
- * gave a `Retry-After` with a 5xx, the wait honours it (up to maxTimeoutMs).
+ * Runs `fn` until it succeeds or `next(err, attempt)` answers anything but
+ * `retry-now`; waits the decided delay between tries (an abort ends the wait).
+ * The final failure is the original error, never a wrapper.
  */
-export async function withRetry<T>(
+export async function retrying<T>(
   fn: (attempt: number) => Promise<T>,
-  opts: RetryOptions = {},
+  next: (err: unknown, attempt: number) => Decision,
+  opts: RetryingOptions = {},
 ): Promise<T> {
-  const idempotent = opts.idempotent ?? false;
-  const maxTimeout = opts.maxTimeoutMs ?? 5_000;
   return pRetry(fn, {
-    retries: opts.retries ?? 3,
-    minTimeout: opts.minTimeoutMs ?? 200,
-    maxTimeout,
-    factor: 2,
-    randomize: true,
+    // The policy bounds the tries and picks the waits; p-retry only loops.
+    retries: Number.POSITIVE_INFINITY,
+    minTimeout: 0,
     ...(opts.signal && { signal: opts.signal }),
     shouldRetry: async ({ error, attemptNumber }) => {
-      if (!shouldRetry(error, { idempotent })) return false;
-      const err = error as PlatformError;
-      opts.onRetry?.(err, attemptNumber);
-      if (err instanceof ServerError && err.retryAfterMs) {
-        await sleep(Math.min(err.retryAfterMs, maxTimeout), opts.signal);
-      }
+      const d = next(error, attemptNumber);
+      if (d.action !== 'retry-now') return false;
+      opts.onRetry?.(error, attemptNumber, d);
+      if (d.delayMs > 0) await sleep(d.delayMs, opts.signal);
       return true;
     },
   });
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+export interface RetryOptions extends RetryingOptions {
+  /** What the request is: the policy's rules differ for a create (not idempotent). */
+  operation: 'create' | 'update' | 'list';
+  /** Default RETRY_DEFAULTS (src/config.ts). */
+  settings?: RetrySettings;
+}
+
+/** A platform request under the policy's in-process retries. */
+export function withRetry<T>(fn: (attempt: number) => Promise<T>, opts: RetryOptions): Promise<T> {
+  const settings = opts.settings ?? RETRY_DEFAULTS;
+  return retrying(
+    fn,
+    (err, attempt) => decide(err, { operation: opts.operation, attempt }, settings),
+    opts,
+  );
 }

@@ -7,9 +7,11 @@
  * `writeConcurrency`. A 429 pauses the whole queue for the server's wait
  * (`rateLimit(ms)`) and hands the job back with BullMQ's `RateLimitError`,
  * which BullMQ recognises by its message and does not count as an attempt;
- * so such retries are capped here with `job.attemptsStarted`.
+ * so such retries are counted with `job.attemptsStarted`, and the retry
+ * policy (src/platform/retry-policy.ts) says when they are too many.
  */
 import { RateLimitError, UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { rateLimitDecision } from '../platform/retry-policy.js';
 
 export interface GlobalRateLimit {
   /** Job starts allowed per `duration` ms. */
@@ -58,17 +60,12 @@ export interface RateLimitTarget {
   rateLimit(expireTimeMs: number): Promise<void>;
 }
 
-/** The endless-429 guard tripped: the job fails for good with this reason. */
+/** The endless-429 guard tripped: the job fails for good with the policy's reason. */
 export class RateLimitRetriesExhaustedError extends UnrecoverableError {
   readonly code = 'queue.rate-limit-exhausted';
   readonly retryable = false;
-  constructor(
-    readonly rateLimitedStarts: number,
-    readonly retryAfterMs: number,
-  ) {
-    super(
-      `rate limited by the platform ${rateLimitedStarts + 1} times in a row (last Retry-After ${retryAfterMs} ms); giving up on this write`,
-    );
+  constructor(reason: string) {
+    super(reason);
     // BullMQ recognises it as an UnrecoverableError by class (instanceof).
     this.name = 'RateLimitRetriesExhaustedError';
   }
@@ -84,10 +81,19 @@ export function rateLimitedStarts(job: Pick<Job, 'attemptsStarted' | 'attemptsMa
 }
 
 /**
- * Handles a 429 inside a processor: pauses the whole queue for `retryAfterMs`
- * and throws BullMQ's `RateLimitError` unchanged, so the job goes back to
- * waiting without using an attempt. After `maxRetries` such retries of one
- * job, throws `RateLimitRetriesExhaustedError` instead and the job fails.
+ * Carries out a `pause-queue` decision inside a processor: pauses the whole
+ * queue for `delayMs` and throws BullMQ's `RateLimitError` unchanged, so the
+ * job goes back to waiting without using an attempt.
+ */
+export async function pauseQueue(target: RateLimitTarget, delayMs: number): Promise<never> {
+  await target.rateLimit(Math.max(1, Math.ceil(delayMs)));
+  throw new RateLimitError();
+}
+
+/**
+ * Handles a 429 inside a processor that has only the Retry-After: asks the
+ * policy, then pauses the queue (`pauseQueue`) or, after `maxRetries` such
+ * retries of one job, throws `RateLimitRetriesExhaustedError` and the job fails.
  */
 export async function applyRateLimited(
   target: RateLimitTarget,
@@ -95,8 +101,11 @@ export async function applyRateLimited(
   retryAfterMs: number,
   maxRetries: number,
 ): Promise<never> {
-  const starts = rateLimitedStarts(job);
-  if (starts >= maxRetries) throw new RateLimitRetriesExhaustedError(starts, retryAfterMs);
-  await target.rateLimit(Math.max(1, Math.ceil(retryAfterMs)));
-  throw new RateLimitError();
+  const d = rateLimitDecision(
+    retryAfterMs,
+    { operation: 'update', rateLimited: rateLimitedStarts(job) },
+    { rateLimitMaxRetries: maxRetries, rateLimitWaitMs: retryAfterMs },
+  );
+  if (d.action === 'give-up') throw new RateLimitRetriesExhaustedError(d.reason);
+  return pauseQueue(target, d.delayMs);
 }

@@ -2,20 +2,24 @@
  * The two BullMQ queues, their names, key prefix and job options, and the
  * "one active run per job definition" rule. Every bound the production guide
  * asks for is set here once: finished jobs are kept by age and count, the
- * events stream has a maximum length, and writes retry with exponential
- * backoff as the durable outer retry layer (the in-process layer is p-retry in
- * src/platform/retry.ts; stacking more would multiply the attempts).
+ * events stream has a maximum length, and writes retry with backoff as the
+ * durable outer retry layer (the in-process layer is src/platform/retry.ts;
+ * stacking more would multiply the attempts). How long a write waits before
+ * its next attempt is the retry policy's (`retry-policy` backoff strategy).
  */
 import { randomBytes } from 'node:crypto';
 import {
   Queue,
+  type BackoffStrategy,
   type ConnectionOptions,
   type DefaultJobOptions,
   type KeepJobs,
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
+import { RETRY_DEFAULTS } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
+import { jitterOf, writeRetryDelay, type RetrySettings } from '../platform/retry-policy.js';
 
 /** A queue whose job data is `D`, spelled out so generic callers type-check. */
 export type TypedQueue<D> = Queue<D, unknown, string, D, unknown, string>;
@@ -41,15 +45,18 @@ export const RETENTION = {
 /** Approximate maximum length of each queue's events stream. */
 export const EVENTS_MAX_LEN = 2_000;
 
-export interface WriteRetryOptions {
-  /** BullMQ attempts per write job (the durable outer retry). */
-  attempts?: number;
-  /** First backoff delay in ms; doubles with each attempt, with jitter. */
-  backoffMs?: number;
-}
+/** The write queue's backoff strategy: the retry policy's wait (`writeBackoff`). */
+export const WRITE_BACKOFF = 'retry-policy';
 
-export const DEFAULT_WRITE_ATTEMPTS = 8;
-export const DEFAULT_WRITE_BACKOFF_MS = 1_000;
+/**
+ * The wait before a write's next attempt, as the policy's `retry-later`
+ * decision named it: BullMQ passes the attempt that failed (1-based), and the
+ * jitter is drawn from the job id and that attempt, as the processor drew it.
+ */
+export function writeBackoff(retry: RetrySettings = RETRY_DEFAULTS): BackoffStrategy {
+  return (attempt, _type, _err, job) =>
+    writeRetryDelay(attempt, retry, jitterOf(`${job?.id ?? ''}:${attempt}`));
+}
 
 export function runJobOptions(): DefaultJobOptions {
   return {
@@ -61,14 +68,10 @@ export function runJobOptions(): DefaultJobOptions {
   };
 }
 
-export function writeJobOptions(retry: WriteRetryOptions = {}): DefaultJobOptions {
+export function writeJobOptions(retry: RetrySettings = RETRY_DEFAULTS): DefaultJobOptions {
   return {
-    attempts: retry.attempts ?? DEFAULT_WRITE_ATTEMPTS,
-    backoff: {
-      type: 'exponential',
-      delay: retry.backoffMs ?? DEFAULT_WRITE_BACKOFF_MS,
-      jitter: 0.5,
-    },
+    attempts: retry.writeAttempts,
+    backoff: { type: WRITE_BACKOFF },
     removeOnComplete: RETENTION.writes.completed,
     removeOnFail: RETENTION.writes.failed,
   };
@@ -97,7 +100,7 @@ export function createRunQueue<D>(settings: QueueSettings): TypedQueue<D> {
 }
 
 export function createWriteQueue<D>(
-  settings: QueueSettings & { retry?: WriteRetryOptions },
+  settings: QueueSettings & { retry?: RetrySettings },
 ): TypedQueue<D> {
   return new Queue<D, unknown, string, D, unknown, string>(
     QueueName.writes,
@@ -108,11 +111,13 @@ export function createWriteQueue<D>(
 /**
  * Worker options matching the queues: same prefix, the same bounds on
  * finished jobs (workers apply their own when a job has none), and stalled
- * jobs (a SIGKILLed worker) given back to the queue rather than failed.
+ * jobs (a SIGKILLed worker) given back to the queue rather than failed. A
+ * write worker carries the policy's backoff strategy (`retry`: the settings
+ * its jobs were decided with; default RETRY_DEFAULTS).
  */
 export function workerOptions(
   queue: QueueName,
-  settings: QueueSettings & { concurrency?: number },
+  settings: QueueSettings & { concurrency?: number; retry?: RetrySettings },
 ): WorkerOptions {
   const retention = queue === QueueName.runs ? RETENTION.runs : RETENTION.writes;
   return {
@@ -122,6 +127,9 @@ export function workerOptions(
     removeOnComplete: retention.completed,
     removeOnFail: retention.failed,
     maxStalledCount: 5,
+    ...(queue === QueueName.writes && {
+      settings: { backoffStrategy: writeBackoff(settings.retry) },
+    }),
   };
 }
 

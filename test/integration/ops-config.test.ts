@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, RETRY_DEFAULTS } from '../../src/config.js';
 import { redactSecrets } from '../../src/log.js';
 
 describe('ops and write settings', () => {
   it('has safe defaults', () => {
     const c = loadConfig({});
     expect(c.ops).toEqual({ host: '127.0.0.1', port: 9464 });
-    expect(c.writes).toEqual({
-      latencyHintMs: 200,
-      attempts: 8,
-      backoffMs: 1_000,
+    expect(c.writes).toEqual({ latencyHintMs: 200 });
+    expect(c.retry).toEqual(RETRY_DEFAULTS);
+    expect(c.retry).toMatchObject({
+      writeAttempts: 8,
+      writeBackoffMs: 1_000,
       rateLimitMaxRetries: 20,
     });
     expect(c.shutdownTimeoutMs).toBe(30_000);
@@ -40,7 +41,7 @@ describe('ops and write settings', () => {
     });
     expect(c.ops.token).toBe(token);
     expect(c.writes.concurrency).toBe(12);
-    expect(c.writes.rateLimitMaxRetries).toBe(0);
+    expect(c.retry.rateLimitMaxRetries).toBe(0);
     expect(redactSecrets(`Bearer ${token}`)).toBe('Bearer [REDACTED]');
   });
 });

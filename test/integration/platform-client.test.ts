@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RETRY_DEFAULTS } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { PlatformClient, type PlatformClientOptions } from '../../src/platform/client.js';
 import {
@@ -145,9 +146,8 @@ describe('PlatformClient over HTTP', () => {
     );
     const c = client(s.url);
     const out = await withRetry(() => c.getCompany(5), {
-      idempotent: true,
-      minTimeoutMs: 1,
-      maxTimeoutMs: 5,
+      operation: 'list',
+      settings: { ...RETRY_DEFAULTS, requestMinDelayMs: 1, requestMaxDelayMs: 5 },
     });
     expect(out.id).toBe(5);
     expect(s.seen).toHaveLength(3);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   BadRequestError,
   InvalidResponseError,
@@ -9,7 +9,9 @@ import {
   UnauthorizedError,
   type PlatformError,
 } from '../../src/platform/errors.js';
-import { shouldRetry, withRetry } from '../../src/platform/retry.js';
+import { RETRY_DEFAULTS } from '../../src/config.js';
+import { retrying, withRetry } from '../../src/platform/retry.js';
+import type { Decision } from '../../src/platform/retry-policy.js';
 
 const ctx = { method: 'POST', route: '/companies' };
 const network = (mayHaveApplied: boolean) =>
@@ -50,29 +52,10 @@ const unauthorized = () =>
 const invalid = () =>
   new InvalidResponseError('bad', { ...ctx, retryable: false, mayHaveApplied: true });
 
-describe('shouldRetry', () => {
-  it.each<[string, () => unknown, boolean, boolean]>([
-    ['connection refused', () => network(false), true, true],
-    ['reset after sending', () => network(true), true, false],
-    ['timeout before sending', () => timeout(false), true, true],
-    ['timeout after sending', () => timeout(true), true, false],
-    ['503', () => server(503), true, false],
-    ['501', () => server(501), false, false],
-    ['429', rateLimited, false, false],
-    ['400', badRequest, false, false],
-    ['401', unauthorized, false, false],
-    ['invalid response', invalid, false, false],
-    ['a plain Error', () => new Error('bug'), false, false],
-    ['a string', () => 'nope', false, false],
-  ])('%s: idempotent %s, not idempotent %s', (_name, make, idempotent, notIdempotent) => {
-    expect(shouldRetry(make(), { idempotent: true })).toBe(idempotent);
-    expect(shouldRetry(make(), { idempotent: false })).toBe(notIdempotent);
-  });
-});
+// The mechanism: what is retried and how long it waits is the policy's (retry-policy.test.ts).
+const fast = { ...RETRY_DEFAULTS, requestMinDelayMs: 1, requestMaxDelayMs: 5 };
 
 describe('withRetry', () => {
-  const fast = { minTimeoutMs: 1, maxTimeoutMs: 5 };
-
   it('fails twice, then succeeds', async () => {
     let calls = 0;
     const seen: number[] = [];
@@ -82,14 +65,14 @@ describe('withRetry', () => {
         if (calls < 3) throw network(false);
         return 'ok';
       },
-      { ...fast, onRetry: (_e, attempt) => seen.push(attempt) },
+      { operation: 'create', settings: fast, onRetry: (_e, attempt) => seen.push(attempt) },
     );
     expect(out).toBe('ok');
     expect(calls).toBe(3);
     expect(seen).toEqual([1, 2]);
   });
 
-  it('rethrows the original error when retries are spent', async () => {
+  it("rethrows the original error when the policy's retries are spent", async () => {
     let calls = 0;
     const errors: PlatformError[] = [];
     const p = withRetry(
@@ -99,7 +82,7 @@ describe('withRetry', () => {
         errors.push(e);
         throw e;
       },
-      { ...fast, retries: 2 },
+      { operation: 'create', settings: { ...fast, requestRetries: 2 } },
     );
     const thrown = await p.catch((e: unknown) => e);
     expect(calls).toBe(3);
@@ -107,30 +90,77 @@ describe('withRetry', () => {
     expect(thrown).toBeInstanceOf(NetworkError);
   });
 
-  it('never retries a 429, a 400, or a POST that may have landed', async () => {
-    for (const make of [rateLimited, badRequest, () => network(true), () => server(500)]) {
+  it('never retries a 429, a 400, a 401, an invalid response, or a POST that may have landed', async () => {
+    for (const make of [
+      rateLimited,
+      badRequest,
+      unauthorized,
+      invalid,
+      () => network(true),
+      () => timeout(true),
+      () => server(500),
+    ]) {
       let calls = 0;
       const err = make();
       await expect(
-        withRetry(async () => {
-          calls++;
-          throw err;
-        }, fast),
+        withRetry(
+          async () => {
+            calls++;
+            throw err;
+          },
+          { operation: 'create', settings: fast },
+        ),
       ).rejects.toBe(err);
       expect(calls).toBe(1);
     }
   });
 
-  it('retries a 5xx when the request is idempotent', async () => {
-    let calls = 0;
-    const out = await withRetry(
-      async () => {
-        if (++calls === 1) throw server(502);
-        return calls;
-      },
-      { ...fast, idempotent: true },
-    );
-    expect(out).toBe(2);
+  it('retries a 5xx, or a reset after sending, when the request is idempotent', async () => {
+    for (const operation of ['update', 'list'] as const) {
+      for (const make of [() => server(502), () => network(true), () => timeout(true)]) {
+        let calls = 0;
+        const out = await withRetry(
+          async () => {
+            if (++calls === 1) throw make();
+            return calls;
+          },
+          { operation, settings: fast },
+        );
+        expect(out).toBe(2);
+      }
+    }
+  });
+
+  it('waits the delay the policy decided, Retry-After of a 5xx included', async () => {
+    vi.useFakeTimers();
+    try {
+      let calls = 0;
+      const decided: Decision[] = [];
+      const p = withRetry(
+        async () => {
+          if (++calls === 1) throw server(503, 2_000);
+          return calls;
+        },
+        {
+          operation: 'update',
+          settings: { ...RETRY_DEFAULTS, requestMinDelayMs: 100, requestMaxDelayMs: 10_000 },
+          onRetry: (_e, _a, d) => decided.push(d),
+        },
+      );
+      await vi.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(1);
+      const [d] = decided as [Decision & { delayMs: number }];
+      expect(d.action).toBe('retry-now');
+      // The server's 2 s, then 100 ms × [1, 2).
+      expect(d.delayMs).toBeGreaterThanOrEqual(2_100);
+      expect(d.delayMs).toBeLessThan(2_200);
+      await vi.advanceTimersByTimeAsync(d.delayMs - 1);
+      expect(calls).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      await expect(p).resolves.toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('stops when the signal aborts', async () => {
@@ -142,9 +172,40 @@ describe('withRetry', () => {
         ac.abort(new Error('stop'));
         throw network(false);
       },
-      { ...fast, signal: ac.signal },
+      { operation: 'create', settings: fast, signal: ac.signal },
     );
     await expect(p).rejects.toThrow('stop');
     expect(calls).toBe(1);
+  });
+});
+
+describe('retrying', () => {
+  it('asks its decider after every failure and stops on anything but retry-now', async () => {
+    const asked: [unknown, number][] = [];
+    let calls = 0;
+    const decisions: Decision[] = [
+      { action: 'retry-now', delayMs: 0 },
+      { action: 'retry-now', delayMs: 1 },
+      { action: 'retry-later', delayMs: 10_000 },
+    ];
+    const err = new Error('x');
+    await expect(
+      retrying(
+        async () => {
+          calls++;
+          throw err;
+        },
+        (e, attempt) => {
+          asked.push([e, attempt]);
+          return decisions[attempt - 1]!;
+        },
+      ),
+    ).rejects.toBe(err);
+    expect(calls).toBe(3);
+    expect(asked).toEqual([
+      [err, 1],
+      [err, 2],
+      [err, 3],
+    ]);
   });
 });
