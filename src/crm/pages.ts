@@ -16,20 +16,18 @@
  * source's headers, credentials among them, go nowhere else. URLs are shown
  * without their query.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import got, { RequestError, TimeoutError } from 'got';
-import pRetry from 'p-retry';
+import { RETRY_DEFAULTS } from '../config.js';
 import { silentLogger, type Logger } from '../log.js';
 import { parseRetryAfter } from '../platform/error-factory.js';
-import { parseJson } from './json-value.js';
+import { retrying } from '../platform/retry.js';
 import {
-  DEFAULT_PAGE_RETRY,
-  checkNext,
-  nextPage,
-  pageRecords,
-  pageRules,
-  type PageAt,
-} from './pagination.js';
+  decide,
+  type PageFault as PolicyPageFault,
+  type PageRetry,
+} from '../platform/retry-policy.js';
+import { parseJson } from './json-value.js';
+import { checkNext, nextPage, pageRecords, pageRules, type PageAt } from './pagination.js';
 import type { SourceRow } from './row.js';
 import { SourceError, type SourceErrorCode } from './source-error.js';
 import {
@@ -53,8 +51,10 @@ export interface PagesOptions {
 /** Largest page body: a page is held whole while it is parsed. */
 export const MAX_PAGE_BYTES = 128 * 1024 * 1024;
 
-/** One failed try of a page; `retryable` says whether another may help. */
-class PageFault extends Error {
+/** One failed try of a page; `retryable` says whether another may help (the retry policy reads it). */
+class PageFault extends Error implements PolicyPageFault {
+  readonly kind = 'page-fault';
+  readonly retryAfterMs: number | null;
   constructor(
     readonly code: SourceErrorCode,
     readonly detail: string,
@@ -62,6 +62,7 @@ class PageFault extends Error {
     readonly extra: { statusCode?: number; retryAfterMs?: number | null } = {},
   ) {
     super(detail);
+    this.retryAfterMs = extra.retryAfterMs ?? null;
   }
 }
 
@@ -79,7 +80,7 @@ export async function* readPages(
   const fetchOpts: FetchOptions = {
     headers,
     timeoutMs: spec.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    retry: { ...DEFAULT_PAGE_RETRY, ...spec.retry },
+    retry: { ...RETRY_DEFAULTS.page, ...spec.retry },
     logger,
     ...(opts.signal && { signal: opts.signal }),
   };
@@ -122,38 +123,32 @@ function rowOf(line: number, item: unknown): SourceRow {
 interface FetchOptions {
   headers: Record<string, string>;
   timeoutMs: number;
-  retry: typeof DEFAULT_PAGE_RETRY;
+  retry: PageRetry;
   logger: Logger;
   signal?: AbortSignal;
 }
 
-/** The parsed body of one page (undefined for a 204), tried again on transient faults. */
+/**
+ * The parsed body of one page (undefined for a 204), tried again while the
+ * retry policy says so (`read-page`: the server's wait first, then the backoff).
+ */
 async function fetchPage(url: URL, at: PageAt, opts: FetchOptions): Promise<unknown> {
   let tries = 0;
   try {
-    return await pRetry(
+    return await retrying(
       async (attempt) => {
         tries = attempt;
         return await fetchOnce(url, opts);
       },
+      (err, attempt) =>
+        decide(err, { operation: 'read-page', attempt, page: opts.retry }, RETRY_DEFAULTS),
       {
-        retries: opts.retry.attempts - 1,
-        minTimeout: opts.retry.minDelayMs,
-        maxTimeout: opts.retry.maxDelayMs,
-        factor: 2,
-        randomize: true,
         ...(opts.signal && { signal: opts.signal }),
-        shouldRetry: async ({ error, attemptNumber }) => {
-          if (!(error instanceof PageFault) || !error.retryable) return false;
-          const waitMs = Math.min(error.extra.retryAfterMs ?? 0, opts.retry.maxDelayMs);
+        onRetry: (err, attempt, d) =>
           opts.logger.warn(
-            { source: at.source, page: at.page, attempt: attemptNumber, retryAfterMs: waitMs },
-            `page ${at.page}: ${error.detail}; trying again`,
-          );
-          // The server's wait first; p-retry's backoff follows it.
-          if (waitMs > 0) await delay(waitMs, undefined, { signal: opts.signal });
-          return true;
-        },
+            { source: at.source, page: at.page, attempt, waitMs: d.delayMs },
+            `page ${at.page}: ${(err as PageFault).detail}; trying again`,
+          ),
       },
     );
   } catch (err) {

@@ -116,7 +116,10 @@ export const PaginateSpec = z
   });
 export type PaginateSpec = z.infer<typeof PaginateSpec>;
 
-/** `retry:` of a paginated source: how a page that failed is tried again. */
+/**
+ * `retry:` of a paginated source: how a page that failed is tried again
+ * (defaults: RETRY_DEFAULTS.page in src/config.ts; the decision: the retry policy).
+ */
 export const PageRetrySpec = z.strictObject({
   /** Tries of one page in all, the first included. */
   attempts: z.number().int().min(1).max(50).optional(),
@@ -126,12 +129,6 @@ export const PageRetrySpec = z.strictObject({
   maxDelayMs: z.number().int().min(0).optional(),
 });
 export type PageRetrySpec = z.infer<typeof PageRetrySpec>;
-
-export const DEFAULT_PAGE_RETRY: Required<PageRetrySpec> = {
-  attempts: 5,
-  minDelayMs: 1_000,
-  maxDelayMs: 60_000,
-};
 
 /** The rules a `paginate` option stands for; `recordsPath` given in the source wins. */
 export function pageRules(spec: PaginateSpec, recordsPath?: string): PageRules {
