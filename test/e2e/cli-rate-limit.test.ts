@@ -1,9 +1,19 @@
 /**
  * Two worker processes share one PLATFORM_RATE_LIMIT: against a sandbox with
  * 50 ms latency, the aggregate POST rate over the steady part of a run (from
- * 20% to 80% of the writes, read from the sandbox's stats) stays within 10%
- * of the limit, and both workers take part. A loose bound on a shared
- * machine, not a benchmark.
+ * 20% to 80% of the writes, read from the sandbox's stats) is within 10% of
+ * the limit, on both sides, and both workers take part. A loose bound on a
+ * shared machine, not a benchmark.
+ *
+ * Why the lower bound holds on a loaded two-core machine: each worker runs
+ * ceil(20 × 0.05 × 1.5) + 2 = 4 writes at once, so 8 writes of 50 ms are in
+ * flight, several times the 20 a second the limit lets start: the limiter,
+ * not the machine, sets the pace, and a window's 20 writes start well within
+ * its second. What a loaded machine costs is the moment a worker notices a
+ * new window, a few percent. The steady part lasts about 18 s (18 windows),
+ * and the rate is the slope of a line fitted to every sample in it: writes
+ * come in a burst at the start of each window, so the rate between two
+ * single samples could be a whole window's 20 writes (8%) off.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -24,7 +34,8 @@ import { useRedis } from '../harness/redis.js';
 
 const { prefix, url: redisUrl } = useRedis();
 const apiKey = 'e2e-rate-key-0123456789';
-const ROWS = 400;
+// 30 s at the limit: long enough for a steady part of 18 windows, short enough for CI.
+const ROWS = 600;
 const LIMIT = 20;
 const files = tempDir('e2e-rate');
 
@@ -39,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('two workers, one rate limit', () => {
-  it('the aggregate POST rate stays within 10% of PLATFORM_RATE_LIMIT', async () => {
+  it('the aggregate POST rate is within 10% of PLATFORM_RATE_LIMIT, above and below', async () => {
     const sandbox = await startSandboxProcess(apiKey, ['--latency', '50']);
     const env = cliEnv({
       REDIS_URL: redisUrl,
@@ -65,12 +76,12 @@ describe('two workers, one rate limit', () => {
       expect(samples.at(-1)!.at - samples[0]!.at).toBeLessThan(120_000);
       await new Promise((r) => setTimeout(r, 200));
     }
-    const from = samples.find((s) => s.posts >= ROWS * 0.2)!;
-    const to = samples.find((s) => s.posts >= ROWS * 0.8)!;
-    const rate = ((to.posts - from.posts) * 1000) / (to.at - from.at);
-    expect(rate, `steady POST rate ${rate.toFixed(1)}/s, limit ${LIMIT}/s`).toBeLessThanOrEqual(
-      LIMIT * 1.1,
-    );
+    const steady = samples.filter((s) => s.posts >= ROWS * 0.2 && s.posts <= ROWS * 0.8);
+    expect(steady.length).toBeGreaterThan(20);
+    const rate = slope(steady.map((s) => [s.at / 1000, s.posts]));
+    const shown = `steady POST rate ${rate.toFixed(1)}/s, limit ${LIMIT}/s`;
+    expect(rate, shown).toBeLessThanOrEqual(LIMIT * 1.1);
+    expect(rate, shown).toBeGreaterThanOrEqual(LIMIT * 0.9);
 
     // Both processes wrote: each logged POSTs of its own.
     for (const w of workers) {
@@ -85,3 +96,17 @@ describe('two workers, one rate limit', () => {
     process.stdout.write(`two workers, limit ${LIMIT}/s: steady POST rate ${rate.toFixed(2)}/s\n`);
   });
 });
+
+/** The least-squares slope of y over x. */
+function slope(points: readonly (readonly [number, number])[]): number {
+  const n = points.length;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+  }
+  return sxy / sxx;
+}
