@@ -7,8 +7,8 @@
  * sits in memory whole.
  */
 import { Option, type Command } from 'commander';
+import { failurePages } from '../engine/run-failures.js';
 import { FAILURE_KINDS, type FailureKind, type FailureRow } from '../state/runs.js';
-import type { StateStore } from '../state/store.js';
 import { csvRow } from './csv.js';
 import { integerOption } from './options.js';
 import { cliRuntime, openProducer } from './runtime.js';
@@ -21,8 +21,6 @@ interface FailuresFlags {
   offset: number;
   kind?: FailureKind;
 }
-
-const PAGE = 1_000;
 
 export function registerFailuresCommand(program: Command): void {
   program
@@ -54,7 +52,7 @@ export function registerFailuresCommand(program: Command): void {
           process.exitCode = 1;
           return;
         }
-        const rows = pages(producer.store, runId, flags.offset, flags.limit, flags.kind);
+        const rows = failurePages(producer.store, runId, flags.offset, flags.limit, flags.kind);
         const out = (s: string) => write(s);
         if (flags.json) await printJson(rows, out);
         else if (flags.csv) await printCsv(rows, out);
@@ -74,49 +72,6 @@ export function registerFailuresCommand(program: Command): void {
         await producer.close();
       }
     });
-}
-
-/**
- * The failure rows from `offset`, at most `limit`, a page at a time; with
- * `kind`, only rows of that kind (`offset` and `limit` count those rows).
- */
-export async function* pages(
-  store: StateStore,
-  runId: string,
-  offset: number,
-  limit = Infinity,
-  kind?: FailureKind,
-): AsyncGenerator<FailureRow[]> {
-  if (kind === undefined) {
-    let at = offset;
-    let left = limit;
-    while (left > 0) {
-      const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
-      if (page.length === 0) return;
-      yield page;
-      at += page.length;
-      left -= page.length;
-    }
-    return;
-  }
-  // The list is one, in row order: rows of other kinds are read and passed over.
-  let at = 0;
-  let skip = offset;
-  let left = limit;
-  while (left > 0) {
-    const page = await store.listFailures(runId, { offset: at, limit: PAGE });
-    if (page.length === 0) return;
-    at += page.length;
-    let rows = page.filter((r) => r.kind === kind);
-    if (skip > 0) {
-      const dropped = Math.min(skip, rows.length);
-      rows = rows.slice(dropped);
-      skip -= dropped;
-    }
-    if (rows.length > left) rows = rows.slice(0, left);
-    left -= rows.length;
-    if (rows.length > 0) yield rows;
-  }
 }
 
 /** Writes to stdout, waiting when the pipe is full (a pager reading slowly). */

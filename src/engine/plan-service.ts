@@ -1,8 +1,8 @@
 /**
  * Planning a job without writing anything: what a run of it would create,
  * update and refuse, with field diffs (the dry run). Used by `crm-sync plan`
- * (and `run --dry-run`) and the HTTP API; its dependencies come in
- * `PlanDeps`, no process globals.
+ * (and `run --dry-run`); its dependencies come in `PlanDeps`, no process
+ * globals, so a server can call it as the CLI does.
  */
 import type { SourceEnv } from '../crm/source.js';
 import type { JobDefinition } from '../jobs/definition.js';

@@ -1,6 +1,7 @@
 /**
  * Starting runs: the one way a run of a job definition is asked for, by the
- * CLI (`run`, `retry`), the scheduler, the demo, the tests and the HTTP API.
+ * CLI (`run`, `retry`), the scheduler, the demo and the tests; an HTTP API
+ * is meant to call the same functions.
  * A run is enqueued unless one of the same job is waiting or active (then it
  * is attached to), and its record is created at once, so the run can be
  * shown before a worker takes it. Everything it needs comes in `RunDeps`: no

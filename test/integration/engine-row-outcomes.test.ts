@@ -7,8 +7,8 @@
  * nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { pages } from '../../src/cli/failures.js';
 import { dryRun } from '../../src/engine/dry-run.js';
+import { failurePages } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
 import type { FailureKind, FailureRow } from '../../src/state/runs.js';
 import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
@@ -45,7 +45,7 @@ const ROWS = [
 
 async function listed(h: EngineHarness, runId: string, kind: FailureKind): Promise<FailureRow[]> {
   const out: FailureRow[] = [];
-  for await (const page of pages(h.store, runId, 0, Infinity, kind)) out.push(...page);
+  for await (const page of failurePages(h.store, runId, 0, Infinity, kind)) out.push(...page);
   return out;
 }
 

@@ -1,0 +1,54 @@
+/**
+ * The rows of a run that were not synced, skipped, or synced with a warning,
+ * read a page at a time from Redis, where they are kept complete and in row
+ * order: a run with 100,000 bad rows never sits in memory whole. Used by
+ * `crm-sync failures`; outside the CLI, so any other caller pages them the
+ * same way.
+ */
+import type { FailureKind, FailureRow } from '../state/runs.js';
+import type { StateStore } from '../state/store.js';
+
+const PAGE = 1_000;
+
+/**
+ * The failure rows from `offset`, at most `limit`, a page at a time; with
+ * `kind`, only rows of that kind (`offset` and `limit` count those rows).
+ */
+export async function* failurePages(
+  store: StateStore,
+  runId: string,
+  offset: number,
+  limit = Infinity,
+  kind?: FailureKind,
+): AsyncGenerator<FailureRow[]> {
+  if (kind === undefined) {
+    let at = offset;
+    let left = limit;
+    while (left > 0) {
+      const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
+      if (page.length === 0) return;
+      yield page;
+      at += page.length;
+      left -= page.length;
+    }
+    return;
+  }
+  // The list is one, in row order: rows of other kinds are read and passed over.
+  let at = 0;
+  let skip = offset;
+  let left = limit;
+  while (left > 0) {
+    const page = await store.listFailures(runId, { offset: at, limit: PAGE });
+    if (page.length === 0) return;
+    at += page.length;
+    let rows = page.filter((r) => r.kind === kind);
+    if (skip > 0) {
+      const dropped = Math.min(skip, rows.length);
+      rows = rows.slice(dropped);
+      skip -= dropped;
+    }
+    if (rows.length > left) rows = rows.slice(0, left);
+    left -= rows.length;
+    if (rows.length > 0) yield rows;
+  }
+}
