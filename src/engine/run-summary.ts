@@ -3,6 +3,7 @@
  * coming HTTP API show (the `show --json` shape, docs/CLI.md), whether a run
  * has ended, and waiting for its end by reading its record.
  */
+import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 
@@ -126,7 +127,7 @@ export async function waitForRun(
   while (!hasEnded(run)) {
     await opts.onPoll?.(run);
     if (Date.now() > deadline) throw new RunWaitTimeoutError(runId, run, opts.timeoutMs!);
-    await new Promise((r) => setTimeout(r, pollMs));
+    await sleep(pollMs);
     run = (await store.getRun(runId)) ?? run;
   }
   return run;

@@ -16,6 +16,7 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { sinceText } from '../crm/since.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { decide } from '../platform/retry-policy.js';
+import { sleep } from '../sleep.js';
 import { isWrite, type WriteAction } from '../sync/action.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
@@ -439,8 +440,4 @@ async function resolveForeignPending(
     entity,
     pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
   );
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
