@@ -12,8 +12,11 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { SourceEnv } from './crm/source.js';
 import {
+  DEFAULT_LATENCY_HINT_MS,
+  DEFAULT_OPS_HOST,
   DEFAULT_PLATFORM_TIMEOUT_MS,
   DEFAULT_PREFIX,
+  DEFAULT_RATE_LIMIT,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_WORKER_LOCK_MS,
 } from './defaults.js';
@@ -57,18 +60,18 @@ const EnvSchema = z.object({
   PLATFORM_BASE_URL: z.url().optional(),
   PLATFORM_API_KEY: z.string().min(1).optional(),
   PLATFORM_API_KEY_FILE: z.string().min(1).optional(),
-  PLATFORM_RATE_LIMIT: z.coerce.number().positive().default(10),
+  PLATFORM_RATE_LIMIT: z.coerce.number().positive().default(DEFAULT_RATE_LIMIT),
   PLATFORM_TIMEOUT_MS: positiveInt.default(DEFAULT_PLATFORM_TIMEOUT_MS),
   CRM_SYNC_JOBS_DIR: z.string().min(1).default('./jobs'),
   CRM_SYNC_MAPPINGS_DIR: z.string().min(1).default('./config/mappings'),
   CRM_SOURCE_AUTHORIZATION: optionalSecret,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  OPS_HOST: z.string().min(1).default('127.0.0.1'),
+  OPS_HOST: z.string().min(1).default(DEFAULT_OPS_HOST),
   OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
   OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
   SANDBOX_API_KEY: optionalSecret,
   WRITE_CONCURRENCY: positiveInt.optional(),
-  PLATFORM_LATENCY_HINT_MS: positiveInt.default(200),
+  PLATFORM_LATENCY_HINT_MS: positiveInt.default(DEFAULT_LATENCY_HINT_MS),
   PLATFORM_RETRIES: count.default(RETRY_DEFAULTS.requestRetries),
   PLATFORM_RETRY_MIN_MS: count.default(RETRY_DEFAULTS.requestMinDelayMs),
   PLATFORM_RETRY_MAX_MS: count.default(RETRY_DEFAULTS.requestMaxDelayMs),

@@ -10,6 +10,12 @@
  */
 export const DEFAULT_PREFIX = '{crm-sync}';
 
+/** Requests per second to the platform, all workers together (PLATFORM_RATE_LIMIT). */
+export const DEFAULT_RATE_LIMIT = 10;
+
+/** The platform latency write concurrency is sized for (PLATFORM_LATENCY_HINT_MS). */
+export const DEFAULT_LATENCY_HINT_MS = 200;
+
 /** A platform request without an answer for this long fails as a timeout (PLATFORM_TIMEOUT_MS). */
 export const DEFAULT_PLATFORM_TIMEOUT_MS = 30_000;
 
@@ -18,3 +24,6 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** A worker's job lock: a killed worker's jobs move on after this (WORKER_LOCK_MS). */
 export const DEFAULT_WORKER_LOCK_MS = 30_000;
+
+/** Where the ops server listens (OPS_HOST): loopback, so no token is needed. */
+export const DEFAULT_OPS_HOST = '127.0.0.1';

@@ -5,7 +5,7 @@
  */
 import { RETRY_DEFAULTS } from '../config.js';
 import type { SourceEnv } from '../crm/source.js';
-import { DEFAULT_WORKER_LOCK_MS } from '../defaults.js';
+import { DEFAULT_RATE_LIMIT, DEFAULT_WORKER_LOCK_MS } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -42,7 +42,7 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   // unconfirmed in about one run of eight (2,000 × 0.2^6); 10 make it 0.2^11.
   maxCreateRounds: 10,
   retry: RETRY_DEFAULTS,
-  rateLimit: 10,
+  rateLimit: DEFAULT_RATE_LIMIT,
   lockMs: DEFAULT_WORKER_LOCK_MS,
 };
 

@@ -14,6 +14,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Redis } from 'ioredis';
+import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';
 import { processMetrics, type Metrics } from './metrics.js';
@@ -78,7 +79,7 @@ function messageOf(err: unknown): string {
 }
 
 export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
-  const host = opts.host ?? '127.0.0.1';
+  const host = opts.host ?? DEFAULT_OPS_HOST;
   const logger = opts.logger ?? silentLogger;
   const metrics = opts.metrics ?? processMetrics();
   const readyCacheMs = opts.readyCacheMs ?? 30_000;

@@ -11,6 +11,7 @@
  * policy (src/platform/retry-policy.ts) says when they are too many.
  */
 import { RateLimitError, UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { DEFAULT_LATENCY_HINT_MS } from '../defaults.js';
 import { rateLimitDecision } from '../platform/retry-policy.js';
 
 export interface GlobalRateLimit {
@@ -36,9 +37,6 @@ export async function applyGlobalRateLimit(queue: Queue, rps: number): Promise<G
   await queue.setGlobalRateLimit(window.max, window.duration);
   return window;
 }
-
-/** The latency assumed when none is configured: a platform answering in 200 ms. */
-export const DEFAULT_LATENCY_HINT_MS = 200;
 
 /**
  * Concurrency that keeps the limiter busy: rate × latency jobs are in flight
