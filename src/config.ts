@@ -54,7 +54,8 @@ const optionalSecret = z
   .optional()
   .transform((v) => v || undefined);
 
-const EnvSchema = z.object({
+/** Every variable crm-sync reads, with its default (README.md, Environment, lists the same). */
+export const EnvSchema = z.object({
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   CRM_SYNC_PREFIX: z.string().min(1).default(DEFAULT_PREFIX),
   PLATFORM_BASE_URL: z.url().optional(),

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, requirePlatform } from '../../src/config.js';
+import { ConfigError, EnvSchema, loadConfig, requirePlatform } from '../../src/config.js';
 import { redactSecrets } from '../../src/log.js';
 
 describe('loadConfig', () => {
@@ -84,6 +84,22 @@ describe('loadConfig', () => {
           .some((line) => !/^\s*(\*|\/\/)/.test(line) && /process\.env\b/.test(line)),
       );
     expect(readers).toEqual(['config.ts']);
+  });
+
+  it("is what README.md's Environment table lists: every variable, with its default", () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Environment'));
+    const rows = [...section.matchAll(/^\| `([A-Z0-9_]+)` \| ([^|]+) \|/gm)].map((m) => ({
+      name: m[1]!,
+      given: m[2]!.trim(),
+    }));
+    expect(rows.map((r) => r.name).sort()).toEqual(Object.keys(EnvSchema.shape).sort());
+    const defaults = EnvSchema.parse({}) as Record<string, unknown>;
+    for (const { name, given } of rows) {
+      const value = defaults[name];
+      if (value === undefined) expect(['—', 'computed'], name).toContain(given);
+      else expect(given, name).toBe(`\`${String(value)}\``);
+    }
   });
 
   it('requirePlatform names what is missing', () => {
