@@ -18,7 +18,7 @@ import { formatTable } from '../src/cli/table.js';
 import { loadConfig } from '../src/config.js';
 import { jobLoader, startRun, type RunDeps } from '../src/engine/run-service.js';
 import { runSummary, waitForRun } from '../src/engine/run-summary.js';
-import { startWorkerService } from '../src/engine/service.js';
+import { startWorkerService } from '../src/engine/worker-service.js';
 import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
 import { createShutdown } from '../src/ops/shutdown.js';

@@ -14,7 +14,7 @@ import {
   submitRun,
   type PreparedRetry,
 } from '../engine/run-service.js';
-import { startWorkerService } from '../engine/service.js';
+import { startWorkerService } from '../engine/worker-service.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { ExitCode } from './output.js';
 import { watch } from './run.js';

@@ -11,7 +11,7 @@ import type { RowWarning } from '../engine/planning.js';
 import { planJob, planOutcomes } from '../engine/plan-service.js';
 import { jobLoader, prepareRun, submitRun } from '../engine/run-service.js';
 import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.js';
-import { startWorkerService } from '../engine/service.js';
+import { startWorkerService } from '../engine/worker-service.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
 import type { StateStore } from '../state/store.js';

@@ -9,7 +9,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../log.js';
 import { startOpsServer } from '../ops/server.js';
 import { createShutdown } from '../ops/shutdown.js';
-import { startSchedulerService } from '../schedule/service.js';
+import { startSchedulerService } from '../schedule/scheduler-service.js';
 
 export function registerSchedulerCommand(program: Command): void {
   program

@@ -15,7 +15,7 @@ import {
 } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
 import { NO_ENV, sourceName, type SourceEnv, type SourceSpec } from '../crm/source.js';
-import { sourceOf } from '../engine/source.js';
+import { sourceOf } from '../engine/run-source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 
 /** The coverage of the first `limit` rows of `source` by `paths`; stops reading there. */

@@ -7,11 +7,11 @@
  */
 import type { Command } from 'commander';
 import type { Queue } from 'bullmq';
-import { startWorkerService } from '../engine/service.js';
+import { startWorkerService } from '../engine/worker-service.js';
 import { createMetrics } from '../ops/metrics.js';
 import { startOpsServer } from '../ops/server.js';
 import { createShutdown } from '../ops/shutdown.js';
-import { startSchedulerService } from '../schedule/service.js';
+import { startSchedulerService } from '../schedule/scheduler-service.js';
 import { cliRuntime, jobsOption } from './runtime.js';
 
 export function registerWorkerCommands(program: Command): void {

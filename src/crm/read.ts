@@ -20,7 +20,7 @@ import { CsvParser } from './csv.js';
 import { decodeText, type DecodeInfo } from './decode.js';
 import { DEFAULT_RECORD_KEYS, JsonArrayParser } from './json.js';
 import { NdjsonParser } from './ndjson.js';
-import { readPages } from './pages.js';
+import { readPages } from './page-reader.js';
 import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
 import type { Decoded, NotUtf8 } from './utf8.js';

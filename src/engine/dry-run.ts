@@ -9,7 +9,7 @@ import type { SourceEnv } from '../crm/source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
-import { withRetry } from '../platform/retry.js';
+import { withRetry } from '../platform/with-retry.js';
 import type { RetrySettings } from '../platform/retry-policy.js';
 import type { Action, Mode } from '../sync/action.js';
 import { MemoryClaims } from '../sync/claims.js';
@@ -21,7 +21,7 @@ import type { Listing } from '../state/records.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
-import { sourceOf } from './source.js';
+import { sourceOf } from './run-source.js';
 
 export interface DryRunResult {
   counts: PlanCounts;

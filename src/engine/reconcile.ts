@@ -4,7 +4,7 @@
  * The API has no filter, so listing is the only way to find a record we did
  * not create, or to tell whether a create with an unknown outcome landed.
  */
-import { withRetry } from '../platform/retry.js';
+import { withRetry } from '../platform/with-retry.js';
 import { decide } from '../platform/retry-policy.js';
 import { sleep } from '../sleep.js';
 import type { Entity } from '../sync/identity.js';

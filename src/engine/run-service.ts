@@ -22,7 +22,7 @@ import type { Mode } from '../sync/action.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from './payloads.js';
 import { createRunRecord } from './run.js';
 import { hasEnded } from './run-summary.js';
-import { checkSourceOverride, sourceLabel } from './source.js';
+import { checkSourceOverride, sourceLabel } from './run-source.js';
 
 /** The job definition of a name, freshly read (a job file edited between runs counts). */
 export type JobLoader = (name: string) => JobDefinition;

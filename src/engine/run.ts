@@ -29,7 +29,7 @@ import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { finalize } from './finalize.js';
 import { refreshIndex } from './reconcile.js';
 import { failRun } from './write.js';
-import { pullSince, sourceOf, sourceLabel } from './source.js';
+import { pullSince, sourceOf, sourceLabel } from './run-source.js';
 import { hasEnded } from './run-summary.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {

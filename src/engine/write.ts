@@ -17,7 +17,7 @@
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
 import { PlatformError, RateLimitedError } from '../platform/errors.js';
-import { withRetry } from '../platform/retry.js';
+import { withRetry } from '../platform/with-retry.js';
 import { decide, jitterOf, type Decision } from '../platform/retry-policy.js';
 import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';

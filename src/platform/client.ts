@@ -5,7 +5,7 @@
  * (unknown fields kept, a wrong type is an InvalidResponseError naming the
  * field). Lists are async iterators.
  *
- * The client never retries: wrap calls in `withRetry` (src/platform/retry.ts)
+ * The client never retries: wrap calls in `withRetry` (src/platform/with-retry.ts)
  * where a retry is wanted, so that retries stay one layer.
  */
 import type { z } from 'zod';

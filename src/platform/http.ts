@@ -1,6 +1,6 @@
 /**
  * The HTTP transport under PlatformClient: one got instance with its own
- * retry off (retries are one layer, src/platform/retry.ts), no redirects
+ * retry off (retries are one layer, src/platform/with-retry.ts), no redirects
  * followed (a redirect could carry the key elsewhere), timeouts set, and a
  * keep-alive agent. It sends one request, reads the body as text, and turns
  * every failure into a PlatformError with the key scrubbed out.

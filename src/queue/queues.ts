@@ -3,7 +3,7 @@
  * "one active run per job definition" rule. Every bound the production guide
  * asks for is set here once: finished jobs are kept by age and count, the
  * events stream has a maximum length, and writes retry with backoff as the
- * durable outer retry layer (the in-process layer is src/platform/retry.ts;
+ * durable outer retry layer (the in-process layer is src/platform/with-retry.ts;
  * stacking more would multiply the attempts). How long a write waits before
  * its next attempt is the retry policy's (`retry-policy` backoff strategy).
  */

@@ -17,7 +17,7 @@ import { salesforceChecksum } from '../../src/crm/salesforce-id.js';
 import type { EngineSettings } from '../../src/engine/context.js';
 import { jobLoader, startRun } from '../../src/engine/run-service.js';
 import { waitForRun } from '../../src/engine/run-summary.js';
-import { startWorkerService, type WorkerService } from '../../src/engine/service.js';
+import { startWorkerService, type WorkerService } from '../../src/engine/worker-service.js';
 import type { JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';

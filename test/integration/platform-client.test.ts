@@ -24,7 +24,7 @@ import {
   TimeoutError,
   UnauthorizedError,
 } from '../../src/platform/errors.js';
-import { withRetry } from '../../src/platform/retry.js';
+import { withRetry } from '../../src/platform/with-retry.js';
 import { freePort } from '../harness/redis-server.js';
 
 const KEY = 'pk_live_9f8e7d6c5b4a39281706';

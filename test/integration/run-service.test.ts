@@ -17,7 +17,7 @@ import {
   startRun,
   type RunDeps,
 } from '../../src/engine/run-service.js';
-import { SourceCredentialsError } from '../../src/engine/source.js';
+import { SourceCredentialsError } from '../../src/engine/run-source.js';
 import { JobError } from '../../src/jobs/definition.js';
 import { createRunQueue, type TypedQueue } from '../../src/queue/queues.js';
 import { startScheduler } from '../../src/schedule/scheduler.js';

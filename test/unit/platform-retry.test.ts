@@ -10,7 +10,7 @@ import {
   type PlatformError,
 } from '../../src/platform/errors.js';
 import { RETRY_DEFAULTS } from '../../src/config.js';
-import { retrying, withRetry } from '../../src/platform/retry.js';
+import { retrying, withRetry } from '../../src/platform/with-retry.js';
 import type { Decision } from '../../src/platform/retry-policy.js';
 
 const ctx = { method: 'POST', route: '/companies' };

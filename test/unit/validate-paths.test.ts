@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { pathReport, sampleCoverage } from '../../src/cli/validate-paths.js';
-import { sourceOf } from '../../src/engine/source.js';
+import { sourceOf } from '../../src/engine/run-source.js';
 import { loadJobs, type JobDefinition } from '../../src/jobs/definition.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'crm-sync-validate-'));

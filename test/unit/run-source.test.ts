@@ -5,7 +5,7 @@
  * none (no `{{since}}`, `--full`, no such run).
  */
 import { describe, expect, it } from 'vitest';
-import { pullSince, sourceLabel, sourceOf } from '../../src/engine/source.js';
+import { pullSince, sourceLabel, sourceOf } from '../../src/engine/run-source.js';
 import type { JobDefinition } from '../../src/jobs/definition.js';
 import { stripCredentials } from '../../src/state/redaction.js';
 import { RUN_COUNTERS, type RunCounts, type RunRecord } from '../../src/state/runs.js';

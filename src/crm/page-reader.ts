@@ -20,7 +20,7 @@ import got, { RequestError, TimeoutError } from 'got';
 import { RETRY_DEFAULTS } from '../config.js';
 import { silentLogger, type Logger } from '../log.js';
 import { parseRetryAfter } from '../platform/error-factory.js';
-import { retrying } from '../platform/retry.js';
+import { retrying } from '../platform/with-retry.js';
 import {
   decide,
   type PageFault as PolicyPageFault,
