@@ -17,7 +17,7 @@ import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import type { Known } from '../sync/plan.js';
 import { remoteValues } from '../sync/remote.js';
-import type { Listing } from '../state/records.js';
+import type { Listing } from '../state/record-lookup.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';

@@ -4,9 +4,11 @@
  * about 37 bytes, so buckets stay under the listpack value limit (64 bytes).
  * Runs and jobs are stored by number (see numbering.ts) because their names
  * can be long. State written before jobs were recorded has no fourth part:
- * its writer is unknown.
+ * its writer is unknown. Beside it, how the other stored values read back:
+ * platform ids and pending creates.
  */
-import { StateError } from './errors.js';
+import type { PendingCreate } from '../sync/action.js';
+import { parseStored, StateError } from './errors.js';
 
 export interface RecordState {
   hash: string;
@@ -43,4 +45,28 @@ export function unpackRecord(value: string): RecordState {
   return jobNumber === undefined
     ? { hash, syncedAt, runNumber }
     : { hash, syncedAt, runNumber, jobNumber };
+}
+
+/** A stored platform id (a hash value or field); undefined when absent. */
+export function platformIdOf(value: unknown): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) {
+    throw new StateError(
+      'state.corrupt',
+      `platform id ${JSON.stringify(value)} is not an integer`,
+      false,
+    );
+  }
+  return n;
+}
+
+/** A stored pending create (JSON `{ runId, since }`); undefined when absent. */
+export function parsePending(value: unknown): PendingCreate | undefined {
+  if (typeof value !== 'string') return undefined;
+  const v = parseStored(value, 'pending create') as Partial<PendingCreate>;
+  if (typeof v.runId !== 'string' || typeof v.since !== 'number') {
+    throw new StateError('state.corrupt', `pending create ${value} is not readable`, false);
+  }
+  return { runId: v.runId, since: v.since };
 }

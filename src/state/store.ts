@@ -31,11 +31,11 @@ import {
 import {
   RecordStates,
   type CommitEntry,
-  type LookupOptions,
   type Orphan,
   type PendingEntry,
   type StateInfo,
 } from './records.js';
+import type { LookupOptions } from './record-lookup.js';
 import { Numbering } from './numbering.js';
 import {
   Runs,
