@@ -2,8 +2,8 @@
  * The ops HTTP server: liveness, readiness, Prometheus metrics and the BullMQ
  * dashboard. Bound to loopback unless configured; bound anywhere else it
  * refuses to start without a token, and with a token every route but
- * /healthz (which orchestrators probe without credentials) needs
- * `Authorization: Bearer <token>`.
+ * /healthz (which orchestrators probe without credentials) and the console's
+ * static page needs `Authorization: Bearer <token>`.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -17,6 +17,7 @@ import type { Redis } from 'ioredis';
 import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';
+import { consoleRouter } from './console-route.js';
 import { processMetrics, type Metrics } from './metrics.js';
 
 export interface OpsServerOptions {
@@ -93,6 +94,8 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // The console's page and files hold no data and no secret: no token needed.
+  app.use(consoleRouter());
 
   if (opts.token) {
     const token = opts.token;
