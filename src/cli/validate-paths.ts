@@ -14,7 +14,8 @@ import {
   type CoverageSummary,
 } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
-import { NO_ENV, sourceName, type SourceEnv, type SourceSpec } from '../crm/source.js';
+import { NO_ENV, sourceName, type SourceEnv } from '../crm/source.js';
+import type { SourceSpec } from '../crm/source-spec.js';
 import { sourceOf } from '../engine/run-source.js';
 import type { JobDefinition } from '../jobs/definition.js';
 

@@ -37,8 +37,8 @@ import {
   sourceName,
   sourceUrl,
   type SourceEnv,
-  type SourceSpec,
 } from './source.js';
+import type { SourceSpec } from './source-spec.js';
 
 export interface PagesOptions {
   signal?: AbortSignal;

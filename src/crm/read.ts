@@ -24,15 +24,8 @@ import { readPages } from './page-reader.js';
 import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
 import type { Decoded, NotUtf8 } from './utf8.js';
-import {
-  SourceSpecSchema,
-  formatFromName,
-  openBytes,
-  sourceName,
-  type SourceEnv,
-  type SourceFormat,
-  type SourceSpec,
-} from './source.js';
+import { formatFromName, openBytes, sourceName, type SourceEnv } from './source.js';
+import { SourceSpecSchema, type SourceFormat, type SourceSpec } from './source-spec.js';
 
 export interface ReadOptions {
   signal?: AbortSignal;

@@ -9,7 +9,8 @@ import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../cr
 import { PathCoverage, type CoverageSummary } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
 import { isNotUtf8Problem } from '../crm/utf8.js';
-import type { SourceEnv, SourceSpec } from '../crm/source.js';
+import type { SourceEnv } from '../crm/source.js';
+import type { SourceSpec } from '../crm/source-spec.js';
 import type { Logger } from '../log.js';
 import {
   ACTION_KINDS,

@@ -4,7 +4,8 @@
  * its URL replaced by the start time of the pull (`since`).
  */
 import { hasSince, withSince } from '../crm/since.js';
-import { sourceName, urlCredentials, type SourceSpec } from '../crm/source.js';
+import { sourceName } from '../crm/source.js';
+import { urlCredentials, type SourceSpec } from '../crm/source-spec.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { stripCredentials } from '../state/redaction.js';
 import type { RunRecord } from '../state/runs.js';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/redis-server.js';
-import type { SourceSpec } from '../../src/crm/source.js';
+import type { SourceSpec } from '../../src/crm/source-spec.js';
 import { readRows } from '../../src/crm/read.js';
 import { readAll, readError } from './source-helpers.js';
 

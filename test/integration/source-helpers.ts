@@ -2,7 +2,7 @@
 import { readRows, type ReadOptions } from '../../src/crm/read.js';
 import type { SourceRow } from '../../src/crm/row.js';
 import { SourceError } from '../../src/crm/source-error.js';
-import type { SourceSpec } from '../../src/crm/source.js';
+import type { SourceSpec } from '../../src/crm/source-spec.js';
 
 export async function readAll(spec: SourceSpec, opts: ReadOptions = {}): Promise<SourceRow[]> {
   const rows: SourceRow[] = [];

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SourceRow } from '../../src/crm/row.js';
-import type { SourceSpec } from '../../src/crm/source.js';
+import type { SourceSpec } from '../../src/crm/source-spec.js';
 import {
   closeLeads,
   dataverseAccounts,

@@ -11,12 +11,8 @@ import { NdjsonParser } from '../../src/crm/ndjson.js';
 import { sniffFormat } from '../../src/crm/read.js';
 import type { SourceRow } from '../../src/crm/row.js';
 import { SourceError } from '../../src/crm/source-error.js';
-import {
-  SourceSpecSchema,
-  displayUrl,
-  formatFromName,
-  requestHeaders,
-} from '../../src/crm/source.js';
+import { displayUrl, formatFromName, requestHeaders } from '../../src/crm/source.js';
+import { SourceSpecSchema } from '../../src/crm/source-spec.js';
 import { loadJob } from '../../src/jobs/definition.js';
 import { createLogger } from '../../src/log.js';
 

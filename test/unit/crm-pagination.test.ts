@@ -17,7 +17,7 @@ import {
   type PageState,
 } from '../../src/crm/pagination.js';
 import { SourceError } from '../../src/crm/source-error.js';
-import { SourceSpecSchema } from '../../src/crm/source.js';
+import { SourceSpecSchema } from '../../src/crm/source-spec.js';
 import { hasSince, sinceText, withSince } from '../../src/crm/since.js';
 
 const at = { source: 'https://crm.example/list', page: 1 };

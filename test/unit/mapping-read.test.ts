@@ -10,7 +10,7 @@ import type { CompiledMapping, MapResult } from '../../src/crm/mapped.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
 import type { SourceRow } from '../../src/crm/row.js';
-import { SourceSpecSchema, type SourceSpec } from '../../src/crm/source.js';
+import { SourceSpecSchema, type SourceSpec } from '../../src/crm/source-spec.js';
 import { loadJobs } from '../../src/jobs/definition.js';
 
 const fixtures = join(import.meta.dirname, '..', 'fixtures', 'exports');

@@ -5,7 +5,7 @@
  * source is reported at once, each with its path.
  */
 import { describe, expect, it } from 'vitest';
-import { JobSourceSchema, SourceSpecSchema } from '../../src/crm/source.js';
+import { JobSourceSchema, SourceSpecSchema } from '../../src/crm/source-spec.js';
 
 function problems(schema: typeof SourceSpecSchema, source: unknown): string[] {
   const r = schema.safeParse(source);
