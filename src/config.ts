@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ALERT_FORMATS, type AlertFormat } from './alerts/rules.js';
 import type { SourceEnv } from './crm/source.js';
 import {
   DEFAULT_LATENCY_HINT_MS,
@@ -84,6 +85,16 @@ export const EnvSchema = z.object({
   RUN_BACKOFF_MAX_MS: positiveInt.default(RETRY_DEFAULTS.runBackoffMaxMs),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
   WORKER_LOCK_MS: positiveInt.default(DEFAULT_WORKER_LOCK_MS),
+  CRM_SYNC_ALERT_WEBHOOK: optionalSecret.pipe(z.url({ protocol: /^https?$/ }).optional()),
+  CRM_SYNC_ALERT_FORMAT: z.enum(ALERT_FORMATS).default('json'),
+  CRM_SYNC_PUBLIC_URL: z
+    .string()
+    .optional()
+    .transform((v) => v || undefined)
+    .pipe(z.url({ protocol: /^https?$/ }).optional()),
+  CRM_SYNC_ALERT_ATTEMPTS: positiveInt.default(10),
+  CRM_SYNC_ALERT_BACKOFF_MS: positiveInt.default(5_000),
+  CRM_SYNC_ALERT_TIMEOUT_MS: positiveInt.default(10_000),
 });
 
 export interface Config {
@@ -112,6 +123,15 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** How long a job's lock lasts without renewal: a killed worker's jobs move on after this. */
   workerLockMs: number;
+  /** Alerts (src/alerts/): the global webhook, the console's address, delivery's retries. */
+  alerts: {
+    webhook?: string;
+    format: AlertFormat;
+    publicUrl?: string;
+    attempts: number;
+    backoffMs: number;
+    timeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -154,6 +174,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   registerSecret(e.OPS_TOKEN);
   registerSecret(e.CRM_SOURCE_AUTHORIZATION);
   registerSecret(e.SANDBOX_API_KEY);
+  // A webhook's URL is its key (Slack's path is).
+  registerSecret(e.CRM_SYNC_ALERT_WEBHOOK);
   return {
     redisUrl: e.REDIS_URL,
     prefix: e.CRM_SYNC_PREFIX,
@@ -191,6 +213,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerLockMs: e.WORKER_LOCK_MS,
+    alerts: {
+      ...(e.CRM_SYNC_ALERT_WEBHOOK !== undefined && { webhook: e.CRM_SYNC_ALERT_WEBHOOK }),
+      format: e.CRM_SYNC_ALERT_FORMAT,
+      ...(e.CRM_SYNC_PUBLIC_URL !== undefined && { publicUrl: e.CRM_SYNC_PUBLIC_URL }),
+      attempts: e.CRM_SYNC_ALERT_ATTEMPTS,
+      backoffMs: e.CRM_SYNC_ALERT_BACKOFF_MS,
+      timeoutMs: e.CRM_SYNC_ALERT_TIMEOUT_MS,
+    },
   };
 }
 

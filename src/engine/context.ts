@@ -15,6 +15,7 @@ import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import type { WriteJobData } from './payloads.js';
 import type { RunProgress } from '../state/progress.js';
+import type { RunRecord } from '../state/runs.js';
 
 export interface EngineSettings {
   /** Rows per planning batch (one Redis round trip or three each). */
@@ -58,6 +59,8 @@ export interface EngineContext {
   sourceEnv: SourceEnv;
   /** Wakes a run waiting for its writes (the last write of a round has settled). */
   wakeRun?: (runId: string) => Promise<void>;
+  /** Told once a run has ended (completed, failed, stopped), with its final record: alerts. */
+  onRunEnd?: (run: RunRecord) => Promise<void>;
   metrics?: Metrics;
   settings: EngineSettings;
 }

@@ -11,6 +11,7 @@ import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
 import { writeJob } from './payloads.js';
+import { endRun } from './run-end.js';
 
 /**
  * Verifies this run's creates whose outcome was unknown (one listing covers
@@ -107,12 +108,8 @@ export async function finalize(
     for (const outcome of RUN_OUTCOMES) {
       if (c[outcome] > 0) ctx.metrics.records.inc({ job: run.job, outcome }, c[outcome]);
     }
-    ctx.metrics.runDuration.observe(
-      { job: run.job, status: 'completed' },
-      (now - (run.startedAt ?? run.createdAt)) / 1000,
-    );
   }
-  await store.updateRun(run.id, {
+  await endRun(ctx, run.id, {
     status: 'completed',
     phase: 'done',
     finishedAt: now,

@@ -29,6 +29,7 @@ import { planExport, type PlanCounts, type PlanningSink } from './planning.js';
 import { finalize } from './finalize.js';
 import { refreshIndex } from './reconcile.js';
 import { failRun } from './write.js';
+import { endRun } from './run-end.js';
 import { pullSince, sourceOf, sourceLabel } from './run-source.js';
 import { hasEnded } from './run-summary.js';
 
@@ -259,11 +260,10 @@ async function plan(
   );
   if (pathStop !== undefined) verdict = { ok: false, reason: pathStop };
   if (!verdict.ok && !req.force) {
-    await store.updateRun(runId, {
+    await endRun(ctx, runId, {
       status: 'stopped',
       phase: 'stopped before writing',
       error: verdict.reason,
-      finishedAt: Date.now(),
       timings,
     });
     await progress.clear(runId);

@@ -5,6 +5,12 @@
  * `crm-sync worker`, `crm-sync start` and `crm-sync run --with-worker`.
  */
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import {
+  alertEmitter,
+  createAlertQueue,
+  startAlertWorker,
+  type AlertQueue,
+} from '../alerts/delivery.js';
 import { requirePlatform, type Config } from '../config.js';
 import { loadJob } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
@@ -46,8 +52,11 @@ export interface WorkerService {
   ctx: EngineContext;
   runQueue: TypedQueue<RunJobData>;
   writeQueue: TypedQueue<WriteJobData>;
+  /** Alerts waiting for delivery (src/alerts/delivery.ts). */
+  alertQueue: AlertQueue;
   runWorker: Worker;
   writeWorker: Worker;
+  alertWorker: Worker;
   concurrency: number;
 }
 
@@ -88,13 +97,25 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   });
   shutdown.register('writes queue', () => writeQueue.close());
   await applyGlobalRateLimit(writeQueue, config.platform.rateLimit);
+  const alertQueue = createAlertQueue({ ...settings, alerts: config.alerts });
+  shutdown.register('alerts queue', () => alertQueue.close());
+  const loadJobOf = (name: string) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+  const store = new StateStore(stateRedis, { prefix: config.prefix });
+  const alerts = alertEmitter({
+    queue: alertQueue,
+    loadJob: loadJobOf,
+    alerts: config.alerts,
+    store,
+    logger,
+  });
 
   const ctx = createEngineContext({
     logger,
-    store: new StateStore(stateRedis, { prefix: config.prefix }),
+    store,
     client,
     writeQueue,
-    loadJob: (name) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir }),
+    loadJob: loadJobOf,
+    onRunEnd: (run) => alerts.runEnded(run),
     sourceEnv: config.sourceEnv,
     wakeRun: async (runId) => {
       const job = await runQueue.getJob(runId);
@@ -133,6 +154,15 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
       );
     }
   });
+  // Delivers alerts beside the runs: a webhook that is down holds one of its slots, not a run.
+  const alertWorker = startAlertWorker({
+    ...settings,
+    loadJob: loadJobOf,
+    alerts: config.alerts,
+    env: config.sourceEnv,
+    logger,
+  });
+  shutdown.register('alert worker', workerCloser(alertWorker));
   for (const [name, w] of [
     ['run worker', runWorker],
     ['write worker', writeWorker],
@@ -146,5 +176,14 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     shutdown.register(name, workerCloser(w));
   }
   logger.info({ concurrency, rateLimit: config.platform.rateLimit, jobsDir }, 'workers running');
-  return { ctx, runQueue, writeQueue, runWorker, writeWorker, concurrency };
+  return {
+    ctx,
+    runQueue,
+    writeQueue,
+    alertQueue,
+    runWorker,
+    writeWorker,
+    alertWorker,
+    concurrency,
+  };
 }

@@ -26,6 +26,7 @@ import type { FailureRow } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 import { WriteJobData, type WriteJob } from './payloads.js';
 import type { WriteOutcome } from '../state/progress.js';
+import { endRun } from './run-end.js';
 
 /** What became of one write job. */
 export type WriteResult = WriteOutcome | 'skipped';
@@ -258,6 +259,6 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
 export async function failRun(ctx: EngineContext, runId: string, message: string): Promise<void> {
   const run = await ctx.store.getRun(runId);
   if (!run || run.status === 'failed') return;
-  await ctx.store.updateRun(runId, { status: 'failed', error: message, finishedAt: Date.now() });
+  await endRun(ctx, runId, { status: 'failed', error: message });
   ctx.logger.error({ runId }, message);
 }

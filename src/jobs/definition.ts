@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
+import { JobAlertsSchema } from '../alerts/rules.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
@@ -66,6 +67,8 @@ export const JobSchema = z
     indexMaxAgeHours: z.number().positive().default(24),
     /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
     skip: z.record(z.string(), z.boolean()).optional(),
+    /** Where this job's alerts go and on what (src/alerts/rules.ts); CRM_SYNC_ALERT_WEBHOOK otherwise. */
+    alerts: JobAlertsSchema.optional(),
   })
   // Runs even when another field failed, so that every problem is reported at once.
   .superRefine(
