@@ -4,7 +4,6 @@ import {
   Invalid,
   TRANSFORM_NAMES,
   buildTransform,
-  compileDateFormat,
   pipeline,
   splitName,
   toBoolean,
@@ -13,6 +12,7 @@ import {
   toWebsite,
   type Transform,
 } from '../../src/crm/transforms.js';
+import { compileDateFormat } from '../../src/crm/dates.js';
 
 function t(spec: unknown): Transform {
   const built = buildTransform(spec);
