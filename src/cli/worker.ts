@@ -50,6 +50,16 @@ async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never
         await service.ctx.client.root();
       },
       logger,
+      // The JSON API reads and starts runs with the worker's own store, queue, jobs and client.
+      api: {
+        store: service.ctx.store,
+        runQueue: service.runQueue,
+        loadJob: service.ctx.loadJob,
+        client: service.ctx.client,
+        config,
+        jobsDir,
+        logger,
+      },
     });
     shutdown.register('ops server', () => ops.close());
     logger.info({ ops: ops.url }, 'ops server listening');

@@ -10,18 +10,26 @@ import type { StateStore } from '../state/store.js';
 
 const PAGE = 1_000;
 
+/** Which rows to keep: of one kind, about one field (both when both are given). */
+export interface FailureFilter {
+  kind?: FailureKind;
+  field?: string;
+}
+
 /**
  * The failure rows from `offset`, at most `limit`, a page at a time; with
- * `kind`, only rows of that kind (`offset` and `limit` count those rows).
+ * a filter (a kind, or a kind and a field), only the rows it keeps (`offset`
+ * and `limit` count those rows).
  */
 export async function* failurePages(
   store: StateStore,
   runId: string,
   offset: number,
   limit = Infinity,
-  kind?: FailureKind,
+  filter?: FailureKind | FailureFilter,
 ): AsyncGenerator<FailureRow[]> {
-  if (kind === undefined) {
+  const { kind, field } = typeof filter === 'string' ? { kind: filter } : (filter ?? {});
+  if (kind === undefined && field === undefined) {
     let at = offset;
     let left = limit;
     while (left > 0) {
@@ -41,7 +49,9 @@ export async function* failurePages(
     const page = await store.listFailures(runId, { offset: at, limit: PAGE });
     if (page.length === 0) return;
     at += page.length;
-    let rows = page.filter((r) => r.kind === kind);
+    let rows = page.filter(
+      (r) => (kind === undefined || r.kind === kind) && (field === undefined || r.field === field),
+    );
     if (skip > 0) {
       const dropped = Math.min(skip, rows.length);
       rows = rows.slice(dropped);

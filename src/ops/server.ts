@@ -2,8 +2,9 @@
  * The ops HTTP server: liveness, readiness, Prometheus metrics and the BullMQ
  * dashboard. Bound to loopback unless configured; bound anywhere else it
  * refuses to start without a token, and with a token every route but
- * /healthz (which orchestrators probe without credentials) and the console's
- * static page needs `Authorization: Bearer <token>`.
+ * /healthz and /readyz (which orchestrators probe without credentials) and
+ * the console's static page needs `Authorization: Bearer <token>`: the JSON
+ * API under /api (src/ops/api.ts), /metrics and /queues.
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -17,6 +18,7 @@ import type { Redis } from 'ioredis';
 import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';
+import { opsApi, type OpsApiDeps } from './api.js';
 import { consoleRouter } from './console-route.js';
 import { processMetrics, type Metrics } from './metrics.js';
 
@@ -31,6 +33,8 @@ export interface OpsServerOptions {
   logger?: Logger;
   metrics?: Metrics;
   readyCacheMs?: number;
+  /** What the JSON API under /api reads and starts runs with; without it there is no /api. */
+  api?: OpsApiDeps;
 }
 
 export interface OpsServer {
@@ -100,13 +104,15 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
   if (opts.token) {
     const token = opts.token;
     app.use((req: Request, res: Response, next: NextFunction) => {
+      // Probes carry no credentials; readiness says only whether Redis and the platform answer.
+      if (req.path === '/readyz') return next();
       const header = req.get('authorization') ?? '';
       const given = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
       if (given && sameToken(given, token)) return next();
       res
         .status(401)
         .set('WWW-Authenticate', 'Bearer')
-        .json({ detail: 'a valid bearer token is required' });
+        .json({ error: 'a valid bearer token is required' });
     });
   }
 
@@ -159,6 +165,8 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
         .send(`metrics collection failed: ${messageOf(err)}\n`);
     }
   });
+
+  if (opts.api) app.use('/api', opsApi(opts.api));
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');

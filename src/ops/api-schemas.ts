@@ -1,0 +1,165 @@
+/**
+ * The shapes of the ops API's requests and responses, written once: the
+ * OpenAPI document (src/ops/openapi.ts) is generated from them, and the
+ * request bodies and query strings are parsed with them.
+ */
+import { z } from 'zod';
+import { FAILURE_KINDS, RUN_STATUSES } from '../state/runs.js';
+
+export const ErrorBody = z.strictObject({ error: z.string() }).meta({
+  description: 'What was wrong, in one line',
+});
+
+const count = z.number().int().min(0);
+
+export const RunSummary = z.strictObject({
+  runId: z.string(),
+  job: z.string(),
+  status: z.enum(RUN_STATUSES),
+  phase: z.string().optional(),
+  error: z.string().optional(),
+  source: z.string(),
+  mode: z.string(),
+  counts: z.strictObject({
+    read: count,
+    created: count,
+    updated: count,
+    unchanged: count,
+    adopted: count,
+    invalid: count,
+    conflict: count,
+    rejected: count,
+    failed: count,
+    skipped: count,
+    unsupported: count,
+    warnings: count,
+    orphans: count,
+    writesPlanned: count,
+    writesSettled: count,
+  }),
+  createdAt: z.iso.datetime(),
+  startedAt: z.iso.datetime().optional(),
+  finishedAt: z.iso.datetime().optional(),
+  durationMs: z.number().int().optional(),
+});
+
+export const RunDetail = RunSummary.extend({
+  timings: z.record(z.string(), z.number()).meta({ description: 'Milliseconds per phase' }),
+  progress: z
+    .strictObject({
+      writesPlanned: count,
+      writesSettled: count,
+      created: count,
+      updated: count,
+      rejected: count,
+      failed: count,
+    })
+    .optional()
+    .meta({ description: 'Present while the run has not ended' }),
+});
+
+export const RunList = z.strictObject({
+  runs: z.array(RunDetail),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
+
+export const JobOverview = z.strictObject({
+  name: z.string(),
+  description: z.string().nullable(),
+  entity: z.string(),
+  mode: z.string(),
+  mapping: z.string(),
+  schedule: z.string().nullable(),
+  timezone: z.string().nullable(),
+  nextSlot: z.iso.datetime().nullable(),
+  lastRun: RunSummary.nullable(),
+});
+
+export const JobList = z.strictObject({
+  jobs: z.array(JobOverview),
+  problems: z.array(z.string()).meta({ description: 'Files of the jobs folder that do not load' }),
+});
+
+const PlanCounts = z.strictObject({
+  read: count,
+  created: count,
+  updated: count,
+  unchanged: count,
+  adopted: count,
+  invalid: count,
+  conflict: count,
+  failed: count,
+  skipped: count,
+  unsupported: count,
+  warnings: count,
+});
+
+export const Plan = z.strictObject({
+  runId: z.null(),
+  job: z.string(),
+  status: z.literal('dry-run'),
+  actions: z
+    .array(z.looseObject({ line: z.number().int(), kind: z.string() }))
+    .meta({ description: 'The first 100 actions of each kind but unchanged, with field diffs' }),
+  counts: PlanCounts,
+  warnings: z
+    .array(z.looseObject({ line: z.number().int(), field: z.string(), reason: z.string() }))
+    .meta({ description: 'The first 100 optional fields that would be left out' }),
+  unmatchedPaths: z.array(z.looseObject({})).optional(),
+  indexSource: z.enum(['stored', 'listed']),
+});
+
+export const FailureRow = z.strictObject({
+  line: z.number().int(),
+  kind: z.enum(FAILURE_KINDS),
+  field: z.string().optional(),
+  reason: z.string(),
+  value: z.unknown().optional(),
+  identity: z.string().optional(),
+});
+
+export const FailureList = z.strictObject({
+  runId: z.string(),
+  rows: z.array(FailureRow),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
+
+export const StartedRun = z.strictObject({
+  runId: z.string(),
+  attached: z.boolean().meta({ description: 'True when a run of the job was already going' }),
+});
+
+export const StartedRetry = StartedRun.extend({ retryOf: z.string() });
+
+export const RunRequestBody = z.strictObject({
+  job: z.string().min(1),
+  full: z.boolean().optional(),
+  mode: z.enum(['upsert', 'create-only', 'update-only']).optional(),
+});
+
+/** A query string's whole number; absent means the default. */
+function whole(min: number, max: number, fallback: number) {
+  return z.coerce.number().int().min(min).max(max).default(fallback);
+}
+
+export const RunsQuery = z.strictObject({
+  job: z.string().min(1).optional(),
+  status: z.enum(RUN_STATUSES).optional(),
+  limit: whole(1, 500, 20),
+  offset: whole(0, 1_000_000, 0),
+});
+
+export const FailuresQuery = z.strictObject({
+  kind: z.enum(FAILURE_KINDS).optional(),
+  field: z.string().min(1).optional(),
+  /** JSON pages hold at most 1000 rows; CSV without a limit holds every row. */
+  limit: z.coerce.number().int().min(1).max(1_000_000).optional(),
+  offset: whole(0, 100_000_000, 0),
+});
+
+export const PlanQuery = z.strictObject({
+  full: z.enum(['true', 'false']).optional(),
+  mode: z.enum(['upsert', 'create-only', 'update-only']).optional(),
+});

@@ -1,0 +1,261 @@
+/**
+ * The ops API: jobs, runs, their failures, and starting runs, as JSON under
+ * /api (the paths and shapes are in src/ops/openapi.ts). Every route calls
+ * the same engine functions as the CLI: `listJobs`, `planJob`, `startRun`,
+ * `retryRun`, `runSummary`, `failurePages` and the CLI's own CSV writer;
+ * nothing here computes a result of its own.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { printCsv } from '../cli/failures.js';
+import type { Config } from '../config.js';
+import { unmatchedPaths } from '../crm/path-coverage.js';
+import type { RunJobData } from '../engine/payloads.js';
+import { listJobs } from '../engine/job-service.js';
+import { planJob, planOutcomes } from '../engine/plan-service.js';
+import { listRunDetails, runDetail } from '../engine/run-history.js';
+import { failurePages } from '../engine/run-failures.js';
+import { retryRun, startRun, type JobLoader } from '../engine/run-service.js';
+import { silentLogger, type Logger } from '../log.js';
+import type { PlatformClient } from '../platform/client.js';
+import type { TypedQueue } from '../queue/queues.js';
+import type { StateStore } from '../state/store.js';
+import {
+  ApiError,
+  oneLine,
+  parseInput,
+  queryOf,
+  sameOriginOnly,
+  sendError,
+  statusOf,
+} from './api-http.js';
+import { FailuresQuery, PlanQuery, RunRequestBody, RunsQuery } from './api-schemas.js';
+import { openApiDocument } from './openapi.js';
+
+export interface OpsApiDeps {
+  store: StateStore;
+  runQueue: TypedQueue<RunJobData>;
+  loadJob: JobLoader;
+  /** Lists the platform for a plan when the stored index is stale; never writes. */
+  client: PlatformClient;
+  config: Pick<Config, 'jobsDir' | 'mappingsDir' | 'sourceEnv'>;
+  /** Overrides `config.jobsDir` (the `--jobs` option). */
+  jobsDir?: string;
+  logger?: Logger;
+}
+
+/** A request body is a small JSON object: anything larger is refused before it is read whole. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+/** JSON pages of failure rows hold at most this many. */
+const FAILURE_PAGE_MAX = 1_000;
+const FAILURE_PAGE_DEFAULT = 100;
+
+type Handler = (req: Request, res: Response) => Promise<void>;
+
+export function opsApi(deps: OpsApiDeps): Router {
+  const logger = deps.logger ?? silentLogger;
+  const router = express.Router();
+  const document = openApiDocument();
+  const jsonBody = express.json({ limit: MAX_BODY_BYTES, strict: true, type: () => true });
+
+  /** Runs a handler; an error becomes a one-line JSON answer (details of a 5xx go to the log). */
+  const route =
+    (handler: Handler) =>
+    (req: Request, res: Response): void => {
+      handler(req, res).catch((err: unknown) => {
+        const status = statusOf(err);
+        if (status >= 500) logger.error({ err, path: req.path }, 'ops API request failed');
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        sendError(res, status, err instanceof Error ? err.message : String(err));
+      });
+    };
+
+  /** A body that starts work: JSON, small, and from this site. */
+  const workBody = [
+    sameOriginOnly,
+    (req: Request, res: Response, next: NextFunction) => {
+      const hasBody =
+        Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+      if (hasBody && !req.is('application/json')) {
+        sendError(res, 415, 'send the body as application/json');
+        return;
+      }
+      jsonBody(req, res, next);
+    },
+  ];
+
+  router.get('/openapi.json', (_req, res) => {
+    res.json(document);
+  });
+
+  router.get(
+    '/jobs',
+    route(async (_req, res) => {
+      res.json(
+        await listJobs({
+          store: deps.store,
+          config: deps.config,
+          ...(deps.jobsDir !== undefined && { jobsDir: deps.jobsDir }),
+        }),
+      );
+    }),
+  );
+
+  router.get(
+    '/jobs/:name/plan',
+    route(async (req, res) => {
+      const query = parseInput(PlanQuery, queryOf(req), 'query');
+      const name = String(req.params.name);
+      const result = await planJob(
+        {
+          store: deps.store,
+          client: deps.client,
+          logger,
+          loadJob: deps.loadJob,
+          sourceEnv: deps.config.sourceEnv,
+        },
+        name,
+        { full: query.full === 'true', ...(query.mode !== undefined && { mode: query.mode }) },
+      );
+      res.json({
+        runId: null,
+        job: name,
+        status: 'dry-run',
+        actions: result.actions,
+        counts: planOutcomes(result.counts),
+        warnings: result.warnings,
+        ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
+        indexSource: result.indexSource,
+      });
+    }),
+  );
+
+  router.get(
+    '/runs',
+    route(async (req, res) => {
+      const query = parseInput(RunsQuery, queryOf(req), 'query');
+      const runs = await listRunDetails(deps.store, query);
+      res.json({ runs, limit: query.limit, offset: query.offset });
+    }),
+  );
+
+  router.post(
+    '/runs',
+    ...workBody,
+    route(async (req, res) => {
+      const body = parseInput(RunRequestBody, req.body, 'body');
+      const started = await startRun(
+        { store: deps.store, runQueue: deps.runQueue, loadJob: deps.loadJob },
+        body.job,
+        { full: body.full === true, ...(body.mode !== undefined && { mode: body.mode }) },
+      );
+      res.status(202).json({ runId: started.runId, attached: started.attached });
+    }),
+  );
+
+  const runOf = async (req: Request) => {
+    const runId = String(req.params.runId);
+    const run = await deps.store.getRun(runId);
+    if (!run) throw new ApiError(404, `no run ${runId}`);
+    return run;
+  };
+
+  router.get(
+    '/runs/:runId',
+    route(async (req, res) => {
+      res.json(runDetail(await runOf(req)));
+    }),
+  );
+
+  router.get(
+    '/runs/:runId/failures',
+    route(async (req, res) => {
+      const query = parseInput(FailuresQuery, queryOf(req), 'query');
+      const run = await runOf(req);
+      const filter = {
+        ...(query.kind !== undefined && { kind: query.kind }),
+        ...(query.field !== undefined && { field: query.field }),
+      };
+      if (req.accepts(['application/json', 'text/csv']) === 'text/csv') {
+        const rows = failurePages(deps.store, run.id, query.offset, query.limit, filter);
+        res
+          .status(200)
+          .type('text/csv; charset=utf-8')
+          .attachment(`failures-${run.id.replace(/[^A-Za-z0-9_-]/g, '_')}.csv`);
+        await printCsv(rows, (text) => writeOut(res, text));
+        res.end();
+        return;
+      }
+      if (query.limit !== undefined && query.limit > FAILURE_PAGE_MAX) {
+        throw new ApiError(
+          400,
+          `query: limit: at most ${FAILURE_PAGE_MAX} rows a page in JSON (ask for text/csv for all)`,
+        );
+      }
+      const limit = query.limit ?? FAILURE_PAGE_DEFAULT;
+      const rows = [];
+      for await (const page of failurePages(deps.store, run.id, query.offset, limit, filter))
+        rows.push(...page);
+      res.json({ runId: run.id, rows, limit, offset: query.offset });
+    }),
+  );
+
+  router.post(
+    '/runs/:runId/retry',
+    ...workBody,
+    route(async (req, res) => {
+      if (req.body !== undefined && Object.keys(req.body as object).length > 0)
+        throw new ApiError(400, 'body: a retry takes no fields');
+      const runId = String(req.params.runId);
+      const started = await retryRun(
+        { store: deps.store, runQueue: deps.runQueue, loadJob: deps.loadJob },
+        runId,
+      );
+      res.status(202).json({ runId: started.runId, attached: started.attached, retryOf: runId });
+    }),
+  );
+
+  router.use((req, res) => {
+    sendError(res, 404, `no route ${req.method} ${req.baseUrl}${req.path}`);
+  });
+
+  // Errors of the body parser (too large, not JSON) and of anything before a route.
+  router.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const type = (err as { type?: string } | null)?.type;
+    if (type === 'entity.too.large')
+      sendError(res, 413, `the body is over ${MAX_BODY_BYTES} bytes`);
+    else if (type === 'entity.parse.failed') sendError(res, 400, 'the body is not JSON');
+    else if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+      sendError(res, 415, 'send the body as UTF-8 JSON');
+    else {
+      logger.error({ err }, 'ops API request failed');
+      sendError(res, 500, oneLine(err instanceof Error ? err.message : String(err)));
+    }
+  });
+
+  return router;
+}
+
+/** Writes to the response, waiting when the client reads slowly; gives up when it has gone. */
+function writeOut(res: Response, text: string): Promise<void> {
+  if (res.destroyed) return Promise.reject(new Error('the client closed the connection'));
+  return new Promise((resolve, reject) => {
+    if (res.write(text)) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      res.off('close', gone);
+      resolve();
+    };
+    const gone = () => {
+      res.off('drain', done);
+      reject(new Error('the client closed the connection'));
+    };
+    res.once('drain', done);
+    res.once('close', gone);
+  });
+}
