@@ -1,17 +1,13 @@
 /**
  * The typed platform client: one method per documented operation of the
- * platform API (docs/PLATFORM-API.md). Request bodies are checked against
- * their `…Request` schema before sending; responses against their schema
- * (unknown fields kept, a wrong type is an InvalidResponseError naming the
- * field). Lists are async iterators.
+ * platform API (docs/PLATFORM-API.md), each naming its route and schemas;
+ * typed-calls.ts checks the bodies against them. Lists are async iterators.
  *
  * The client never retries: wrap calls in `withRetry` (src/platform/with-retry.ts)
  * where a retry is wanted, so that retries stay one layer.
  */
-import type { z } from 'zod';
-import { InvalidRequestError, InvalidResponseError } from './errors.js';
 import { PlatformHttp, type HttpOptions } from './http.js';
-import { nextPageUrl, paginate, resolveNext, zodIssues } from './pages.js';
+import { resolveNext } from './pages.js';
 import {
   Account,
   AccountRequest,
@@ -40,44 +36,18 @@ import {
   Variable,
   Workflow,
 } from './schemas.js';
+import { TypedCalls, type CallOptions, type Id, type ListOptions } from './typed-calls.js';
 
 export type PlatformClientOptions = HttpOptions;
-
-/** Every method takes these; `signal` aborts the request (AbortedError). */
-export interface CallOptions {
-  signal?: AbortSignal | undefined;
-}
-
-/** Options of a listing that follows pages itself (an array or one record is one "page"). */
-export interface ListOptions extends CallOptions {
-  /**
-   * Runs each page's GET: a caller wraps it to retry or pace it, so that a
-   * fault costs that page again, not the whole listing from its first page.
-   */
-  eachPage?: <R>(get: () => Promise<R>) => Promise<R>;
-}
-
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'OPTIONS';
-type Id = string | number;
-
-interface Call<T> {
-  method: Method;
-  route: string;
-  path?: string;
-  url?: URL;
-  response: z.ZodType<T>;
-  request?: z.ZodType;
-  body?: unknown;
-  signal?: AbortSignal | undefined;
-}
-
-const idPath = (route: string, id: Id) => route.replace('{id}', encodeURIComponent(String(id)));
+export type { CallOptions, ListOptions } from './typed-calls.js';
 
 export class PlatformClient {
   private readonly http: PlatformHttp;
+  private readonly typed: TypedCalls;
 
   constructor(opts: PlatformClientOptions) {
     this.http = new PlatformHttp(opts);
+    this.typed = new TypedCalls(this.http);
   }
 
   /** The base URL's origin: the only origin the key is ever sent to. */
@@ -88,19 +58,19 @@ export class PlatformClient {
   // Operations with documented status codes (200, 400, 401, 404) ------------
 
   root(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/', response: JsonObject, ...o });
+    return this.typed.call({ method: 'GET', route: '/', response: JsonObject, ...o });
   }
 
   rootOptions(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'OPTIONS', route: '/', response: JsonObject, ...o });
+    return this.typed.call({ method: 'OPTIONS', route: '/', response: JsonObject, ...o });
   }
 
   gettingStartedTemplates(o: CallOptions = {}): AsyncGenerator<JsonObject, void, undefined> {
-    return this.list('/getting-started-templates', JsonObject, o);
+    return this.typed.list('/getting-started-templates', JsonObject, o);
   }
 
   gettingStartedTemplatesOptions(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({
+    return this.typed.call({
       method: 'OPTIONS',
       route: '/getting-started-templates',
       response: JsonObject,
@@ -109,16 +79,20 @@ export class PlatformClient {
   }
 
   gettingStartedTemplate(id: Id, o: CallOptions = {}): Promise<JsonObject> {
-    const route = '/getting-started-templates/{id}';
-    return this.call({ method: 'GET', route, path: idPath(route, id), response: JsonObject, ...o });
+    return this.typed.call({
+      method: 'GET',
+      route: '/getting-started-templates/{id}',
+      id,
+      response: JsonObject,
+      ...o,
+    });
   }
 
   gettingStartedTemplateOptions(id: Id, o: CallOptions = {}): Promise<JsonObject> {
-    const route = '/getting-started-templates/{id}';
-    return this.call({
+    return this.typed.call({
       method: 'OPTIONS',
-      route,
-      path: idPath(route, id),
+      route: '/getting-started-templates/{id}',
+      id,
       response: JsonObject,
       ...o,
     });
@@ -133,25 +107,12 @@ export class PlatformClient {
     const first = this.http.url(route);
     const target =
       url === undefined ? first : resolveNext(url, first, this.origin, { method: 'GET', route });
-    return this.call({ method: 'GET', route, url: target, response: CompanyPage, ...o });
+    return this.typed.call({ method: 'GET', route, url: target, response: CompanyPage, ...o });
   }
 
   /** Every page of GET /companies, following `next` on the same origin; a loop is an error. */
-  async *companyPages(o: ListOptions = {}): AsyncGenerator<CompanyPage, void, undefined> {
-    const route = '/companies';
-    const seen = new Set<string>();
-    let url = this.http.url(route);
-    while (true) {
-      seen.add(url.href);
-      const at = url;
-      const get = (): Promise<CompanyPage> =>
-        this.call({ method: 'GET', route, url: at, response: CompanyPage, signal: o.signal });
-      const page = await (o.eachPage ? o.eachPage(get) : get());
-      yield page;
-      if (!page.next) return;
-      const ctx = { method: 'GET', route, path: url.pathname + url.search };
-      url = nextPageUrl(page.next, url, this.origin, ctx, seen);
-    }
+  companyPages(o: ListOptions = {}): AsyncGenerator<CompanyPage, void, undefined> {
+    return this.typed.pages('/companies', CompanyPage, o);
   }
 
   /** Every company, streamed page by page. */
@@ -168,7 +129,7 @@ export class PlatformClient {
 
   /** POST /companies. Not idempotent: on an error with `mayHaveApplied`, verify before creating again. */
   createCompany(body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/companies',
       request: CompanyRequest,
@@ -179,20 +140,24 @@ export class PlatformClient {
   }
 
   companiesOptions(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'OPTIONS', route: '/companies', response: JsonObject, ...o });
+    return this.typed.call({ method: 'OPTIONS', route: '/companies', response: JsonObject, ...o });
   }
 
   getCompany(id: Id, o: CallOptions = {}): Promise<Company> {
-    const route = '/companies/{id}';
-    return this.call({ method: 'GET', route, path: idPath(route, id), response: Company, ...o });
+    return this.typed.call({
+      method: 'GET',
+      route: '/companies/{id}',
+      id,
+      response: Company,
+      ...o,
+    });
   }
 
   updateCompany(id: Id, body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
-    const route = '/companies/{id}';
-    return this.call({
+    return this.typed.call({
       method: 'PUT',
-      route,
-      path: idPath(route, id),
+      route: '/companies/{id}',
+      id,
       request: CompanyRequest,
       body,
       response: Company,
@@ -204,7 +169,7 @@ export class PlatformClient {
 
   /** POST /customers: the alias of POST /companies (same fields, same record). */
   createCustomer(body: CompanyRequest, o: CallOptions = {}): Promise<Company> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/customers',
       request: CompanyRequest,
@@ -215,7 +180,7 @@ export class PlatformClient {
   }
 
   commentsAuth(o: CallOptions = {}): Promise<CommentStreamCredential> {
-    return this.call({
+    return this.typed.call({
       method: 'GET',
       route: '/comments/auth',
       response: CommentStreamCredential,
@@ -224,7 +189,7 @@ export class PlatformClient {
   }
 
   createMember(body: MemberRequest, o: CallOptions = {}): Promise<Member> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/members',
       request: MemberRequest,
@@ -235,7 +200,7 @@ export class PlatformClient {
   }
 
   members(o: ListOptions = {}): AsyncGenerator<Member, void, undefined> {
-    return this.list('/members', Member, o);
+    return this.typed.list('/members', Member, o);
   }
 
   /**
@@ -244,11 +209,10 @@ export class PlatformClient {
    * with `extensions: ['members-put']`). Elsewhere a changed member is reported.
    */
   updateMember(id: Id, body: MemberRequest, o: CallOptions = {}): Promise<Member> {
-    const route = '/members/{id}';
-    return this.call({
+    return this.typed.call({
       method: 'PUT',
-      route,
-      path: idPath(route, id),
+      route: '/members/{id}',
+      id,
       request: MemberRequest,
       body,
       response: Member,
@@ -257,7 +221,7 @@ export class PlatformClient {
   }
 
   createProjectAsset(body: ProjectAssetRequest, o: CallOptions = {}): Promise<ProjectAsset> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/project-assets',
       request: ProjectAssetRequest,
@@ -268,15 +232,15 @@ export class PlatformClient {
   }
 
   projectAssets(o: CallOptions = {}): AsyncGenerator<ProjectAsset, void, undefined> {
-    return this.list('/project-assets', ProjectAsset, o);
+    return this.typed.list('/project-assets', ProjectAsset, o);
   }
 
   getAccount(o: CallOptions = {}): Promise<Account> {
-    return this.call({ method: 'GET', route: '/account', response: Account, ...o });
+    return this.typed.call({ method: 'GET', route: '/account', response: Account, ...o });
   }
 
   updateAccount(body: AccountRequest, o: CallOptions = {}): Promise<Account> {
-    return this.call({
+    return this.typed.call({
       method: 'PUT',
       route: '/account',
       request: AccountRequest,
@@ -287,19 +251,19 @@ export class PlatformClient {
   }
 
   teamTasks(o: CallOptions = {}): AsyncGenerator<TeamTask, void, undefined> {
-    return this.list('/team-tasks', TeamTask, o);
+    return this.typed.list('/team-tasks', TeamTask, o);
   }
 
   tasks(o: CallOptions = {}): AsyncGenerator<Task, void, undefined> {
-    return this.list('/tasks', Task, o);
+    return this.typed.list('/tasks', Task, o);
   }
 
   workflows(o: CallOptions = {}): AsyncGenerator<Workflow, void, undefined> {
-    return this.list('/workflows', Workflow, o);
+    return this.typed.list('/workflows', Workflow, o);
   }
 
   createRole(body: RoleRequest, o: CallOptions = {}): Promise<Role> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/roles',
       request: RoleRequest,
@@ -310,16 +274,16 @@ export class PlatformClient {
   }
 
   variables(o: CallOptions = {}): AsyncGenerator<Variable, void, undefined> {
-    return this.list('/variables', Variable, o);
+    return this.typed.list('/variables', Variable, o);
   }
 
   /** GET /options: the options of variables, not HTTP OPTIONS. */
   options(o: CallOptions = {}): AsyncGenerator<Option, void, undefined> {
-    return this.list('/options', Option, o);
+    return this.typed.list('/options', Option, o);
   }
 
   createProjectType(body: ProjectTypeRequest, o: CallOptions = {}): Promise<ProjectType> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/project-types',
       request: ProjectTypeRequest,
@@ -331,7 +295,7 @@ export class PlatformClient {
 
   /** POST /api-accounts. The response's `token` is an API key: treat it as a secret. */
   createApiAccount(body: ApiAccountRequest, o: CallOptions = {}): Promise<ApiAccount> {
-    return this.call({
+    return this.typed.call({
       method: 'POST',
       route: '/api-accounts',
       request: ApiAccountRequest,
@@ -342,12 +306,12 @@ export class PlatformClient {
   }
 
   getSso(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/sso', response: JsonObject, ...o });
+    return this.typed.call({ method: 'GET', route: '/sso', response: JsonObject, ...o });
   }
 
   /** PATCH /sso: the body's fields are not documented, so any JSON object. */
   updateSso(body: JsonObject, o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({
+    return this.typed.call({
       method: 'PATCH',
       route: '/sso',
       request: JsonObject,
@@ -358,24 +322,29 @@ export class PlatformClient {
   }
 
   termsAcceptance(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/terms-acceptance', response: JsonObject, ...o });
+    return this.typed.call({
+      method: 'GET',
+      route: '/terms-acceptance',
+      response: JsonObject,
+      ...o,
+    });
   }
 
   templates(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/templates', response: JsonObject, ...o });
+    return this.typed.call({ method: 'GET', route: '/templates', response: JsonObject, ...o });
   }
 
   defaults(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/defaults', response: JsonObject, ...o });
+    return this.typed.call({ method: 'GET', route: '/defaults', response: JsonObject, ...o });
   }
 
   billing(o: CallOptions = {}): Promise<JsonObject> {
-    return this.call({ method: 'GET', route: '/billing', response: JsonObject, ...o });
+    return this.typed.call({ method: 'GET', route: '/billing', response: JsonObject, ...o });
   }
 
   /** GET /onboardee-user/notifications: not documented (only its PUT is); our reading. */
   onboardeeNotifications(o: CallOptions = {}): Promise<OnboardeeNotifications> {
-    return this.call({
+    return this.typed.call({
       method: 'GET',
       route: '/onboardee-user/notifications',
       response: OnboardeeNotifications,
@@ -387,7 +356,7 @@ export class PlatformClient {
     body: OnboardeeNotificationsRequest,
     o: CallOptions = {},
   ): Promise<OnboardeeNotifications> {
-    return this.call({
+    return this.typed.call({
       method: 'PUT',
       route: '/onboardee-user/notifications',
       request: OnboardeeNotificationsRequest,
@@ -398,7 +367,7 @@ export class PlatformClient {
   }
 
   onboarderNotifications(o: CallOptions = {}): Promise<OnboarderNotifications> {
-    return this.call({
+    return this.typed.call({
       method: 'GET',
       route: '/onboarder-user/notifications',
       response: OnboarderNotifications,
@@ -410,7 +379,7 @@ export class PlatformClient {
     body: OnboarderNotificationsRequest,
     o: CallOptions = {},
   ): Promise<OnboarderNotifications> {
-    return this.call({
+    return this.typed.call({
       method: 'PUT',
       route: '/onboarder-user/notifications',
       request: OnboarderNotificationsRequest,
@@ -423,77 +392,5 @@ export class PlatformClient {
   /** Closes the keep-alive sockets of the agents the client created. */
   close(): void {
     this.http.close();
-  }
-
-  // -------------------------------------------------------------------------
-
-  private async call<T>(c: Call<T>): Promise<T> {
-    const url = c.url ?? this.http.url(c.path ?? c.route);
-    const ctx = { method: c.method, route: c.route, path: url.pathname + url.search };
-    let body = c.body;
-    if (c.request) {
-      const checked = c.request.safeParse(c.body);
-      if (!checked.success) {
-        const issues = zodIssues(checked.error);
-        throw new InvalidRequestError(
-          `${ctx.method} ${ctx.path}: invalid request body: ${issues.join('; ')}`,
-          {
-            ...ctx,
-            retryable: false,
-            mayHaveApplied: false,
-            issues,
-          },
-        );
-      }
-      body = checked.data;
-    }
-    const res = await this.http.send({
-      method: c.method,
-      route: c.route,
-      url,
-      body,
-      signal: c.signal,
-    });
-    return this.parse(c.response, res.body, '', { ...ctx, statusCode: res.status });
-  }
-
-  private list<T>(
-    route: string,
-    item: z.ZodType<T>,
-    o: ListOptions,
-  ): AsyncGenerator<T, void, undefined> {
-    return paginate({
-      first: this.http.url(route),
-      origin: this.origin,
-      route,
-      fetch: async (url) => {
-        const get = async (): Promise<unknown> =>
-          (await this.http.send({ method: 'GET', route, url, signal: o.signal })).body;
-        return o.eachPage ? o.eachPage(get) : get();
-      },
-      parseItem: (value, path, url) =>
-        this.parse(item, value, path, { method: 'GET', route, path: url.pathname + url.search }),
-    });
-  }
-
-  private parse<T>(
-    schema: z.ZodType<T>,
-    value: unknown,
-    at: string,
-    ctx: { method: string; route: string; path: string; statusCode?: number },
-  ): T {
-    const parsed = schema.safeParse(value);
-    if (parsed.success) return parsed.data;
-    const issues = zodIssues(parsed.error, at);
-    throw new InvalidResponseError(
-      `${ctx.method} ${ctx.path}: unexpected response: ${issues.slice(0, 5).join('; ')}`,
-      {
-        ...ctx,
-        retryable: false,
-        // A write answered 2xx went through, whatever its body says.
-        mayHaveApplied: ctx.method !== 'GET' && ctx.method !== 'OPTIONS',
-        issues,
-      },
-    );
   }
 }
