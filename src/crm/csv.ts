@@ -14,13 +14,11 @@
  * UTF-8 on any of its lines is a problem row (a bad byte in the header ends
  * the read: without names no row can be read).
  */
+import { detectDelimiter, otherDelimiterIn, type CsvDelimiter } from './csv-delimiter.js';
 import type { SourceRow } from './row.js';
 import { normaliseHeader, type HeaderColumn } from './headers.js';
 import { SourceError } from './source-error.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
-
-export type CsvDelimiter = ',' | ';' | '\t' | '|';
-const CANDIDATES: readonly CsvDelimiter[] = [',', ';', '\t', '|'];
 
 export interface CsvOptions {
   /** Path or URL as shown in errors. */
@@ -31,38 +29,6 @@ export interface CsvOptions {
   maxFieldBytes: number;
   /** Called once with the addressable header names and the header's line. */
   onHeader?: (names: string[], line: number) => void;
-}
-
-/**
- * The delimiter of a header line: the candidate seen most often outside
- * quotes in the first non-blank line (a comma on a tie or when none is seen).
- * Returns undefined when the line is not complete yet and more text may come.
- */
-export function detectDelimiter(text: string, final: boolean): CsvDelimiter | undefined {
-  const counts = [0, 0, 0, 0];
-  let inQuote = false;
-  let started = false;
-  let complete = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (!started) {
-      if (c === '\n' || c === '\r' || c === '\uFEFF') continue;
-      started = true;
-    }
-    if (c === '"') inQuote = !inQuote;
-    else if (!inQuote) {
-      if (c === '\n') {
-        complete = true;
-        break;
-      }
-      const k = CANDIDATES.indexOf(c as CsvDelimiter);
-      if (k >= 0) counts[k] = (counts[k] ?? 0) + 1;
-    }
-  }
-  if (!complete && !final) return undefined;
-  let best = 0;
-  for (let k = 1; k < counts.length; k++) if ((counts[k] ?? 0) > (counts[best] ?? 0)) best = k;
-  return CANDIDATES[best] ?? ',';
 }
 
 const FIELD_START = 0;
@@ -406,10 +372,7 @@ export class CsvParser {
       throw new SourceError('source.csv', 'the header line has no column names', { source, line });
     }
     const only = columns.length === 1 ? (columns[0] as HeaderColumn).name : undefined;
-    const other =
-      only === undefined
-        ? undefined
-        : CANDIDATES.find((c) => c !== this.delimiter && only.includes(c));
+    const other = only === undefined ? undefined : otherDelimiterIn(only, this.delimiter);
     if (this.opts.delimiter !== undefined && other !== undefined) {
       throw new SourceError(
         'source.delimiter',

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CsvParser, detectDelimiter, type CsvOptions } from '../../src/crm/csv.js';
+import { detectDelimiter } from '../../src/crm/csv-delimiter.js';
+import { CsvParser, type CsvOptions } from '../../src/crm/csv.js';
 import type { SourceRow } from '../../src/crm/row.js';
 import { SourceError } from '../../src/crm/source-error.js';
 
