@@ -127,7 +127,7 @@ describe('ops server', () => {
     expect(isLoopback('10.0.0.5')).toBe(false);
   });
 
-  it('with a token, every route but /healthz needs it', async () => {
+  it('with a token, every route but the probes needs it', async () => {
     const token = 'ops-token-for-tests-1234';
     const ops = await startOpsServer({
       host: '0.0.0.0',
@@ -140,8 +140,10 @@ describe('ops server', () => {
     });
     const base = `http://127.0.0.1:${ops.port}`;
     try {
+      // Orchestrators probe liveness and readiness without credentials.
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
-      for (const path of ['/readyz', '/metrics', '/queues', '/queues/api/queues']) {
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+      for (const path of ['/metrics', '/queues', '/queues/api/queues']) {
         expect((await fetch(`${base}${path}`)).status).toBe(401);
         const wrong = await fetch(`${base}${path}`, { headers: { authorization: 'Bearer nope' } });
         expect(wrong.status).toBe(401);

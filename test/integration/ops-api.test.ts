@@ -1,0 +1,387 @@
+/**
+ * The ops API end to end: a real worker, Redis and sandbox behind the ops
+ * server. Jobs with their schedule, next slot and last run; a plan; a run
+ * started with POST and followed until it completes; its history, its JSON
+ * (the `show --json` summary with timings), its failures as JSON and as the
+ * CLI's own CSV; a retry; and the 4xx of each route. Every JSON answer is
+ * checked against the served OpenAPI document (ops-api-harness.ts).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { printCsv } from '../../src/cli/failures.js';
+import { failurePages } from '../../src/engine/run-failures.js';
+import { runSummary } from '../../src/engine/run-summary.js';
+import { useEngines, type EngineHarness } from '../harness/engine.js';
+import { startApi, type ApiClient } from './ops-api-harness.js';
+
+const engine = useEngines();
+
+const mapping = {
+  name: 'accounts',
+  version: 1,
+  entity: 'companies',
+  skip: {
+    deleted: {
+      from: 'IsDeleted',
+      transforms: ['boolean'],
+      equals: true,
+      reason: 'deleted in the CRM (IsDeleted {value})',
+    },
+  },
+  fields: {
+    external_id: { template: 'test:{Id}', required: true },
+    name: { from: 'Name', transforms: ['trim'], required: true },
+    website: { from: 'Website', transforms: ['website'] },
+  },
+};
+
+const FORMULA = '@SUM(1,2)';
+const HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];
+const ROWS = [
+  ['ACME-1', 'Acme', 'www.acme.com', 'false'], // line 2: created
+  ['GLOBEX-1', 'Globex', FORMULA, 'false'], // line 3: created without website, a warning
+  ['INITECH-1', 'Initech', 'initech.example', 'TRUE'], // line 4: skipped
+  ['UMBRELLA-1', ' ', 'umbrella.example', 'false'], // line 5: invalid (no name)
+];
+
+interface Detail {
+  runId: string;
+  job: string;
+  status: string;
+  counts: Record<string, number>;
+  timings: Record<string, number>;
+  progress?: Record<string, number>;
+}
+
+async function setUp(): Promise<{ h: EngineHarness; api: ApiClient }> {
+  const h = await engine();
+  const path = h.writeCsv('accounts.csv', HEADER, ROWS);
+  h.writeJob('accounts', {
+    entity: 'companies',
+    source: { path },
+    mapping,
+    schedule: '0 3 * * *',
+    timezone: 'Europe/Berlin',
+    thresholds: { minRows: 0, maxInvalidShare: 0.5 },
+  });
+  writeFileSync(join(h.jobsDir, 'broken.yaml'), 'entity: planets\n');
+  const api = await startApi(h);
+  return { h, api };
+}
+
+async function untilEnded(api: ApiClient, runId: string): Promise<Detail[]> {
+  const seen: Detail[] = [];
+  for (let i = 0; i < 600; i++) {
+    const res = await api.call('GET', `/api/runs/${runId}`, { route: '/api/runs/{runId}' });
+    expect(res.status).toBe(200);
+    const run = res.body as Detail;
+    seen.push(run);
+    if (['completed', 'failed', 'stopped'].includes(run.status)) return seen;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${runId} did not end`);
+}
+
+const post = (body: unknown, headers: Record<string, string> = {}) => ({
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+  headers: { 'content-type': 'application/json', ...headers },
+});
+
+describe('ops API', () => {
+  it('lists jobs, plans, starts a run and follows it, lists its history, failures and retry', async () => {
+    const { h, api } = await setUp();
+    try {
+      const doc = (await (await fetch(`${api.ops.url}/api/openapi.json`)).json()) as {
+        openapi: string;
+        paths: Record<string, unknown>;
+      };
+      expect(doc.openapi).toBe('3.1.0');
+      expect(Object.keys(doc.paths).sort()).toEqual([
+        '/api/jobs',
+        '/api/jobs/{name}/plan',
+        '/api/runs',
+        '/api/runs/{runId}',
+        '/api/runs/{runId}/failures',
+        '/api/runs/{runId}/retry',
+      ]);
+      const jobs = await api.call('GET', '/api/jobs');
+      expect(jobs.status).toBe(200);
+      const list = jobs.body as {
+        jobs: { name: string; nextSlot: string; lastRun: unknown; timezone: string }[];
+        problems: string[];
+      };
+      expect(list.jobs.map((j) => j.name)).toEqual(['accounts']);
+      const [accounts] = list.jobs;
+      expect(accounts).toMatchObject({
+        entity: 'companies',
+        mapping: 'inline',
+        schedule: '0 3 * * *',
+        timezone: 'Europe/Berlin',
+        lastRun: null,
+      });
+      // 03:00 in Berlin is 01:00 or 02:00 UTC, within the next day.
+      const next = Date.parse(accounts!.nextSlot);
+      expect(accounts!.nextSlot).toMatch(/T0[12]:00:00\.000Z$/);
+      expect(next).toBeGreaterThan(Date.now());
+      expect(next - Date.now()).toBeLessThanOrEqual(24 * 3_600_000);
+      expect(list.problems.join('\n')).toMatch(/broken\.yaml.*entity/s);
+
+      const plan = await api.call('GET', '/api/jobs/accounts/plan', {
+        route: '/api/jobs/{name}/plan',
+      });
+      expect(plan.status).toBe(200);
+      expect(plan.body).toMatchObject({
+        runId: null,
+        job: 'accounts',
+        status: 'dry-run',
+        counts: { read: 4, created: 2, invalid: 1, skipped: 1, warnings: 1 },
+      });
+      expect((plan.body as { warnings: { field: string }[] }).warnings).toMatchObject([
+        { line: 3, field: 'website' },
+      ]);
+      const unknownPlan = await api.call('GET', '/api/jobs/nope/plan', {
+        route: '/api/jobs/{name}/plan',
+      });
+      expect(unknownPlan.status).toBe(404);
+      expect((unknownPlan.body as { error: string }).error).toContain('"nope"');
+      const brokenPlan = await api.call('GET', '/api/jobs/broken/plan', {
+        route: '/api/jobs/{name}/plan',
+      });
+      expect(brokenPlan.status).toBe(422);
+      expect((brokenPlan.body as { error: string }).error).not.toContain('\n');
+      const badMode = await api.call('GET', '/api/jobs/accounts/plan?mode=delete', {
+        route: '/api/jobs/{name}/plan',
+      });
+      expect(badMode.status).toBe(400);
+      expect((badMode.body as { error: string }).error).toMatch(/^query: mode: /);
+
+      const started = await api.call('POST', '/api/runs', post({ job: 'accounts', full: false }));
+      expect(started.status).toBe(202);
+      const { runId, attached } = started.body as { runId: string; attached: boolean };
+      expect(attached).toBe(false);
+      const polls = await untilEnded(api, runId);
+      const done = polls.at(-1)!;
+      expect(done.status).toBe('completed');
+      expect(done.counts).toMatchObject({ created: 2, invalid: 1, skipped: 1, warnings: 1 });
+      expect(Object.keys(done.timings).length).toBeGreaterThan(0);
+      expect(done.progress).toBeUndefined();
+      // While it went, every answer said how far it had got.
+      for (const p of polls.slice(0, -1)) expect(p.progress).toBeDefined();
+      // The same JSON as `crm-sync show RUN --json`, plus timings.
+      const record = (await h.store.getRun(runId))!;
+      const { timings, ...shown } = done;
+      expect(shown).toEqual(runSummary(record));
+      expect(timings).toEqual(record.timings);
+
+      const jobsAfter = await api.call('GET', '/api/jobs');
+      expect(
+        (jobsAfter.body as { jobs: { lastRun: { runId: string } }[] }).jobs[0]!.lastRun.runId,
+      ).toBe(runId);
+
+      // History: newest first, filtered by job and status on the server.
+      const second = await h.runJob('accounts');
+      const history = await api.call('GET', '/api/runs?job=accounts');
+      expect((history.body as { runs: Detail[] }).runs.map((r) => r.runId)).toEqual([
+        second.id,
+        runId,
+      ]);
+      const paged = await api.call('GET', '/api/runs?status=completed&limit=1&offset=1', {
+        route: '/api/runs',
+      });
+      expect((paged.body as { runs: Detail[] }).runs.map((r) => r.runId)).toEqual([runId]);
+      const failedOnly = await api.call('GET', '/api/runs?status=failed');
+      expect((failedOnly.body as { runs: Detail[] }).runs).toEqual([]);
+      for (const q of ['status=done', 'limit=0', 'limit=x', 'offset=-1', 'colour=red']) {
+        const bad = await api.call('GET', `/api/runs?${q}`);
+        expect(bad.status, q).toBe(400);
+        expect((bad.body as { error: string }).error).toMatch(/^query: /);
+      }
+      expect((await api.call('GET', '/api/runs/nope', { route: '/api/runs/{runId}' })).status).toBe(
+        404,
+      );
+
+      // Failures: JSON by default, filtered by kind and field.
+      const route = '/api/runs/{runId}/failures';
+      const all = await api.call('GET', `/api/runs/${runId}/failures`, { route });
+      expect(all.status).toBe(200);
+      expect((all.body as { rows: { line: number; kind: string }[] }).rows).toMatchObject([
+        { line: 3, kind: 'warning', field: 'website', value: FORMULA },
+        { line: 4, kind: 'skipped' },
+        { line: 5, kind: 'invalid', field: 'name', identity: 'x:test:UMBRELLA-1' },
+      ]);
+      const warnings = await api.call('GET', `/api/runs/${runId}/failures?kind=warning`, { route });
+      expect((warnings.body as { rows: { line: number }[] }).rows.map((r) => r.line)).toEqual([3]);
+      const byField = await api.call('GET', `/api/runs/${runId}/failures?field=name`, { route });
+      expect((byField.body as { rows: { line: number }[] }).rows.map((r) => r.line)).toEqual([5]);
+      const page = await api.call('GET', `/api/runs/${runId}/failures?limit=1&offset=1`, { route });
+      expect(page.body).toMatchObject({ limit: 1, offset: 1, rows: [{ line: 4 }] });
+      for (const q of ['kind=oops', 'limit=5000', 'offset=-2']) {
+        const bad = await api.call('GET', `/api/runs/${runId}/failures?${q}`, { route });
+        expect(bad.status, q).toBe(400);
+      }
+      expect((await api.call('GET', '/api/runs/nope/failures', { route })).status).toBe(404);
+
+      // CSV: the CLI's own writer, byte for byte, with the formula cell made text.
+      const csv = await api.call('GET', `/api/runs/${runId}/failures`, {
+        route,
+        headers: { accept: 'text/csv' },
+      });
+      expect(csv.status).toBe(200);
+      expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
+      let cli = '';
+      await printCsv(failurePages(h.store, runId, 0), async (t) => {
+        cli += t;
+      });
+      expect(csv.text).toBe(cli);
+      expect(csv.text.split('\r\n')[0]).toBe('line,kind,field,reason,value,identity');
+      expect(csv.text).toContain(`,"'@SUM(1,2)",`);
+      const csvWarnings = await api.call('GET', `/api/runs/${runId}/failures?kind=skipped`, {
+        route,
+        headers: { accept: 'text/csv' },
+      });
+      expect(csvWarnings.text.trim().split('\r\n')).toHaveLength(2);
+
+      // Retry: as `crm-sync retry`.
+      const retry = await api.call('POST', `/api/runs/${runId}/retry`, {
+        route: '/api/runs/{runId}/retry',
+      });
+      expect(retry.status).toBe(202);
+      const retried = retry.body as { runId: string; retryOf: string };
+      expect(retried.retryOf).toBe(runId);
+      const retriedRun = (await untilEnded(api, retried.runId)).at(-1)!;
+      expect(retriedRun.status).toBe('completed');
+      expect((await h.store.getRun(retried.runId))!.options).toBeDefined();
+      expect(
+        (await api.call('POST', '/api/runs/nope/retry', { route: '/api/runs/{runId}/retry' }))
+          .status,
+      ).toBe(404);
+
+      // Every route answered its success, checked against the document.
+      for (const ok of [
+        'get /api/jobs 200',
+        'get /api/jobs/{name}/plan 200',
+        'get /api/runs 200',
+        'post /api/runs 202',
+        'get /api/runs/{runId} 200',
+        'get /api/runs/{runId}/failures 200',
+        'post /api/runs/{runId}/retry 202',
+      ])
+        expect(api.seen).toContain(ok);
+    } finally {
+      await api.ops.close();
+    }
+  });
+
+  it('refuses bad bodies, unknown jobs, runs not ended and requests from another site', async () => {
+    const { h, api } = await setUp();
+    try {
+      const cases: [unknown, Record<string, string>, number, RegExp][] = [
+        [{ job: 'nope' }, {}, 404, /"nope"/],
+        [{ job: 'broken' }, {}, 422, /entity/],
+        [{ job: 'accounts', dryRun: true }, {}, 400, /^body: dryRun: unknown field$/],
+        [{ job: 'accounts', mode: 'delete' }, {}, 400, /^body: mode: /],
+        [{ job: 'accounts', full: 'yes' }, {}, 400, /^body: full: /],
+        [{ full: true }, {}, 400, /^body: job: /],
+        ['{"job": ', {}, 400, /not JSON/],
+        ['[1,2]', {}, 400, /^body: /],
+        [{ job: 'accounts' }, { 'content-type': 'text/plain' }, 415, /application\/json/],
+        [{ job: 'accounts', pad: 'x'.repeat(17 * 1024) }, {}, 413, /over 16384 bytes/],
+        [{ job: 'accounts' }, { origin: 'https://evil.example' }, 403, /Origin/],
+        [{ job: 'accounts' }, { origin: 'null' }, 403, /Origin/],
+        [{ job: 'accounts' }, { 'sec-fetch-site': 'cross-site' }, 403, /Sec-Fetch-Site/],
+      ];
+      for (const [body, headers, status, reason] of cases) {
+        const res = await api.call('POST', '/api/runs', post(body, headers));
+        expect(res.status, JSON.stringify(body).slice(0, 60)).toBe(status);
+        const { error } = res.body as { error: string };
+        expect(error).toMatch(reason);
+        expect(error).not.toContain('\n');
+      }
+      // Nothing above started a run.
+      expect(await h.store.listRuns()).toEqual([]);
+
+      // The console's own page (same origin, same site) may start one.
+      const own = new URL(api.ops.url);
+      const ok = await api.call(
+        'POST',
+        '/api/runs',
+        post({ job: 'accounts' }, { origin: own.origin, 'sec-fetch-site': 'same-origin' }),
+      );
+      expect(ok.status).toBe(202);
+      const { runId } = ok.body as { runId: string };
+      // A second start while it goes attaches to it (unless it ended in between).
+      const again = await api.call('POST', '/api/runs', post({ job: 'accounts' }));
+      expect(again.status).toBe(202);
+      const both = again.body as { runId: string; attached: boolean };
+      if (both.attached) expect(both.runId).toBe(runId);
+
+      // A retry of a run still going is refused: a run record that no worker has taken.
+      await h.stopWorkers();
+      const queued = await h.store.createRun({
+        job: 'accounts',
+        entity: 'companies',
+        mode: 'upsert',
+        source: 'accounts.csv',
+      });
+      const early = await api.call('POST', `/api/runs/${queued}/retry`, {
+        route: '/api/runs/{runId}/retry',
+      });
+      expect(early.status).toBe(409);
+      expect((early.body as { error: string }).error).toContain(queued);
+      const crossRetry = await api.call('POST', `/api/runs/${queued}/retry`, {
+        route: '/api/runs/{runId}/retry',
+        headers: { 'sec-fetch-site': 'cross-site' },
+      });
+      expect(crossRetry.status).toBe(403);
+    } finally {
+      await api.ops.close();
+    }
+  });
+
+  it('with OPS_TOKEN, every /api route, /metrics and /queues need the token; probes and the page do not', async () => {
+    const h = await engine({ deferWorkers: true });
+    const token = 'ops-api-token-for-tests-5678';
+    const api = await startApi(h, { token });
+    const url = api.ops.url;
+    try {
+      for (const [method, path] of [
+        ['GET', '/api/jobs'],
+        ['GET', '/api/openapi.json'],
+        ['GET', '/api/runs'],
+        ['GET', '/api/runs/x'],
+        ['GET', '/api/runs/x/failures'],
+        ['GET', '/api/jobs/x/plan'],
+        ['POST', '/api/runs'],
+        ['POST', '/api/runs/x/retry'],
+        ['GET', '/metrics'],
+        ['GET', '/queues'],
+      ] as const) {
+        for (const authorization of [undefined, 'Bearer wrong', `Basic ${token}`, token]) {
+          const res = await fetch(`${url}${path}`, {
+            method,
+            headers: {
+              'content-type': 'application/json',
+              ...(authorization !== undefined && { authorization }),
+            },
+            ...(method === 'POST' && { body: JSON.stringify({ job: 'accounts' }) }),
+          });
+          expect(res.status, `${method} ${path} ${authorization ?? ''}`).toBe(401);
+          expect(await res.json()).toEqual({ error: 'a valid bearer token is required' });
+        }
+      }
+      expect(await h.store.listRuns()).toEqual([]);
+      for (const path of ['/healthz', '/readyz', '/']) {
+        expect((await fetch(`${url}${path}`)).status, path).toBe(200);
+      }
+      // With the token: the API answers (validated against the document).
+      const jobs = await api.call('GET', '/api/jobs');
+      expect(jobs.status).toBe(200);
+      expect(
+        (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status,
+      ).toBe(200);
+    } finally {
+      await api.ops.close();
+    }
+  });
+});
