@@ -7,6 +7,7 @@
  * read again, and the run's record exists from the moment it is enqueued.
  */
 import type { Redis } from 'ioredis';
+import { alertEmitter, createAlertQueue } from '../alerts/delivery.js';
 import type { Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
 import { jobLoader, startRun } from '../engine/run-service.js';
@@ -67,6 +68,20 @@ export async function startSchedulerService(
     loadJob: jobLoader(config, jobsDir),
   };
 
+  // Missed slots become alerts, delivered by a worker's alert worker.
+  const alertQueue = createAlertQueue({
+    connection: redis,
+    prefix: config.prefix,
+    alerts: config.alerts,
+  });
+  shutdown.register('alerts queue (scheduler)', () => alertQueue.close());
+  const alerts = alertEmitter({
+    queue: alertQueue,
+    loadJob: deps.loadJob,
+    alerts: config.alerts,
+    logger,
+  });
+
   const scheduler = await startScheduler({
     jobs: jobs.map((j) => ({
       name: j.name,
@@ -77,6 +92,7 @@ export async function startSchedulerService(
     prefix: config.prefix,
     logger,
     enqueue: (job, slot) => startRun(deps, job, { trigger: 'schedule', slot }),
+    onMissed: (m) => alerts.slotMissed(m),
   });
   shutdown.register('scheduler', () => scheduler.stop());
   if (scheduler.scheduled.length === 0) {

@@ -4,11 +4,14 @@
  * and enqueues, the others stand down. Enqueueing attaches to a run that is
  * still going instead of starting a second one. The last claimed slot of each
  * job is kept in Redis, so a scheduler that starts after an outage can say
- * which slots were missed.
+ * which slots were missed. A slot that starts no run of its own is told to
+ * `onMissed` (alerts): attached to a run still going, not started, or
+ * passed while no scheduler ran (seen only when one starts again).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
+import type { MissedSlot } from '../alerts/rules.js';
 import { silentLogger, type Logger } from '../log.js';
 import { lastSlotKey, missedSlots, scheduleProblems, slotClaimKey, slotOf } from './slot.js';
 
@@ -35,6 +38,12 @@ export interface SchedulerOptions {
   now?: () => Date;
   /** How long a slot claim lives; it only has to outlast clock skew between replicas. */
   claimTtlMs?: number;
+  /**
+   * Told of each slot that started no run of its own (alerts): one that
+   * attached to the run still going, one whose run could not be started,
+   * and, when a scheduler starts, the slots that passed while none ran.
+   */
+  onMissed?: (m: MissedSlot) => Promise<void>;
 }
 
 export interface SlotOutcome {
@@ -82,7 +91,12 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
   );
   if (problems.length > 0) throw new ScheduleError(problems);
 
-  await reportMissed(opts.redis, opts.prefix, jobs, now(), logger);
+  const onMissed = async (m: MissedSlot): Promise<void> => {
+    await opts
+      .onMissed?.(m)
+      .catch((err: unknown) => logger.error({ err, job: m.job }, 'could not report a missed slot'));
+  };
+  await reportMissed(opts.redis, opts.prefix, jobs, now(), logger, onMissed);
 
   const inFlight = new Set<Promise<SlotOutcome>>();
   const byName = new Map(jobs.map((j) => [j.name, j]));
@@ -106,12 +120,19 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
       const { runId, attached } = await opts.enqueue(jobName, slot);
       if (attached) {
         log.info({ runId }, 'previous run still active; not starting another');
+        await onMissed({ job: jobName, slot, cause: 'overlap', runId });
         return { job: jobName, slot, outcome: 'attached', runId };
       }
       log.info({ runId }, 'scheduled run enqueued');
       return { job: jobName, slot, outcome: 'enqueued', runId };
     } catch (err) {
       log.error({ err }, 'could not enqueue the scheduled run');
+      await onMissed({
+        job: jobName,
+        slot,
+        cause: 'not-started',
+        error: err instanceof Error ? err.message : String(err),
+      });
       return { job: jobName, slot, outcome: 'failed' };
     }
   };
@@ -176,6 +197,7 @@ async function reportMissed(
   jobs: readonly (ScheduledJob & { schedule: string })[],
   now: Date,
   logger: Logger,
+  onMissed: (m: MissedSlot) => Promise<void>,
 ): Promise<void> {
   for (const job of jobs) {
     const lastSlot = await redis.get(lastSlotKey(prefix, job.name));
@@ -199,6 +221,13 @@ async function reportMissed(
           },
           `missed ${missed.truncated ? 'more than ' : ''}${missed.count} scheduled slot(s) while no scheduler was running; run the job by hand if it should catch up`,
         );
+        await onMissed({
+          job: job.name,
+          slot: missed.last!,
+          cause: 'no-scheduler',
+          count: missed.count,
+          first: missed.first!,
+        });
       }
     } catch (err) {
       logger.warn({ job: job.name, err }, 'could not work out missed slots');
