@@ -1,42 +1,10 @@
 /**
- * Zod schemas for every resource of the platform API (docs/PLATFORM-API.md).
- *
- * Request schemas hold the "both" fields only (a create's body lists only
- * those); response schemas hold every field. The API does not say which
- * fields are required or nullable, so every field is optional and, in
- * responses, nullable: we check types, never presence. Response objects are
- * loose: fields the API does not list are kept, not dropped. Integers must be
- * safe integers, so that an id such as a 12-digit HubSpot `crm_company_id`
- * round-trips exactly.
+ * Zod schemas for every resource of the platform API (docs/PLATFORM-API.md),
+ * one field table each; schema-fields.ts says what a table becomes (request
+ * fields, response fields, optional, nullable, safe integers).
  */
 import { z } from 'zod';
-
-const int = z.number().int().refine(Number.isSafeInteger, 'integer beyond 2^53 loses precision');
-const str = z.string();
-const bool = z.boolean();
-const dateTime = z.string();
-const json = z.record(z.string(), z.unknown());
-
-/** Response field: the type is checked, presence and null are not. */
-type Field = z.ZodType;
-function opt<T extends Field>(t: T) {
-  return t.nullable().optional();
-}
-
-/** Builds request, response and their types from one field table. */
-function resource<Both extends z.ZodRawShape, ResponseOnly extends z.ZodRawShape>(
-  both: Both,
-  responseOnly: ResponseOnly,
-) {
-  const wrap = <S extends z.ZodRawShape>(shape: S) =>
-    Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, opt(v as Field)])) as unknown as {
-      [K in keyof S]: z.ZodOptional<z.ZodNullable<S[K]>>;
-    };
-  return {
-    request: z.strictObject(wrap(both)),
-    response: z.looseObject({ ...wrap(responseOnly), ...wrap(both) }),
-  };
-}
+import { bool, dateTime, int, json, opt, resource, str } from './schema-fields.js';
 
 // Company (also customers)
 const company = resource(
