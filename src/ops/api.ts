@@ -7,6 +7,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { printCsv } from '../cli/failures.js';
+import type { z } from 'zod';
 import type { Config } from '../config.js';
 import { unmatchedPaths } from '../crm/path-coverage.js';
 import type { RunJobData } from '../engine/payloads.js';
@@ -109,29 +110,41 @@ export function opsApi(deps: OpsApiDeps): Router {
     route(async (req, res) => {
       const query = parseInput(PlanQuery, queryOf(req), 'query');
       const name = String(req.params.name);
-      const result = await planJob(
-        {
-          store: deps.store,
-          client: deps.client,
-          logger,
-          loadJob: deps.loadJob,
-          sourceEnv: deps.config.sourceEnv,
-        },
-        name,
-        { full: query.full === 'true', ...(query.mode !== undefined && { mode: query.mode }) },
-      );
-      res.json({
-        runId: null,
-        job: name,
-        status: 'dry-run',
-        actions: result.actions,
-        counts: planOutcomes(result.counts),
-        warnings: result.warnings,
-        ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
-        indexSource: result.indexSource,
-      });
+      // A plan reads the whole export: the same plan asked again while one is made waits for it.
+      const key = JSON.stringify([name, query.full, query.mode]);
+      let planning = plans.get(key);
+      if (!planning) {
+        planning = makePlan(name, query).finally(() => plans.delete(key));
+        plans.set(key, planning);
+      }
+      res.json(await planning);
     }),
   );
+
+  const plans = new Map<string, Promise<unknown>>();
+  const makePlan = async (name: string, query: z.output<typeof PlanQuery>) => {
+    const result = await planJob(
+      {
+        store: deps.store,
+        client: deps.client,
+        logger,
+        loadJob: deps.loadJob,
+        sourceEnv: deps.config.sourceEnv,
+      },
+      name,
+      { full: query.full === 'true', ...(query.mode !== undefined && { mode: query.mode }) },
+    );
+    return {
+      runId: null,
+      job: name,
+      status: 'dry-run',
+      actions: result.actions,
+      counts: planOutcomes(result.counts),
+      warnings: result.warnings,
+      ...(result.paths && { unmatchedPaths: unmatchedPaths(result.paths) }),
+      indexSource: result.indexSource,
+    };
+  };
 
   router.get(
     '/runs',

@@ -150,6 +150,15 @@ describe('ops API', () => {
       });
       expect(brokenPlan.status).toBe(422);
       expect((brokenPlan.body as { error: string }).error).not.toContain('\n');
+      // A source that cannot be read names itself.
+      h.writeJob('lost', {
+        entity: 'companies',
+        source: { path: join(h.dir, 'gone.csv') },
+        mapping,
+      });
+      const lost = await api.call('GET', '/api/jobs/lost/plan', { route: '/api/jobs/{name}/plan' });
+      expect(lost.status).toBe(422);
+      expect((lost.body as { error: string }).error).toContain('gone.csv');
       const badMode = await api.call('GET', '/api/jobs/accounts/plan?mode=delete', {
         route: '/api/jobs/{name}/plan',
       });
