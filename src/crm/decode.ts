@@ -12,6 +12,7 @@
  * is not a text export.
  */
 import { silentLogger, type Logger } from '../log.js';
+import { closing } from './closing.js';
 import { SourceError } from './source-error.js';
 import { Utf8Decoder, type Decoded } from './utf8.js';
 
@@ -85,17 +86,11 @@ export interface DecodeInfo {
 }
 
 /** Decodes a byte stream to chunks of text (in UTF-8, with the bytes that did not decode). */
-export async function* decodeText(
+export function decodeText(
   bytes: AsyncIterable<Uint8Array>,
   opts: DecodeOptions,
 ): AsyncGenerator<Decoded> {
-  const it = bytes[Symbol.asyncIterator]();
-  try {
-    yield* decodeFrom(it, opts);
-  } finally {
-    // A consumer that stops early must close the file or the socket underneath.
-    await it.return?.();
-  }
+  return closing(bytes, (it) => decodeFrom(it, opts));
 }
 
 /** The encoding to decode with: the BOM's, else the label's, else UTF-8. */

@@ -5,6 +5,7 @@
  */
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
+import { closing } from './closing.js';
 import { SourceError } from './source-error.js';
 
 function gzipError(err: unknown, name: string): unknown {
@@ -19,16 +20,11 @@ function gzipError(err: unknown, name: string): unknown {
 }
 
 /** Inflates a gzip stream (by magic bytes 1f 8b); other bytes pass through. */
-export async function* gunzipIfNeeded(
+export function gunzipIfNeeded(
   bytes: AsyncIterable<Uint8Array>,
   name: string,
 ): AsyncGenerator<Uint8Array> {
-  const it = bytes[Symbol.asyncIterator]();
-  try {
-    yield* inflate(it, name);
-  } finally {
-    await it.return?.();
-  }
+  return closing(bytes, (it) => inflate(it, name));
 }
 
 async function* inflate(it: AsyncIterator<Uint8Array>, name: string): AsyncGenerator<Uint8Array> {
