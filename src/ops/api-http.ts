@@ -11,6 +11,7 @@ import { NoSuchRunError, RetrySourceError, RunNotEndedError } from '../engine/ru
 import { SourceCredentialsError } from '../engine/run-source.js';
 import { JobError } from '../jobs/definition.js';
 import { redactSecrets } from '../log.js';
+import { isLoopback } from '../loopback.js';
 
 /** An answer the route gives on purpose: a status and a one-line reason. */
 export class ApiError extends Error {
@@ -97,4 +98,19 @@ export function sameOriginOnly(req: Request, res: Response, next: NextFunction):
     }
   }
   next();
+}
+
+/**
+ * Without a token the server listens on loopback only, so every honest
+ * request names a loopback host. One that names another host reached it
+ * through a name that an attacker's DNS pointed at 127.0.0.1 (DNS
+ * rebinding): its page would be "same origin" with itself, and is refused.
+ */
+export function loopbackHostOnly(req: Request, res: Response, next: NextFunction): void {
+  const host = (req.get('host') ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
+  if (isLoopback(host)) {
+    next();
+    return;
+  }
+  sendError(res, 403, 'without OPS_TOKEN the API answers only requests to a loopback host');
 }

@@ -22,6 +22,7 @@ import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import {
   ApiError,
+  loopbackHostOnly,
   oneLine,
   parseInput,
   queryOf,
@@ -53,9 +54,10 @@ const FAILURE_PAGE_DEFAULT = 100;
 
 type Handler = (req: Request, res: Response) => Promise<void>;
 
-export function opsApi(deps: OpsApiDeps): Router {
+export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Router {
   const logger = deps.logger ?? silentLogger;
   const router = express.Router();
+  if (!opts.tokenRequired) router.use(loopbackHostOnly);
   const document = openApiDocument();
   const jsonBody = express.json({ limit: MAX_BODY_BYTES, strict: true, type: () => true });
 

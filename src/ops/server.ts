@@ -166,7 +166,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     }
   });
 
-  if (opts.api) app.use('/api', opsApi(opts.api));
+  if (opts.api) app.use('/api', opsApi(opts.api, { tokenRequired: Boolean(opts.token) }));
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');

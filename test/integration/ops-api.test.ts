@@ -7,6 +7,7 @@
  * checked against the served OpenAPI document (ops-api-harness.ts).
  */
 import { writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { printCsv } from '../../src/cli/failures.js';
@@ -81,6 +82,30 @@ async function untilEnded(api: ApiClient, runId: string): Promise<Detail[]> {
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`run ${runId} did not end`);
+}
+
+/** A request with its own Host header (fetch sets Host itself). */
+function withHost(
+  base: string,
+  method: string,
+  path: string,
+  host: string,
+): Promise<{ status: number; text: string }> {
+  const url = new URL(path, base);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method, headers: { host: `${host}:${url.port}`, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(method === 'POST' ? JSON.stringify({ job: 'accounts' }) : undefined);
+  });
 }
 
 const post = (body: unknown, headers: Record<string, string> = {}) => ({
@@ -307,8 +332,23 @@ describe('ops API', () => {
         expect(error).toMatch(reason);
         expect(error).not.toContain('\n');
       }
+      // A name that an attacker's DNS pointed at 127.0.0.1 (DNS rebinding) gets nothing.
+      for (const [method, path] of [
+        ['GET', '/api/runs'],
+        ['POST', '/api/runs'],
+      ] as const) {
+        const rebound = await withHost(api.ops.url, method, path, 'evil.example');
+        expect(rebound.status, `${method} ${path}`).toBe(403);
+        expect(JSON.parse(rebound.text)).toEqual({
+          error: 'without OPS_TOKEN the API answers only requests to a loopback host',
+        });
+      }
+      expect((await withHost(api.ops.url, 'GET', '/api/runs', 'localhost')).status).toBe(200);
       // Nothing above started a run.
       expect(await h.store.listRuns()).toEqual([]);
+      const unknown = await fetch(`${api.ops.url}/api/nothing`);
+      expect(unknown.status).toBe(404);
+      expect(await unknown.json()).toEqual({ error: 'no route GET /api/nothing' });
 
       // The console's own page (same origin, same site) may start one.
       const own = new URL(api.ops.url);
