@@ -56,28 +56,24 @@ export function hgets(p: ChainableCommander, pairs: readonly (readonly [string, 
   p.eval(HGETS, pairs.length, ...pairs.map(([k]) => k), ...pairs.map(([, f]) => f));
 }
 
-/** Queues HSET of each `[key, field, value]`; the reply is the number of new fields. */
-export function hsets(
-  p: ChainableCommander,
-  triples: readonly (readonly [string, string, string])[],
-): void {
+type Triple = readonly [key: string, field: string, value: string];
+
+/** Queues a script over `[key, field, value]`s: the keys as KEYS, field and value pairs as ARGV. */
+function evalTriples(p: ChainableCommander, script: string, triples: readonly Triple[]): void {
   p.eval(
-    HSETS,
+    script,
     triples.length,
     ...triples.map(([k]) => k),
     ...triples.flatMap(([, f, v]) => [f, v]),
   );
 }
 
+/** Queues HSET of each `[key, field, value]`; the reply is the number of new fields. */
+export function hsets(p: ChainableCommander, triples: readonly Triple[]): void {
+  evalTriples(p, HSETS, triples);
+}
+
 /** Queues HSETNX then HGET of each `[key, field, value]`; the reply is each field's value after. */
-export function hclaims(
-  p: ChainableCommander,
-  triples: readonly (readonly [string, string, string])[],
-): void {
-  p.eval(
-    HCLAIMS,
-    triples.length,
-    ...triples.map(([k]) => k),
-    ...triples.flatMap(([, f, v]) => [f, v]),
-  );
+export function hclaims(p: ChainableCommander, triples: readonly Triple[]): void {
+  evalTriples(p, HCLAIMS, triples);
 }
