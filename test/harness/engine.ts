@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
+import { ALERT_QUEUE } from '../../src/alerts/delivery.js';
 import { openProducer, type Producer } from '../../src/cli/runtime.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { salesforceChecksum } from '../../src/crm/salesforce-id.js';
@@ -105,7 +106,7 @@ export interface EngineHarness {
   /**
    * Every key of sync state under the prefix with its serialized value
    * (Redis DUMP), to prove a dry run changed nothing. The BullMQ queues' own
-   * keys are left out: their stalled-check markers expire on their own.
+   * keys (runs, writes, alerts) are left out: their stalled-check markers expire on their own.
    */
   stateSnapshot(): Promise<Map<string, string>>;
   /** Every value stored under the prefix (keys, fields, members, entries), as one text. */
@@ -231,7 +232,7 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       return out.sort();
     },
     async stateSnapshot() {
-      const queues = [`${prefix}:${QueueName.runs}:`, `${prefix}:${QueueName.writes}:`];
+      const queues = [QueueName.runs, QueueName.writes, ALERT_QUEUE].map((q) => `${prefix}:${q}:`);
       const keys = (await h.keys()).filter((k) => !queues.some((q) => k.startsWith(q)));
       const values = await Promise.all(keys.map((k) => producer.redis.dumpBuffer(k)));
       return new Map(keys.map((k, n) => [k, values[n]?.toString('hex') ?? '(gone)']));
