@@ -190,10 +190,19 @@ describe('ops API', () => {
       expect(badMode.status).toBe(400);
       expect((badMode.body as { error: string }).error).toMatch(/^query: mode: /);
 
+      // Enqueued while no worker runs: the run is shown at once, queued, with its progress.
+      await h.stopWorkers();
       const started = await api.call('POST', '/api/runs', post({ job: 'accounts', full: false }));
       expect(started.status).toBe(202);
       const { runId, attached } = started.body as { runId: string; attached: boolean };
       expect(attached).toBe(false);
+      const queued = await api.call('GET', `/api/runs/${runId}`, { route: '/api/runs/{runId}' });
+      expect(queued.body).toMatchObject({
+        runId,
+        status: 'queued',
+        progress: { writesPlanned: 0, writesSettled: 0, created: 0, updated: 0 },
+      });
+      await h.startWorkers();
       const polls = await untilEnded(api, runId);
       const done = polls.at(-1)!;
       expect(done.status).toBe('completed');
