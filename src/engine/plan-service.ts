@@ -13,6 +13,7 @@ import type { Action, Mode } from '../sync/action.js';
 import { dryRun, type DryRunResult } from './dry-run.js';
 import type { PlanCounts } from './planning.js';
 import type { JobLoader } from './run-service.js';
+import type { RunSummary } from './run-summary.js';
 
 export interface PlanDeps {
   /** Read only: a plan writes nothing to Redis. */
@@ -73,22 +74,26 @@ export async function planJob(
   });
 }
 
-/** A plan's counts under the names of a run summary's outcomes (what `plan --json` prints). */
-export interface PlanOutcomes {
-  read: number;
-  created: number;
-  updated: number;
-  unchanged: number;
-  adopted: number;
-  invalid: number;
-  conflict: number;
-  /** Always 0: nothing is sent, so nothing fails. */
-  failed: number;
-  /** Rows a skip rule matched, and rows withheld while an earlier create of theirs is unverified. */
-  skipped: number;
-  unsupported: number;
-  warnings: number;
-}
+/**
+ * A plan's counts under the names of a run summary's outcomes (what `plan
+ * --json` prints): `failed` is always 0 (nothing is sent, so nothing fails);
+ * `skipped` counts rows a skip rule matched and rows withheld while an
+ * earlier create of theirs is unverified.
+ */
+export type PlanOutcomes = Pick<
+  RunSummary['counts'],
+  | 'read'
+  | 'created'
+  | 'updated'
+  | 'unchanged'
+  | 'adopted'
+  | 'invalid'
+  | 'conflict'
+  | 'failed'
+  | 'skipped'
+  | 'unsupported'
+  | 'warnings'
+>;
 
 export function planOutcomes(c: PlanCounts): PlanOutcomes {
   return {
