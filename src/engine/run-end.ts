@@ -1,10 +1,18 @@
 /**
  * The one place a run ends: completed (finalize), stopped by a safety
- * threshold (planning) or failed (a 401, an unreadable export, …). The
- * record gets its final status, the run's duration is observed, and the
- * run's end is told once to whoever listens (`onRunEnd`: alerts), after the
- * record says so, so that what is told is what `show` prints.
+ * threshold (planning) or failed (a 401, an unreadable export, …). The run's
+ * end is told once to whoever listens (`onRunEnd`: alerts), with the record
+ * as it is about to be stored, then the record gets its final status and the
+ * run's duration is observed.
+ *
+ * Told before the record is written: a worker that dies in between leaves a
+ * run that resumes and ends again, and the listener deduplicates (an alert's
+ * id is its run's); told after, the end could be lost. Writing the status
+ * last also keeps the time between "the record says ended" and "the run's
+ * queue job is done" as short as it was (a caller waiting on the record
+ * starts the next run at once, and must not attach to this one).
  */
+import { scrubText } from '../state/redaction.js';
 import type { RunPatch, RunStatus } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 
@@ -14,15 +22,28 @@ export async function endRun(
   patch: RunPatch & { status: Extract<RunStatus, 'completed' | 'failed' | 'stopped'> },
 ): Promise<void> {
   const finishedAt = patch.finishedAt ?? Date.now();
-  await ctx.store.updateRun(runId, { ...patch, finishedAt });
   const run = await ctx.store.getRun(runId);
-  if (!run) return;
-  ctx.metrics?.runDuration.observe(
-    { job: run.job, status: run.status },
-    (finishedAt - (run.startedAt ?? run.createdAt)) / 1000,
-  );
-  // Never fails the run: a listener that cannot do its work logs it.
-  await ctx
-    .onRunEnd?.(run)
-    .catch((err: unknown) => ctx.logger.error({ err, runId }, 'a listener of the run end failed'));
+  if (run && ctx.onRunEnd) {
+    const ended = {
+      ...run,
+      ...patch,
+      // As the store will keep it: scrubbed of credentials.
+      ...(patch.error !== undefined && { error: scrubText(patch.error) }),
+      finishedAt,
+      timings: { ...run.timings, ...patch.timings },
+    };
+    // Never fails the run: a listener that cannot do its work logs it.
+    await ctx
+      .onRunEnd(ended)
+      .catch((err: unknown) =>
+        ctx.logger.error({ err, runId }, 'a listener of the run end failed'),
+      );
+  }
+  await ctx.store.updateRun(runId, { ...patch, finishedAt });
+  if (run) {
+    ctx.metrics?.runDuration.observe(
+      { job: run.job, status: patch.status },
+      (finishedAt - (run.startedAt ?? run.createdAt)) / 1000,
+    );
+  }
 }
