@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
-// Four projects, named apart: unit tests are pure and fast; integration tests
+// Five projects, named apart: unit tests are pure and fast; integration tests
 // talk to a real redis-server and an in-process sandbox; e2e tests drive the
 // built CLI (dist/) as separate processes; chaos tests break a whole sync
-// on purpose and check nothing is lost or doubled.
+// on purpose and check nothing is lost or doubled; browser tests drive the
+// web console in Chromium.
 export default defineConfig({
   // Workspace packages (the platform sandbox) load from their TypeScript
   // source, so a test never runs against a stale build of them. Every
@@ -51,6 +52,19 @@ export default defineConfig({
           include: ['test/chaos/**/*.test.ts'],
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 240_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // The web console in Debian's Chromium (playwright-core) against a
+          // real worker, Redis and sandbox; one browser at a time.
+          name: 'browser',
+          include: ['test/browser/**/*.test.ts'],
+          globalSetup: ['test/harness/global-redis.ts'],
+          testTimeout: 60_000,
           hookTimeout: 60_000,
           fileParallelism: false,
         },

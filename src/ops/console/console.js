@@ -99,11 +99,18 @@ function h(tag, attrs = {}, ...children) {
     else if (k === 'text') el.textContent = String(v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
   return el;
+}
+
+/** Replaces the children of `el`; null, undefined and false leave nothing. */
+function put(el, ...nodes) {
+  el.replaceChildren(
+    ...nodes.flat(Infinity).filter((n) => n !== undefined && n !== null && n !== false),
+  );
 }
 
 function svg(tag, attrs = {}) {
@@ -174,6 +181,29 @@ function table(headers, rows, caption) {
   );
 }
 
+const BAD = new Set(['invalid', 'conflict', 'rejected', 'failed', 'unsupported']);
+
+/** Every count as a labelled number; the ones that mean trouble stand out when not zero. */
+function countsGrid(c, label) {
+  return h(
+    'section',
+    { 'aria-label': label },
+    h('h2', {}, label),
+    h(
+      'dl',
+      { class: 'counts' },
+      Object.entries(c).map(([k, v]) =>
+        h(
+          'div',
+          { class: BAD.has(k) && v > 0 ? 'bad' : undefined },
+          h('dt', {}, k),
+          h('dd', {}, String(v)),
+        ),
+      ),
+    ),
+  );
+}
+
 function countsSummary(c = {}) {
   const parts = ['read', 'created', 'updated', 'unchanged', 'invalid', 'rejected', 'failed']
     .filter((k) => typeof c[k] === 'number' && (k === 'read' || c[k] > 0))
@@ -185,7 +215,7 @@ function countsSummary(c = {}) {
 function schedule(job) {
   const s = job.schedule;
   if (!s) return 'manual';
-  if (typeof s === 'string') return s;
+  if (typeof s === 'string') return [s, job.timezone].filter(Boolean).join(' ');
   return [s.cron, s.timezone ?? s.timeZone].filter(Boolean).join(' ');
 }
 
@@ -245,17 +275,18 @@ async function jobsPage(view) {
       jobs.map((j) => {
         const last = j.lastRun ?? j.last;
         return [
-          h(
-            'a',
-            { href: `#/jobs/${encodeURIComponent(j.name)}/plan`, title: 'plan preview' },
-            j.name,
-          ),
+          h('strong', {}, j.name),
           j.entity ?? '',
           schedule(j),
           when(j.nextSlot ?? j.next),
           last ? runLink(last) : '—',
           last ? h('span', {}, status(last.status), ' ', countsSummary(last.counts)) : '—',
-          runButtons(j.name),
+          h(
+            'span',
+            { class: 'actions' },
+            runButtons(j.name),
+            h('a', { href: `#/jobs/${encodeURIComponent(j.name)}/plan` }, 'Preview plan'),
+          ),
         ];
       }),
     ),
@@ -429,7 +460,8 @@ function failuresSection(runId) {
         )
       : state.rows;
     note.textContent = `${rows.length} of ${state.rows.length}${state.more ? '+' : ''} rows shown`;
-    list.replaceChildren(
+    put(
+      list,
       table(
         ['Line', 'Kind', 'Field', 'Reason', 'Value', 'Identity'],
         rows.map((r) => [
@@ -505,9 +537,11 @@ async function runPage(view, runId, live) {
   const failures = failuresSection(runId);
   const head = h('div', {});
   const prog = h('div', {});
+  const tally = h('div', {});
   const drawHead = () => {
     const c = run.counts ?? {};
-    head.replaceChildren(
+    put(
+      head,
       h('h1', {}, 'Run ', runIdOf(run)),
       h(
         'dl',
@@ -524,14 +558,6 @@ async function runPage(view, runId, live) {
         ].map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
       ),
       run.error ? h('p', { class: 'error', role: 'status' }, run.error) : null,
-      table(Object.keys(c), [Object.values(c).map(String)], 'Counts'),
-      run.timings && Object.keys(run.timings).length > 0
-        ? table(
-            ['Phase', 'Time'],
-            Object.entries(run.timings).map(([k, v]) => [k, duration(v)]),
-            'Timings',
-          )
-        : null,
       ENDED.has(run.status) && run.status !== 'completed'
         ? h(
             'p',
@@ -544,11 +570,22 @@ async function runPage(view, runId, live) {
           )
         : null,
     );
+    put(
+      tally,
+      countsGrid(c, 'Counts'),
+      run.timings && Object.keys(run.timings).length > 0
+        ? table(
+            ['Phase', 'Time'],
+            Object.entries(run.timings).map(([k, v]) => [k, duration(v)]),
+            'Timings',
+          )
+        : null,
+    );
     samples.push({ t: performance.now(), v: c.writesSettled ?? 0 });
-    prog.replaceChildren(progress(run, samples));
+    put(prog, progress(run, samples));
   };
   drawHead();
-  view(head, prog, failures.section);
+  view(head, prog, tally, failures.section);
   await failures.load(true);
   // Poll while the run goes; the failures are read again once it ends.
   while (!ENDED.has(run.status) && live()) {
@@ -573,12 +610,13 @@ async function retry(runId) {
   location.hash = `#/runs/${encodeURIComponent(body.runId)}`;
 }
 
-async function planPage(view, job) {
+async function planPage(view, job, params) {
+  const full = params.get('full') === 'true';
   view(
     h('h1', {}, 'Plan of ', job),
     h('p', { class: 'muted' }, 'Planning (a dry run: nothing is written)…'),
   );
-  const plan = await api(`api/jobs/${encodeURIComponent(job)}/plan`);
+  const plan = await api(`api/jobs/${encodeURIComponent(job)}/plan${full ? '?full=true' : ''}`);
   const counts = plan.counts ?? {};
   const actions = listOf(plan.actions ?? plan.sample, 'actions');
   const updates = actions.filter((a) => a.kind === 'update' || a.kind === 'unsupported');
@@ -586,7 +624,23 @@ async function planPage(view, job) {
   view(
     h('h1', {}, 'Plan of ', job),
     h('p', {}, 'A dry run: what a run would do now. Nothing was written. ', runButtons(job)),
-    table(Object.keys(counts), [Object.values(counts).map(String)], 'Counts'),
+    h(
+      'p',
+      { class: 'muted' },
+      full
+        ? 'The platform was listed again: updates show the values it holds now.'
+        : plan.indexSource === 'listed'
+          ? 'The platform was listed for this plan.'
+          : 'Planned against the stored index of the platform, which keeps hashes, not values: ',
+      full || plan.indexSource === 'listed'
+        ? null
+        : h(
+            'a',
+            { href: `#/jobs/${encodeURIComponent(job)}/plan?full=true` },
+            'list the platform again for field diffs',
+          ),
+    ),
+    countsGrid(counts, 'Would be'),
     h('h2', {}, 'Updates with their field diffs'),
     table(
       ['Line', 'Record', 'Field', 'Now', 'Would be'],
@@ -633,7 +687,7 @@ async function route() {
   const live = () => mine === generation;
   const view = (...nodes) => {
     if (!live()) return;
-    main.replaceChildren(...nodes.flat());
+    put(main, ...nodes);
   };
   const [path, query = ''] = location.hash.replace(/^#/, '').split('?');
   const parts = (path || '/').split('/').filter(Boolean).map(decodeURIComponent);
@@ -641,7 +695,8 @@ async function route() {
     a.toggleAttribute('aria-current', a.getAttribute('href') === `#/${parts[0] ?? ''}`);
   try {
     if (parts.length === 0 || parts[0] === 'jobs') {
-      if (parts[0] === 'jobs' && parts[2] === 'plan') await planPage(view, parts[1]);
+      if (parts[0] === 'jobs' && parts[2] === 'plan')
+        await planPage(view, parts[1], new URLSearchParams(query));
       else await jobsPage(view);
     } else if (parts[0] === 'runs' && parts[1]) await runPage(view, parts[1], live);
     else if (parts[0] === 'runs') await runsPage(view, new URLSearchParams(query));

@@ -1,0 +1,218 @@
+/**
+ * The web console in a real browser (Debian's Chromium driven by
+ * playwright-core) against a real worker, Redis and the platform sandbox:
+ * the page asks for the ops token once, lists the jobs, starts a run after a
+ * confirmation, follows it to its end, lists its failures and warnings
+ * (filtered by kind, searched, every value shown as text), downloads them as
+ * the CLI's CSV, and previews a plan with its field diffs.
+ *
+ * With CONSOLE_SCREENSHOTS=<folder> it saves the screenshots the README
+ * shows (docs/console.png, docs/console-run.png); otherwise they go to a
+ * temporary folder and are only checked to be images.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startConsoleServer, type ConsoleServer } from '../harness/console-server.js';
+import { startEngine, type EngineHarness } from '../harness/engine.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const TOKEN = 'console-test-token-0123456789abcdef';
+
+const mapping = {
+  name: 'accounts',
+  version: 1,
+  entity: 'companies',
+  skip: {
+    deleted: {
+      from: 'IsDeleted',
+      transforms: ['boolean'],
+      equals: true,
+      reason: 'deleted in the CRM (IsDeleted {value})',
+    },
+  },
+  fields: {
+    external_id: { template: 'test:{Id}', required: true },
+    name: { from: 'Name', transforms: ['trim'], required: true },
+    website: { from: 'Website', transforms: ['website'] },
+  },
+};
+
+const HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];
+// Enough plain rows that the run takes a few seconds at the test's rate limit.
+const PLAIN = Array.from({ length: 60 }, (_, i) => [
+  `CO-${i}`,
+  `Company ${i}`,
+  `company-${i}.example`,
+  'false',
+]);
+const ROWS = [
+  ['GLOBEX-1', 'Globex', 'info@globex.com', 'false'], // line 2: synced without website, a warning
+  ['INITECH-1', 'Initech', 'initech.example', 'TRUE'], // line 3: skipped (deleted)
+  ['<i>EVIL</i>', ' ', 'evil.example', 'false'], // line 4: invalid (no name); markup in its identity
+  ...PLAIN,
+];
+
+let h: EngineHarness;
+let ops: ConsoleServer;
+let browser: Browser;
+let page: Page;
+let shots: string;
+const pageErrors: string[] = [];
+const downloads = mkdtempSync(join(tmpdir(), 'crm-sync-console-'));
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (.ci/run does)`,
+    );
+  shots = process.env.CONSOLE_SCREENSHOTS ?? downloads;
+  h = await startEngine({ env: { PLATFORM_RATE_LIMIT: '25' } });
+  const path = h.writeCsv('accounts.csv', HEADER, ROWS);
+  h.writeJob('accounts', {
+    entity: 'companies',
+    source: { path },
+    mapping,
+    schedule: '0 2 * * *',
+    timezone: 'Europe/Berlin',
+    thresholds: { minRows: 0, maxInvalidShare: 0.25 },
+  });
+  ops = await startConsoleServer(h, { token: TOKEN });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const context = await browser.newContext({
+    acceptDownloads: true,
+    viewport: { width: 1200, height: 860 },
+    colorScheme: 'light',
+  });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await ops?.close();
+  await h?.close();
+  rmSync(downloads, { recursive: true, force: true });
+});
+
+describe('web console in Chromium', () => {
+  it('asks for the token once, runs a job after confirming, shows its failures and downloads them', async () => {
+    await page.goto(`${ops.url}/`);
+
+    // The API answered 401: the page asks for the token and keeps it in this tab only.
+    const tokenDialog = page.getByRole('dialog', { name: 'Ops token' });
+    await expect.poll(() => tokenDialog.isVisible()).toBe(true);
+    await page.getByRole('textbox', { name: 'Token' }).fill(TOKEN);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    const jobRow = page.getByRole('row').filter({ hasText: 'accounts' });
+    await jobRow.first().waitFor();
+    expect(await jobRow.first().textContent()).toContain('0 2 * * * Europe/Berlin');
+    expect(await page.evaluate("sessionStorage.getItem('crm-sync.ops-token')")).toBe(TOKEN);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
+
+    // Cancelling the confirmation starts nothing.
+    await jobRow.getByRole('button', { name: 'Run now' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Run accounts now' });
+    await confirm.waitFor();
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    expect((await h.store.listRuns({ limit: 10 })).length).toBe(0);
+
+    await jobRow.getByRole('button', { name: 'Run now' }).click();
+    await confirm.getByRole('button', { name: 'Start run' }).click();
+    await page.waitForURL(/#\/runs\/.+/);
+    const runId = decodeURIComponent(new URL(page.url()).hash.replace('#/runs/', ''));
+
+    // The page follows the run to its end, with its progress.
+    const statusCell = page.locator('dl.facts dd .status').first();
+    await expect.poll(() => statusCell.textContent(), { timeout: 40_000 }).toBe('completed');
+    const run = await h.store.getRun(runId);
+    expect(run?.status).toBe('completed');
+    expect(run?.counts).toMatchObject({ created: 61, invalid: 1, skipped: 1, warnings: 1 });
+    const settled = `${run!.counts.writesSettled} of ${run!.counts.writesPlanned} settled`;
+    await expect.poll(() => page.getByText(settled).count()).toBe(1);
+    expect(await page.locator('svg.chart polyline').count()).toBe(1);
+
+    // Failures and warnings, every value as text.
+    const failures = page.locator('section[aria-labelledby="failures-title"] tbody tr');
+    await expect.poll(() => failures.count()).toBe(3);
+    expect(await failures.allTextContents()).toEqual([
+      expect.stringContaining('an e-mail address, not a website'),
+      expect.stringContaining('deleted in the CRM (IsDeleted TRUE)'),
+      expect.stringContaining('x:test:<i>EVIL</i>'),
+    ]);
+    expect(await page.locator('main i').count()).toBe(0);
+
+    await page.getByLabel('Kind').selectOption('warning');
+    await expect.poll(() => failures.count()).toBe(1);
+    expect(await failures.first().textContent()).toContain('website');
+    await page.getByLabel('Kind').selectOption('');
+    await expect.poll(() => failures.count()).toBe(3);
+    await page.getByLabel('Search').fill('evil');
+    await expect.poll(() => failures.count()).toBe(1);
+    expect(await failures.first().textContent()).toContain('missing: no value in column Name');
+    await page.getByLabel('Search').fill('');
+
+    // The CSV is the CLI's: its header, one row per failure.
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download CSV' }).click(),
+    ]);
+    const file = join(downloads, 'failures.csv');
+    await download.saveAs(file);
+    const lines = readFileSync(file, 'utf8').trim().split(/\r?\n/);
+    expect(lines[0]).toBe('line,kind,field,reason,value,identity');
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(/^2,warning,website,/),
+      expect.stringMatching(/^3,skipped,skip\.deleted,/),
+      expect.stringMatching(/^4,invalid,name,.*x:test:<i>EVIL<\/i>/),
+    ]);
+
+    await page.screenshot({ path: join(shots, 'console-run.png'), fullPage: true });
+    expect(readFileSync(join(shots, 'console-run.png')).subarray(1, 4).toString()).toBe('PNG');
+
+    // Reloaded, the tab still has the token: no second prompt.
+    await page.goto(`${ops.url}/#/`);
+    await page.getByRole('row').filter({ hasText: 'accounts' }).first().waitFor();
+    expect(await page.getByRole('dialog', { name: 'Ops token' }).isVisible()).toBe(false);
+    expect(await page.getByRole('row').filter({ hasText: runId }).count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(shots, 'console.png') });
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it('previews a plan with the field diffs of the updates', async () => {
+    // The export changes one name: the plan shows that update, field by field.
+    const path = h.writeCsv(
+      'accounts.csv',
+      HEADER,
+      ROWS.map((r) => (r[0] === 'CO-7' ? ['CO-7', 'Company Seven', r[2], r[3]] : r)),
+    );
+    expect(path).toContain('accounts.csv');
+    await page.goto(`${ops.url}/#/jobs/accounts/plan`);
+    // Against the stored index (hashes, not values) the update is there, without values.
+    const update = page.getByRole('row').filter({ hasText: '#' });
+    await update.first().waitFor({ timeout: 30_000 });
+    expect(await update.count()).toBe(1);
+    await page.getByRole('link', { name: 'list the platform again for field diffs' }).click();
+    const diff = page.getByRole('row').filter({ hasText: 'Company Seven' });
+    await diff.first().waitFor({ timeout: 30_000 });
+    const cells = await diff.first().locator('td').allTextContents();
+    expect(cells.slice(2)).toEqual(['name', 'Company 7', 'Company Seven']);
+    expect(await page.getByRole('button', { name: 'Full backfill' }).count()).toBe(1);
+    expect(pageErrors).toEqual([]);
+  }, 45_000);
+});
