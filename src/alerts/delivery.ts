@@ -141,7 +141,10 @@ export function alertEmitter(opts: {
 /** The webhook's URL, read now from the environment when the job names a variable. */
 export function resolveWebhook(webhook: string, env: Config['sourceEnv']): string {
   const name = webhookReference(webhook);
-  if (name === undefined) return webhook;
+  if (name === undefined) {
+    registerSecret(webhook);
+    return webhook;
+  }
   const url = env[name];
   if (url === undefined || url === '') {
     throw new UnrecoverableError(
