@@ -30,6 +30,15 @@ export function redisError(what: string, cause: unknown): StateError {
   return new StateError('state.redis', `Redis failed while ${what}: ${reason}`, true, { cause });
 }
 
+/** Sends one Redis call; a failure is a `redisError` saying what was being done. */
+export async function redisCall<T>(what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw redisError(what, err);
+  }
+}
+
 /** Parses JSON we stored; unreadable text is corrupt state, not a crash of some other kind. */
 export function parseStored(text: string, what: string): unknown {
   try {

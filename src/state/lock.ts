@@ -5,7 +5,7 @@
  * never remove its successor's.
  */
 import type { Redis } from 'ioredis';
-import { redisError } from './errors.js';
+import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 
 const RENEW = `
@@ -25,39 +25,30 @@ export class JobLocks {
 
   /** Takes the lock if nobody holds it; true when taken. */
   async acquire(job: string, token: string, ttlMs: number): Promise<boolean> {
-    try {
-      return (await this.redis.set(this.keys.jobLock(job), token, 'PX', ttlMs, 'NX')) === 'OK';
-    } catch (err) {
-      throw redisError('taking a job lock', err);
-    }
+    const reply = await redisCall('taking a job lock', () =>
+      this.redis.set(this.keys.jobLock(job), token, 'PX', ttlMs, 'NX'),
+    );
+    return reply === 'OK';
   }
 
   /** Extends the lock; false when `token` no longer holds it. */
   async renew(job: string, token: string, ttlMs: number): Promise<boolean> {
-    try {
-      return (
-        Number(await this.redis.eval(RENEW, 1, this.keys.jobLock(job), token, String(ttlMs))) === 1
-      );
-    } catch (err) {
-      throw redisError('renewing a job lock', err);
-    }
+    const reply = await redisCall('renewing a job lock', () =>
+      this.redis.eval(RENEW, 1, this.keys.jobLock(job), token, String(ttlMs)),
+    );
+    return Number(reply) === 1;
   }
 
   /** Releases the lock; false when `token` did not hold it. */
   async release(job: string, token: string): Promise<boolean> {
-    try {
-      return Number(await this.redis.eval(RELEASE, 1, this.keys.jobLock(job), token)) === 1;
-    } catch (err) {
-      throw redisError('releasing a job lock', err);
-    }
+    const reply = await redisCall('releasing a job lock', () =>
+      this.redis.eval(RELEASE, 1, this.keys.jobLock(job), token),
+    );
+    return Number(reply) === 1;
   }
 
   /** The token holding the lock (the active run), or null. */
   async holder(job: string): Promise<string | null> {
-    try {
-      return await this.redis.get(this.keys.jobLock(job));
-    } catch (err) {
-      throw redisError('reading a job lock', err);
-    }
+    return redisCall('reading a job lock', () => this.redis.get(this.keys.jobLock(job)));
   }
 }

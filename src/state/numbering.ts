@@ -6,7 +6,7 @@
  * Numbers never change once given, so they are cached for the process.
  */
 import type { Redis } from 'ioredis';
-import { redisError } from './errors.js';
+import { redisCall } from './errors.js';
 
 const ASSIGN = `
 local n = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
@@ -31,12 +31,9 @@ export class Numbering {
   async numberOf(name: string): Promise<number> {
     const cached = this.numbers.get(name);
     if (cached !== undefined) return cached;
-    let n: number;
-    try {
-      n = Number(await this.redis.eval(ASSIGN, 1, this.key, name));
-    } catch (err) {
-      throw redisError(`numbering a ${this.noun}`, err);
-    }
+    const n = Number(
+      await redisCall(`numbering a ${this.noun}`, () => this.redis.eval(ASSIGN, 1, this.key, name)),
+    );
     this.remember(name, n);
     return n;
   }
@@ -45,12 +42,9 @@ export class Numbering {
   async peek(name: string): Promise<number | undefined> {
     const cached = this.cached(name);
     if (cached !== undefined) return cached;
-    let value: string | null;
-    try {
-      value = await this.redis.hget(this.key, `r:${name}`);
-    } catch (err) {
-      throw redisError(`reading ${this.noun} numbers`, err);
-    }
+    const value: string | null = await redisCall(`reading ${this.noun} numbers`, () =>
+      this.redis.hget(this.key, `r:${name}`),
+    );
     return this.learned(name, value);
   }
 
@@ -70,12 +64,9 @@ export class Numbering {
   async namesOf(numbers: readonly number[]): Promise<(string | undefined)[]> {
     const missing = [...new Set(numbers.filter((n) => !this.names.has(n)))];
     if (missing.length > 0) {
-      let values: (string | null)[];
-      try {
-        values = await this.redis.hmget(this.key, ...missing.map((n) => `s:${n}`));
-      } catch (err) {
-        throw redisError(`reading ${this.noun} numbers`, err);
-      }
+      const values: (string | null)[] = await redisCall(`reading ${this.noun} numbers`, () =>
+        this.redis.hmget(this.key, ...missing.map((n) => `s:${n}`)),
+      );
       missing.forEach((n, i) => {
         const name = values[i];
         if (name) this.remember(name, n);

@@ -4,19 +4,14 @@
  * `null` that would read as "not found".
  */
 import type { ChainableCommander } from 'ioredis';
-import { redisError } from './errors.js';
+import { redisCall, redisError } from './errors.js';
 
 /** Commands per pipeline chunk: large enough for few round trips, small enough not to stall Redis. */
 export const CHUNK = 2000;
 
 /** Executes `p` and returns each command's reply, in order. */
 export async function execAll(p: ChainableCommander, what: string): Promise<unknown[]> {
-  let replies: [Error | null, unknown][] | null;
-  try {
-    replies = await p.exec();
-  } catch (err) {
-    throw redisError(what, err);
-  }
+  const replies: [Error | null, unknown][] | null = await redisCall(what, () => p.exec());
   if (replies === null) throw redisError(what, new Error('transaction aborted'));
   return replies.map(([err, value]) => {
     if (err) throw redisError(what, err);

@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis';
 import { canonicalJson } from '../sync/canonical.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';
-import { redisError, StateError } from './errors.js';
+import { redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { CHUNK, chunks, execAll, hclaims, hsets } from './pipeline.js';
 
@@ -76,22 +76,18 @@ export class PlatformIndex {
   ) {}
 
   async info(entity: Entity): Promise<IndexInfo | null> {
-    try {
-      return readIndexInfo(await this.redis.hgetall(this.keys.index(entity)));
-    } catch (err) {
-      throw redisError('reading the platform index', err);
-    }
+    const h = await redisCall('reading the platform index', () =>
+      this.redis.hgetall(this.keys.index(entity)),
+    );
+    return readIndexInfo(h);
   }
 
   /** Starts a new generation. */
   async begin(entity: Entity): Promise<IndexBuild> {
     const startedAt = this.opts.now();
-    let generation: number;
-    try {
-      generation = await this.redis.hincrby(this.keys.index(entity), 'seq', 1);
-    } catch (err) {
-      throw redisError('starting a platform listing', err);
-    }
+    const generation: number = await redisCall('starting a platform listing', () =>
+      this.redis.hincrby(this.keys.index(entity), 'seq', 1),
+    );
     return { entity, generation, startedAt, count: 0, ambiguous: 0, unmatchable: 0 };
   }
 

@@ -6,7 +6,7 @@
  * by the StateStore over its connection and key layout (`store.progress`).
  */
 import type { Redis } from 'ioredis';
-import { redisError } from './errors.js';
+import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
 import type { FailureRow, RunCounter, RunCounts } from './runs.js';
@@ -72,9 +72,8 @@ export class RunProgress {
     const counter =
       outcome === 'pending' ? UNKNOWN : RunField.counter(outcome satisfies RunCounter);
     const k = this.keys;
-    let reply: [number, number];
-    try {
-      reply = (await this.redis.eval(
+    const reply: [number, number] = (await redisCall('settling a write', () =>
+      this.redis.eval(
         SETTLE,
         4,
         k.settled(runId),
@@ -87,20 +86,17 @@ export class RunProgress {
         UNKNOWN,
         RunField.counter('writesSettled' satisfies RunCounter),
         RunField.counter('writesPlanned' satisfies RunCounter),
-      )) as [number, number];
-    } catch (err) {
-      throw redisError('settling a write', err);
-    }
+      ),
+    )) as [number, number];
     return { first: reply[0] !== -1, settled: Math.max(reply[0], 0), planned: reply[1] };
   }
 
   /** Whether this write of the run has settled (a job added again after a crash is then a no-op). */
   async isSettled(runId: string, line: number): Promise<boolean> {
-    try {
-      return (await this.redis.sismember(this.keys.settled(runId), String(line))) === 1;
-    } catch (err) {
-      throw redisError('reading settled writes', err);
-    }
+    const n = await redisCall('reading settled writes', () =>
+      this.redis.sismember(this.keys.settled(runId), String(line)),
+    );
+    return n === 1;
   }
 
   /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */
@@ -118,8 +114,8 @@ export class RunProgress {
    */
   async confirmCreated(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;
-    try {
-      await this.redis.eval(
+    await redisCall('confirming creates', () =>
+      this.redis.eval(
         CONFIRM,
         2,
         this.keys.unknownCreates(runId),
@@ -127,10 +123,8 @@ export class RunProgress {
         UNKNOWN,
         RunField.counter('created' satisfies RunCounter),
         ...lines.map(String),
-      );
-    } catch (err) {
-      throw redisError('confirming creates', err);
-    }
+      ),
+    );
   }
 
   /** Sets counters to absolute values (the planning pass owns its counts). */
@@ -141,11 +135,7 @@ export class RunProgress {
     const fields: Record<string, string> = {};
     for (const [name, n] of Object.entries(counts)) fields[RunField.counter(name)] = String(n);
     if (Object.keys(fields).length === 0) return;
-    try {
-      await this.redis.hset(this.keys.run(runId), fields);
-    } catch (err) {
-      throw redisError('setting run counters', err);
-    }
+    await redisCall('setting run counters', () => this.redis.hset(this.keys.run(runId), fields));
   }
 
   /**
@@ -162,10 +152,8 @@ export class RunProgress {
 
   /** Deletes the run's scratch and progress at its end (the run record and failures stay). */
   async clear(runId: string): Promise<void> {
-    try {
-      await this.redis.unlink(...this.keys.progress(runId), ...this.keys.scratch(runId));
-    } catch (err) {
-      throw redisError('clearing run progress', err);
-    }
+    await redisCall('clearing run progress', () =>
+      this.redis.unlink(...this.keys.progress(runId), ...this.keys.scratch(runId)),
+    );
   }
 }

@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
-import { redisError } from './errors.js';
+import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { chunks, execAll, hsets } from './pipeline.js';
@@ -123,22 +123,17 @@ export class RecordStates {
       added += Number(out[1]);
     }
     if (added > 0) {
-      try {
-        await this.redis.hincrby(k.entityInfo(entity), 'records', added);
-      } catch (err) {
-        throw redisError('counting synced records', err);
-      }
+      await redisCall('counting synced records', () =>
+        this.redis.hincrby(k.entityInfo(entity), 'records', added),
+      );
     }
   }
 
   /** `null` before the first confirmed write of the entity: the next run is a first sync. */
   async info(entity: Entity): Promise<StateInfo | null> {
-    let h: Record<string, string>;
-    try {
-      h = await this.redis.hgetall(this.keys.entityInfo(entity));
-    } catch (err) {
-      throw redisError('reading entity state', err);
-    }
+    const h: Record<string, string> = await redisCall('reading entity state', () =>
+      this.redis.hgetall(this.keys.entityInfo(entity)),
+    );
     if (!h.firstCommitAt) return null;
     return { records: Number(h.records ?? 0), firstCommitAt: Number(h.firstCommitAt) };
   }
@@ -152,11 +147,9 @@ export class RecordStates {
   ): Promise<void> {
     if (keys.length === 0) return;
     const value = JSON.stringify({ runId, since } satisfies PendingCreate);
-    try {
-      await this.redis.hset(this.keys.pending(entity), ...keys.flatMap((key) => [key, value]));
-    } catch (err) {
-      throw redisError('marking a pending create', err);
-    }
+    await redisCall('marking a pending create', () =>
+      this.redis.hset(this.keys.pending(entity), ...keys.flatMap((key) => [key, value])),
+    );
   }
 
   /**
@@ -176,31 +169,25 @@ export class RecordStates {
     if (keys.length === 0) return 'claimed';
     const k = this.keys;
     const value = JSON.stringify({ runId, since } satisfies PendingCreate);
-    let reply: string;
-    try {
-      reply = (await this.redis.eval(
+    const reply: string = (await redisCall('claiming a create', () =>
+      this.redis.eval(
         CLAIM_CREATE,
         keys.length + 1,
         k.pending(entity),
         ...keys.map((key) => k.ids(entity, k.idBucketOf(key))),
         value,
         ...keys,
-      )) as string;
-    } catch (err) {
-      throw redisError('claiming a create', err);
-    }
+      ),
+    )) as string;
     return reply as 'claimed' | 'pending' | 'exists';
   }
 
   /** The pending create of any of `keys` (first in priority order), or null. */
   async pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
     if (keys.length === 0) return null;
-    let values: (string | null)[];
-    try {
-      values = await this.redis.hmget(this.keys.pending(entity), ...keys);
-    } catch (err) {
-      throw redisError('reading pending creates', err);
-    }
+    const values: (string | null)[] = await redisCall('reading pending creates', () =>
+      this.redis.hmget(this.keys.pending(entity), ...keys),
+    );
     for (const v of values) {
       const p = parsePending(v);
       if (p) return p;
@@ -210,21 +197,16 @@ export class RecordStates {
 
   async clearPending(entity: Entity, keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
-    try {
-      await this.redis.hdel(this.keys.pending(entity), ...keys);
-    } catch (err) {
-      throw redisError('clearing pending creates', err);
-    }
+    await redisCall('clearing pending creates', () =>
+      this.redis.hdel(this.keys.pending(entity), ...keys),
+    );
   }
 
   /** Every pending create of the entity, by identity key (pending creates are few). */
   async listPending(entity: Entity): Promise<PendingEntry[]> {
-    let h: Record<string, string>;
-    try {
-      h = await this.redis.hgetall(this.keys.pending(entity));
-    } catch (err) {
-      throw redisError('listing pending creates', err);
-    }
+    const h: Record<string, string> = await redisCall('listing pending creates', () =>
+      this.redis.hgetall(this.keys.pending(entity)),
+    );
     return Object.entries(h).map(([key, v]) => ({ key, ...parsePending(v)! }));
   }
 
@@ -255,12 +237,9 @@ export class RecordStates {
         }
       }
       if (candidates.length === 0) continue;
-      let seen: number[];
-      try {
-        seen = await this.redis.smismember(seenKey, ...candidates.map((c) => String(c.platformId)));
-      } catch (err) {
-        throw redisError('listing orphans', err);
-      }
+      const seen: number[] = await redisCall('listing orphans', () =>
+        this.redis.smismember(seenKey, ...candidates.map((c) => String(c.platformId))),
+      );
       const orphans = candidates.filter((_, n) => seen[n] === 0);
       if (orphans.length === 0) continue;
       const runIds = await this.runNumbers.namesOf(orphans.map((o) => o.runNumber));

@@ -13,7 +13,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
-import { parseStored, redisError, StateError } from './errors.js';
+import { parseStored, redisCall, StateError } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { scrubText, stripCredentials } from './redaction.js';
@@ -194,8 +194,8 @@ export class Runs {
       createdAt: String(createdAt),
     };
     const k = this.keys;
-    try {
-      await this.redis.eval(
+    await redisCall('creating a run', () =>
+      this.redis.eval(
         CREATE,
         3,
         k.run(id),
@@ -204,20 +204,15 @@ export class Runs {
         String(createdAt),
         id,
         ...Object.entries(fields).flat(),
-      );
-    } catch (err) {
-      throw redisError('creating a run', err);
-    }
+      ),
+    );
     return id;
   }
 
   async get(id: string): Promise<RunRecord | null> {
-    let h: Record<string, string>;
-    try {
-      h = await this.redis.hgetall(this.keys.run(id));
-    } catch (err) {
-      throw redisError('reading a run', err);
-    }
+    const h: Record<string, string> = await redisCall('reading a run', () =>
+      this.redis.hgetall(this.keys.run(id)),
+    );
     return Object.keys(h).length === 0 ? null : parseRun(id, h);
   }
 
@@ -226,12 +221,9 @@ export class Runs {
     const limit = opts.limit ?? 20;
     const offset = opts.offset ?? 0;
     const set = opts.job === undefined ? this.keys.runsAll() : this.keys.runsOfJob(opts.job);
-    let ids: string[];
-    try {
-      ids = await this.redis.zrevrange(set, offset, offset + limit - 1);
-    } catch (err) {
-      throw redisError('listing runs', err);
-    }
+    const ids: string[] = await redisCall('listing runs', () =>
+      this.redis.zrevrange(set, offset, offset + limit - 1),
+    );
     if (ids.length === 0) return [];
     const p = this.redis.pipeline();
     for (const id of ids) p.hgetall(this.keys.run(id));
@@ -254,11 +246,7 @@ export class Runs {
       fields[RunField.timing(name)] = String(ms);
     if (Object.keys(fields).length === 0) return;
     await this.mustExist(id);
-    try {
-      await this.redis.hset(this.keys.run(id), fields);
-    } catch (err) {
-      throw redisError('updating a run', err);
-    }
+    await redisCall('updating a run', () => this.redis.hset(this.keys.run(id), fields));
   }
 
   /** Adds to counters atomically (HINCRBY): safe from any number of workers at once. */
@@ -276,22 +264,18 @@ export class Runs {
    * returns the new value: 1 the first time.
    */
   async bump(id: string, field: typeof RunField.retries | typeof RunField.round): Promise<number> {
-    try {
-      return await this.redis.hincrby(this.keys.run(id), field, 1);
-    } catch (err) {
-      throw redisError(`counting the run's ${field}`, err);
-    }
+    return redisCall(`counting the run's ${field}`, () =>
+      this.redis.hincrby(this.keys.run(id), field, 1),
+    );
   }
 
   /** Appends failure rows in the order given (RPUSH keeps it). */
   async addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
     for (const part of chunks(rows, 1000)) {
       const values = part.map((r) => JSON.stringify(storable(r)));
-      try {
-        await this.redis.rpush(this.keys.failures(runId), ...values);
-      } catch (err) {
-        throw redisError('recording failed rows', err);
-      }
+      await redisCall('recording failed rows', () =>
+        this.redis.rpush(this.keys.failures(runId), ...values),
+      );
     }
   }
 
@@ -303,12 +287,9 @@ export class Runs {
     const offset = opts.offset ?? 0;
     const limit = opts.limit ?? 100;
     if (limit <= 0) return [];
-    let values: string[];
-    try {
-      values = await this.redis.lrange(this.keys.failures(runId), offset, offset + limit - 1);
-    } catch (err) {
-      throw redisError('listing failed rows', err);
-    }
+    const values: string[] = await redisCall('listing failed rows', () =>
+      this.redis.lrange(this.keys.failures(runId), offset, offset + limit - 1),
+    );
     return values.map((v) => {
       const parsed = FailureSchema.safeParse(parseStored(v, `failure row of run ${runId}`));
       if (!parsed.success) {
@@ -323,20 +304,13 @@ export class Runs {
   }
 
   async countFailures(runId: string): Promise<number> {
-    try {
-      return await this.redis.llen(this.keys.failures(runId));
-    } catch (err) {
-      throw redisError('counting failed rows', err);
-    }
+    return redisCall('counting failed rows', () => this.redis.llen(this.keys.failures(runId)));
   }
 
   private async mustExist(id: string): Promise<void> {
-    let exists: number;
-    try {
-      exists = await this.redis.exists(this.keys.run(id));
-    } catch (err) {
-      throw redisError('reading a run', err);
-    }
+    const exists: number = await redisCall('reading a run', () =>
+      this.redis.exists(this.keys.run(id)),
+    );
     if (exists === 0) throw new StateError('state.unknown-run', `no run ${id}`, false);
   }
 }

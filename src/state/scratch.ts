@@ -14,7 +14,7 @@ import {
   type ClaimConflict,
   type ConflictRecord,
 } from '../sync/claims.js';
-import { parseStored, redisError, StateError } from './errors.js';
+import { parseStored, redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 
@@ -62,19 +62,18 @@ export class RunScratch {
   async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
     const conflicted = this.keys.conflicted(runId);
-    let reply: [string[], string[], (string | null)[]];
-    try {
-      reply = (await this.redis.eval(
-        CLAIM,
-        2,
-        this.keys.claims(runId),
-        conflicted,
-        String(this.ttlMs),
-        ...entries.flatMap((e) => [String(e.line), String(e.keys.length), ...e.keys]),
-      )) as typeof reply;
-    } catch (err) {
-      throw redisError('claiming identities', err);
-    }
+    const reply: [string[], string[], (string | null)[]] = (await redisCall(
+      'claiming identities',
+      () =>
+        this.redis.eval(
+          CLAIM,
+          2,
+          this.keys.claims(runId),
+          conflicted,
+          String(this.ttlMs),
+          ...entries.flatMap((e) => [String(e.line), String(e.keys.length), ...e.keys]),
+        ),
+    )) as typeof reply;
     const [holderOf, lines, records] = reply;
     const holders = new Map<string, number>();
     let n = 0;
@@ -102,12 +101,9 @@ export class RunScratch {
   /** The line that claimed each key in this run (null where none did), aligned with `keys`. */
   async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
     if (keys.length === 0) return [];
-    let values: (string | null)[];
-    try {
-      values = await this.redis.hmget(this.keys.claims(runId), ...keys);
-    } catch (err) {
-      throw redisError('reading identity claims', err);
-    }
+    const values: (string | null)[] = await redisCall('reading identity claims', () =>
+      this.redis.hmget(this.keys.claims(runId), ...keys),
+    );
     return values.map((v) => (v === null ? null : Number(v)));
   }
 
@@ -133,12 +129,9 @@ export class RunScratch {
     cursor = '0',
     count = 500,
   ): Promise<{ cursor: string; writes: WriteAction[] }> {
-    let reply: [string, string[]];
-    try {
-      reply = await this.redis.hscan(this.keys.plan(runId), cursor, 'COUNT', count);
-    } catch (err) {
-      throw redisError('reading planned writes', err);
-    }
+    const reply: [string, string[]] = await redisCall('reading planned writes', () =>
+      this.redis.hscan(this.keys.plan(runId), cursor, 'COUNT', count),
+    );
     const [next, flat] = reply;
     const writes: WriteAction[] = [];
     for (let n = 1; n < flat.length; n += 2)
@@ -149,12 +142,9 @@ export class RunScratch {
   /** The planned writes of these lines (lines without one are left out), in the order given. */
   async plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
     if (lines.length === 0) return [];
-    let values: (string | null)[];
-    try {
-      values = await this.redis.hmget(this.keys.plan(runId), ...lines.map(String));
-    } catch (err) {
-      throw redisError('reading planned writes', err);
-    }
+    const values: (string | null)[] = await redisCall('reading planned writes', () =>
+      this.redis.hmget(this.keys.plan(runId), ...lines.map(String)),
+    );
     return values.flatMap((v) =>
       v === null ? [] : [parseStored(v, 'planned write') as WriteAction],
     );
@@ -163,19 +153,13 @@ export class RunScratch {
   /** Removes planned writes of rows that turned out to be conflicts. */
   async dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;
-    try {
-      await this.redis.hdel(this.keys.plan(runId), ...lines.map(String));
-    } catch (err) {
-      throw redisError('dropping planned writes', err);
-    }
+    await redisCall('dropping planned writes', () =>
+      this.redis.hdel(this.keys.plan(runId), ...lines.map(String)),
+    );
   }
 
   async countPlannedWrites(runId: string): Promise<number> {
-    try {
-      return await this.redis.hlen(this.keys.plan(runId));
-    } catch (err) {
-      throw redisError('counting planned writes', err);
-    }
+    return redisCall('counting planned writes', () => this.redis.hlen(this.keys.plan(runId)));
   }
 
   /** Notes platform ids the run's export maps to (for the orphan report). */
@@ -192,11 +176,7 @@ export class RunScratch {
 
   /** Deletes every scratch key of the run (at its end). */
   async clear(runId: string): Promise<void> {
-    try {
-      await this.redis.unlink(...this.keys.scratch(runId));
-    } catch (err) {
-      throw redisError('clearing run scratch', err);
-    }
+    await redisCall('clearing run scratch', () => this.redis.unlink(...this.keys.scratch(runId)));
   }
 }
 

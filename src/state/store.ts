@@ -18,7 +18,7 @@ import { DEFAULT_PREFIX } from '../defaults.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
-import { redisError, StateError } from './errors.js';
+import { redisCall, StateError } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, RunField, type Buckets } from './keys.js';
 import { execAll } from './pipeline.js';
 import { JobLocks } from './lock.js';
@@ -108,11 +108,8 @@ export class StateStore {
    * of either. Writes nothing.
    */
   async hasState(): Promise<boolean> {
-    try {
-      return (await this.connection.exists(this.keys.meta())) === 1;
-    } catch (err) {
-      throw redisError('checking for state', err);
-    }
+    const n = await redisCall('checking for state', () => this.connection.exists(this.keys.meta()));
+    return n === 1;
   }
 
   // ---- record state --------------------------------------------------------
@@ -348,12 +345,9 @@ export class StateStore {
    */
   private async checkLayoutForRead(): Promise<void> {
     if (this.layoutChecked) return this.layoutChecked;
-    let have: Record<string, string>;
-    try {
-      have = await this.connection.hgetall(this.keys.meta());
-    } catch (err) {
-      throw redisError('checking the state layout', err);
-    }
+    const have: Record<string, string> = await redisCall('checking the state layout', () =>
+      this.connection.hgetall(this.keys.meta()),
+    );
     if (Object.keys(have).length === 0) return;
     this.compareLayout(have);
     this.layoutChecked = Promise.resolve();
