@@ -36,7 +36,11 @@ async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never
   try {
     const jobsDir = opts.jobs ?? config.jobsDir;
     const service = await startWorkerService({ config, logger, shutdown, jobsDir, metrics });
-    const queues: Queue[] = [service.runQueue as Queue, service.writeQueue as Queue];
+    const queues: Queue[] = [
+      service.runQueue as Queue,
+      service.writeQueue as Queue,
+      service.alertQueue as Queue,
+    ];
     if (opts.scheduler) await startSchedulerService({ config, logger, shutdown, jobsDir });
     const ops = await startOpsServer({
       host: config.ops.host,
