@@ -9,6 +9,12 @@
  * It starts and follows runs with the same functions as the CLI
  * (`startWorkerService`, `startRun`, `waitForRun`, `runSummary`), so what it
  * shows is what `crm-sync run` does.
+ *
+ * The ops server (web console and API) runs beside it on OPS_PORT (9464, or
+ * a free port when that one is taken) and its address is printed first. On
+ * a terminal, or with `--serve`, the demo then keeps the console, the workers
+ * and the sandbox up until Ctrl-C, so the page can start more runs;
+ * `--no-serve` (or no terminal) ends after the runs.
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -21,6 +27,7 @@ import { runSummary, waitForRun } from '../src/engine/run-summary.js';
 import { startWorkerService } from '../src/engine/worker-service.js';
 import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
+import { startOpsServer, type OpsServer } from '../src/ops/server.js';
 import { createShutdown } from '../src/ops/shutdown.js';
 import { closeRedis, connectProducer, safeRedisUrl } from '../src/queue/connection.js';
 import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
@@ -29,6 +36,8 @@ import type { RunRecord } from '../src/state/runs.js';
 const root = resolve(import.meta.dirname, '..');
 const jobsDir = resolve(root, 'jobs');
 const RUN_TIMEOUT_MS = 120_000;
+const args = process.argv.slice(2);
+const serve = args.includes('--serve') || (!args.includes('--no-serve') && process.stdout.isTTY);
 
 async function main(): Promise<number> {
   const prefix = `{crm-sync-demo-${randomBytes(4).toString('hex')}}`;
@@ -77,6 +86,17 @@ async function main(): Promise<number> {
       runQueue: service.runQueue,
       loadJob: jobLoader(config, jobsDir),
     };
+    const ops = await startConsole(config.ops, {
+      redis: service.ctx.store.connection,
+      queues: [],
+      checkPlatform: async () => {
+        await service.ctx.client.root();
+      },
+      logger,
+      api: { ...deps, client: service.ctx.client, config, jobsDir, logger },
+    });
+    shutdown.register('ops server', () => ops.close());
+    say(`web console: ${ops.url}/ (follow the runs there)\n`);
 
     // Companies first: members may refer to them.
     const ordered = [...jobs].sort((a, b) => entityOrder(a) - entityOrder(b));
@@ -96,9 +116,29 @@ async function main(): Promise<number> {
     }
     say('requests the sandbox served:');
     say(formatStats(await stats(sandbox)));
+    if (serve) {
+      say(`\nweb console: ${ops.url}/ (the workers and the sandbox stay up; Ctrl-C to stop)`);
+      await new Promise<never>(() => {});
+    }
     return failed === 0 ? 0 : 1;
   } finally {
     await cleanUp();
+  }
+}
+
+type ConsoleOptions = Omit<Parameters<typeof startOpsServer>[0], 'host' | 'port' | 'token'>;
+
+/** The ops server on the configured port, or on a free one when that is taken. */
+async function startConsole(
+  at: { host: string; port: number; token?: string },
+  opts: ConsoleOptions,
+): Promise<OpsServer> {
+  const base = { ...opts, host: at.host, ...(at.token !== undefined && { token: at.token }) };
+  try {
+    return await startOpsServer({ ...base, port: at.port });
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'EADDRINUSE') throw err;
+    return startOpsServer({ ...base, port: 0 });
   }
 }
 
