@@ -61,6 +61,11 @@ export function platformIdOf(value: unknown): number | undefined {
   return n;
 }
 
+/** A pending create as stored: JSON `{ runId, since }`, under each identity key. */
+export function packPending(p: PendingCreate): string {
+  return JSON.stringify({ runId: p.runId, since: p.since });
+}
+
 /** A stored pending create (JSON `{ runId, since }`); undefined when absent. */
 export function parsePending(value: unknown): PendingCreate | undefined {
   if (typeof value !== 'string') return undefined;

@@ -10,7 +10,7 @@ import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
-import { packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
+import { packPending, packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { chunks, execAll, hsets } from './pipeline.js';
 import type { Numbering } from './numbering.js';
 import { lookupRecords, type LookupOptions } from './record-lookup.js';
@@ -146,7 +146,7 @@ export class RecordStates {
     since: number,
   ): Promise<void> {
     if (keys.length === 0) return;
-    const value = JSON.stringify({ runId, since } satisfies PendingCreate);
+    const value = packPending({ runId, since });
     await redisCall('marking a pending create', () =>
       this.redis.hset(this.keys.pending(entity), ...keys.flatMap((key) => [key, value])),
     );
@@ -168,7 +168,7 @@ export class RecordStates {
   ): Promise<'claimed' | 'pending' | 'exists'> {
     if (keys.length === 0) return 'claimed';
     const k = this.keys;
-    const value = JSON.stringify({ runId, since } satisfies PendingCreate);
+    const value = packPending({ runId, since });
     const reply: string = (await redisCall('claiming a create', () =>
       this.redis.eval(
         CLAIM_CREATE,
