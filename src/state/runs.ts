@@ -116,24 +116,16 @@ export const FAILURE_KINDS = [
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 /** One row of a run that did not make it, and why; or a field of a row that did not (`warning`). */
-export interface FailureRow {
-  line: number;
-  kind: FailureKind;
-  field?: string;
-  reason: string;
-  value?: unknown;
-  /** The row's identity key (e.g. `x:ACME-1`), where it had one. */
-  identity?: string;
-}
-
-const FailureSchema = z.object({
+export const FailureRowSchema = z.object({
   line: z.number().int(),
   kind: z.enum(FAILURE_KINDS),
   field: z.string().optional(),
   reason: z.string(),
   value: z.unknown().optional(),
+  /** The row's identity key (e.g. `x:ACME-1`), where it had one. */
   identity: z.string().optional(),
 });
+export type FailureRow = z.infer<typeof FailureRowSchema>;
 
 const num = z.coerce.number().refine(Number.isFinite);
 const RunHashSchema = z.looseObject({
@@ -291,7 +283,7 @@ export class Runs {
       this.redis.lrange(this.keys.failures(runId), offset, offset + limit - 1),
     );
     return values.map((v) => {
-      const parsed = FailureSchema.safeParse(parseStored(v, `failure row of run ${runId}`));
+      const parsed = FailureRowSchema.safeParse(parseStored(v, `failure row of run ${runId}`));
       if (!parsed.success) {
         throw new StateError(
           'state.corrupt',
