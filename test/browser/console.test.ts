@@ -191,6 +191,19 @@ describe('web console in Chromium', () => {
     expect(await page.getByRole('dialog', { name: 'Ops token' }).isVisible()).toBe(false);
     expect(await page.getByRole('row').filter({ hasText: runId }).count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(shots, 'console.png') });
+
+    // The history, filtered by job and status through the form.
+    await page.getByRole('link', { name: 'Runs', exact: true }).click();
+    await page.getByRole('button', { name: 'Filter' }).waitFor();
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await expect.poll(() => page.locator('main tbody td.empty').count()).toBe(1);
+    await page.getByLabel('Job').fill('accounts');
+    await page.getByLabel('Status').selectOption('completed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.locator('main tbody tr').filter({ hasText: runId }).waitFor();
+    const filters = new URLSearchParams(new URL(page.url()).hash.split('?')[1]);
+    expect(Object.fromEntries(filters)).toEqual({ job: 'accounts', status: 'completed' });
     expect(pageErrors).toEqual([]);
   }, 60_000);
 
