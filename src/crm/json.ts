@@ -15,7 +15,7 @@
  * a SourceError.
  */
 import type { SourceRow } from './row.js';
-import { overBytes, parseRecord } from './ndjson.js';
+import { HeldRecord, overBytes, parseRecord } from './ndjson.js';
 import { SourceError } from './source-error.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
@@ -64,8 +64,7 @@ export class JsonArrayParser {
   // The element being read.
   private elemActive = false;
   private elemStart = 0;
-  private elemParts = '';
-  private elemOversized = false;
+  private readonly elemHeld: HeldRecord;
   private elemLine = 0;
   private openLine = 0;
   // Offsets in the whole text: of the chunk being read, and of the element's start.
@@ -77,6 +76,7 @@ export class JsonArrayParser {
   constructor(opts: JsonOptions) {
     this.opts = opts;
     this.path = opts.recordsPath?.split('.');
+    this.elemHeld = new HeldRecord(opts.maxRecordBytes);
   }
 
   push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
@@ -182,7 +182,7 @@ export class JsonArrayParser {
       }
       i++;
     }
-    if (this.elemActive) this.keepElement(text.slice(this.elemStart));
+    if (this.elemActive) this.elemHeld.add(text.slice(this.elemStart));
     this.base += n;
   }
 
@@ -271,15 +271,6 @@ export class JsonArrayParser {
     }
   }
 
-  private keepElement(s: string): void {
-    if (this.elemOversized) return;
-    this.elemParts += s;
-    if (this.elemParts.length > this.opts.maxRecordBytes) {
-      this.elemOversized = true;
-      this.elemParts = '';
-    }
-  }
-
   private endElement(text: string, end: number, out: SourceRow[]): void {
     const line = this.elemLine;
     let bad: number | undefined;
@@ -291,16 +282,16 @@ export class JsonArrayParser {
     let body = text;
     let from = this.elemStart;
     let to = end;
-    if (this.elemParts !== '' || this.elemOversized) {
-      this.keepElement(text.slice(this.elemStart, end));
-      body = this.elemParts;
+    if (this.elemHeld.held) {
+      this.elemHeld.add(text.slice(this.elemStart, end));
+      body = this.elemHeld.text;
       from = 0;
       to = body.length;
     }
-    const oversized = this.elemOversized || overBytes(body, from, to, this.opts.maxRecordBytes);
+    const oversized =
+      this.elemHeld.oversized || overBytes(body, from, to, this.opts.maxRecordBytes);
     this.elemActive = false;
-    this.elemParts = '';
-    this.elemOversized = false;
+    this.elemHeld.reset();
     if (bad !== undefined) {
       out.push({ line, problem: notUtf8Problem(bad) });
       return;

@@ -50,16 +50,46 @@ export function overBytes(text: string, start: number, end: number, max: number)
   return end - start > max / 3 && Buffer.byteLength(text.slice(start, end)) > max;
 }
 
+/**
+ * A record begun in an earlier chunk, held until its end comes. Past `max`
+ * UTF-16 units only the fact that it is too large is kept, so one huge
+ * record never holds more than that in memory.
+ */
+export class HeldRecord {
+  text = '';
+  oversized = false;
+  constructor(private readonly max: number) {}
+
+  /** Whether anything of a record is held. */
+  get held(): boolean {
+    return this.text !== '' || this.oversized;
+  }
+
+  add(s: string): void {
+    if (this.oversized) return;
+    this.text += s;
+    if (this.text.length > this.max) {
+      this.oversized = true;
+      this.text = '';
+    }
+  }
+
+  reset(): void {
+    this.text = '';
+    this.oversized = false;
+  }
+}
+
 export class NdjsonParser {
   /** Physical line of the scan position (1-based). */
   line = 1;
-  private partial = '';
-  private oversized = false;
+  private readonly partial: HeldRecord;
   private readonly notUtf8 = new NotUtf8Marks();
   private readonly opts: NdjsonOptions;
 
   constructor(opts: NdjsonOptions) {
     this.opts = opts;
+    this.partial = new HeldRecord(opts.maxRecordBytes);
   }
 
   push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
@@ -68,11 +98,11 @@ export class NdjsonParser {
     while (i < text.length) {
       const nl = text.indexOf('\n', i);
       if (nl < 0) {
-        this.append(text.slice(i));
+        this.partial.add(text.slice(i));
         return;
       }
       // A line inside the chunk is parsed in place; one begun in an earlier chunk is joined first.
-      if (this.partial === '' && !this.oversized) this.emit(text, i, nl, out);
+      if (!this.partial.held) this.emit(text, i, nl, out);
       else {
         const line = this.take(text.slice(i, nl));
         this.emit(line, 0, line.length, out);
@@ -82,25 +112,16 @@ export class NdjsonParser {
   }
 
   end(out: SourceRow[]): void {
-    if (this.partial !== '' || this.oversized) {
+    if (this.partial.held) {
       const line = this.take('');
       this.emit(line, 0, line.length, out);
     }
   }
 
-  private append(s: string): void {
-    if (this.oversized) return;
-    this.partial += s;
-    if (this.partial.length > this.opts.maxRecordBytes) {
-      this.oversized = true;
-      this.partial = '';
-    }
-  }
-
   private take(s: string): string {
-    this.append(s);
-    const v = this.partial;
-    this.partial = '';
+    this.partial.add(s);
+    const v = this.partial.text;
+    this.partial.text = '';
     return v;
   }
 
@@ -109,12 +130,12 @@ export class NdjsonParser {
     const line = this.line++;
     const bad = this.notUtf8.next <= line ? this.notUtf8.take(line) : undefined;
     if (bad !== undefined) {
-      this.oversized = false;
+      this.partial.oversized = false;
       out.push({ line, problem: notUtf8Problem(bad) });
       return;
     }
-    if (this.oversized || overBytes(text, start, end, this.opts.maxRecordBytes)) {
-      this.oversized = false;
+    if (this.partial.oversized || overBytes(text, start, end, this.opts.maxRecordBytes)) {
+      this.partial.oversized = false;
       out.push({
         line,
         problem: `line is larger than maxRecordBytes (${this.opts.maxRecordBytes} bytes)`,
