@@ -130,6 +130,12 @@ describe('web console in Chromium', () => {
     const confirm = page.getByRole('dialog', { name: 'Run accounts now' });
     await confirm.waitFor();
     await confirm.getByRole('button', { name: 'Cancel' }).click();
+    // By keyboard too: Enter on the focused button opens it, Escape closes it.
+    await jobRow.getByRole('button', { name: 'Run now' }).focus();
+    await page.keyboard.press('Enter');
+    await confirm.waitFor();
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'hidden' });
     expect((await h.store.listRuns({ limit: 10 })).length).toBe(0);
 
     await jobRow.getByRole('button', { name: 'Run now' }).click();

@@ -587,11 +587,19 @@ async function runPage(view, runId, live) {
   drawHead();
   view(head, prog, tally, failures.section);
   await failures.load(true);
-  // Poll while the run goes; the failures are read again once it ends.
+  // Poll while the run goes; the failures are read again once it ends. A
+  // poll that fails (a restarting server) is said and tried again.
+  const trouble = h('p', { class: 'error', role: 'status' });
   while (!ENDED.has(run.status) && live()) {
     await new Promise((r) => window.setTimeout(r, POLL_MS));
     if (!live()) return;
-    run = await api(`api/runs/${encodeURIComponent(runId)}`);
+    try {
+      run = await api(`api/runs/${encodeURIComponent(runId)}`);
+    } catch (err) {
+      trouble.textContent = `Could not read the run (trying again): ${err?.message ?? err}`;
+      if (!trouble.isConnected) prog.prepend(trouble);
+      continue;
+    }
     drawHead();
     if (ENDED.has(run.status)) await failures.load(true);
   }
