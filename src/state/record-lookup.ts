@@ -73,6 +73,10 @@ export async function lookupRecords(
     'looking up records',
   )) as [Record<string, string>, (string | null)[], (string | null)[], string | null];
   const index = listing ? null : readIndexInfo(indexHash);
+  // Where a platform id's record state is, and (with a stored index) its listed values.
+  const stateField = (id: number) => [k.recs(entity, k.recBucketOf(id)), String(id)] as const;
+  const indexedField = (generation: number, id: number) =>
+    [k.indexRecs(entity, generation, k.recBucketOf(id)), String(id)] as const;
   const myJob =
     job === undefined
       ? undefined
@@ -107,12 +111,8 @@ export async function lookupRecords(
     const at = stateAt[n]!;
     if (at < r.keys.length) {
       const id = stateIds[n]![at]!;
-      stateOf.push([n, [k.recs(entity, k.recBucketOf(id)), String(id)]]);
-      if (index)
-        remoteOfMatched.push([
-          n,
-          [k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id)],
-        ]);
+      stateOf.push([n, stateField(id)]);
+      if (index) remoteOfMatched.push([n, indexedField(index.generation, id)]);
     }
     for (let m = 0; m < at; m++) {
       const key = r.keys[m]!;
@@ -183,18 +183,12 @@ export async function lookupRecords(
     const p3 = from.redis.pipeline();
     hgets(
       p3,
-      listedOnly.map((n) => {
-        const id = known[n]!.platformId!;
-        return [k.recs(entity, k.recBucketOf(id)), String(id)] as const;
-      }),
+      listedOnly.map((n) => stateField(known[n]!.platformId!)),
     );
     if (index)
       hgets(
         p3,
-        listedOnly.map((n) => {
-          const id = known[n]!.platformId!;
-          return [k.indexRecs(entity, index.generation, k.recBucketOf(id)), String(id)] as const;
-        }),
+        listedOnly.map((n) => indexedField(index.generation, known[n]!.platformId!)),
       );
     const [recValues, values] = (await execAll(p3, 'looking up records')) as (string | null)[][];
     listedOnly.forEach((n, m) => {
