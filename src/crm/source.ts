@@ -20,9 +20,6 @@ import { gunzipIfNeeded } from './gzip.js';
 import { SourceError } from './source-error.js';
 import type { SourceFormat, SourceSpec } from './source-spec.js';
 
-// jobs/definition.ts still imports it from here.
-export { JobSourceSchema } from './source-spec.js';
-
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** A URL as it may be shown: origin and path, no userinfo, query or fragment. */

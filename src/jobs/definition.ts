@@ -13,7 +13,7 @@ import { JobAlertsSchema } from '../alerts/rules.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
-import { JobSourceSchema } from '../crm/source.js';
+import { JobSourceSchema } from '../crm/source-spec.js';
 import { isTimeZone } from '../time-zone.js';
 
 export class JobError extends Error {
