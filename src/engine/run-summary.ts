@@ -33,6 +33,8 @@ export interface RunSummary {
     orphans: number;
     writesPlanned: number;
     writesSettled: number;
+    /** 429s the platform answered this run's writes. */
+    rateLimited: number;
   };
   createdAt: string;
   startedAt?: string;
@@ -69,6 +71,7 @@ export function runSummary(run: RunRecord): RunSummary {
       orphans: c.orphans,
       writesPlanned: c.writesPlanned,
       writesSettled: c.writesSettled,
+      rateLimited: c.rateLimited,
     },
     createdAt: iso(run.createdAt)!,
     ...(run.startedAt !== undefined && { startedAt: iso(run.startedAt) }),

@@ -186,6 +186,7 @@ async function onError(
     case 'pause-queue':
       // A 429 was not applied: the create may go again.
       await clearPending();
+      await ctx.store.incrementRun(w.runId, { rateLimited: 1 });
       return pauseQueue(ctx.writeQueue, d.delayMs);
     case 'fail-run':
       await clearPending();

@@ -36,6 +36,7 @@ export const RunSummary = z.strictObject({
     orphans: count,
     writesPlanned: count,
     writesSettled: count,
+    rateLimited: count,
   }),
   createdAt: z.iso.datetime(),
   startedAt: z.iso.datetime().optional(),

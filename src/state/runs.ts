@@ -40,6 +40,8 @@ export const RUN_COUNTERS = [
   'orphans',
   'writesPlanned',
   'writesSettled',
+  // Not an outcome: 429s the platform answered this run's writes (each paused the queue).
+  'rateLimited',
 ] as const;
 export type RunCounter = (typeof RUN_COUNTERS)[number];
 export type RunCounts = Record<RunCounter, number>;

@@ -380,15 +380,12 @@ function progress(run, samples) {
   const rate =
     last && first && last.t > first.t ? ((last.v - first.v) * 1000) / (last.t - first.t) : 0;
   const eta = rate > 0 && planned > settled ? ((planned - settled) / rate) * 1000 : undefined;
-  const limited = c.rateLimited ?? c.throttled ?? run.rateLimited ?? run.http429;
-  const learned = run.learnedRate ?? run.rate?.learned;
   const facts = [
     ['Writes', `${settled} of ${planned} settled`],
     ['Writes/s', ENDED.has(run.status) ? '—' : rate.toFixed(1)],
     ['ETA', ENDED.has(run.status) ? 'ended' : eta === undefined ? '—' : duration(eta)],
   ];
-  if (limited !== undefined) facts.push(['429s', String(limited)]);
-  if (learned !== undefined) facts.push(['Learned rate', `${shown(learned)}/s`]);
+  facts.push(['429s', String(c.rateLimited ?? 0)]);
   return h(
     'section',
     { 'aria-labelledby': 'progress-title' },
