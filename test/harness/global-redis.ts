@@ -8,12 +8,14 @@ declare module 'vitest' {
 }
 
 /**
- * Gives every integration and e2e test file a real Redis: REDIS_URL when the
- * caller set one (tests then only touch keys under their own random prefix),
- * otherwise a redis-server spawned on a free port for this test run.
+ * Gives every integration and e2e test file a real Redis: a redis-server
+ * spawned on a free port for this test run. A Redis the machine already runs
+ * (REDIS_URL, 127.0.0.1:6379) is never used: only CRM_SYNC_TEST_REDIS_URL,
+ * set on purpose, names another (tests then touch only keys under their own
+ * random prefix).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const given = process.env.REDIS_URL;
+  const given = process.env.CRM_SYNC_TEST_REDIS_URL;
   if (given) {
     project.provide('redisUrl', given);
     return async () => {};

@@ -5,6 +5,7 @@
  * an unknown field, an unknown status or kind, a date that is not ISO.
  */
 import { describe, expect, it } from 'vitest';
+import { RUN_COUNTERS } from '../../src/state/runs.js';
 import { z } from 'zod';
 import { openApiDocument } from '../../src/ops/openapi.js';
 
@@ -30,25 +31,8 @@ const schemaOf = (path: string, method: string, status: number) =>
       .schema as Parameters<typeof z.fromJSONSchema>[0],
   );
 
-const counts = Object.fromEntries(
-  [
-    'read',
-    'created',
-    'updated',
-    'unchanged',
-    'adopted',
-    'invalid',
-    'conflict',
-    'rejected',
-    'failed',
-    'skipped',
-    'unsupported',
-    'warnings',
-    'orphans',
-    'writesPlanned',
-    'writesSettled',
-  ].map((k) => [k, 0]),
-);
+// Every counter a run record has: a counter added there must reach the API's shape too.
+const counts = Object.fromEntries(RUN_COUNTERS.map((k) => [k, 0]));
 const run = {
   runId: 'r1',
   job: 'accounts',
