@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { loadMapping } from '../../src/crm/presets.js';
 import { planExport } from '../../src/engine/planning.js';
-import { redisPlanningSink } from '../../src/engine/run.js';
+import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { silentLogger } from '../../src/log.js';
 import { StateStore } from '../../src/state/store.js';
 

@@ -1,0 +1,108 @@
+/**
+ * The planning sink of a real run: where the planning pass (`planExport`)
+ * puts what it decides, in the run's scratch in Redis (planned writes,
+ * failure rows, platform ids seen, adoptions committed to state). The dry run
+ * plans with an in-memory sink instead.
+ */
+import type { JobDefinition } from '../jobs/definition.js';
+import type { CommitEntry } from '../state/records.js';
+import type { FailureRow } from '../state/runs.js';
+import type { StateStore } from '../state/store.js';
+import { isWrite, type WriteAction } from '../sync/action.js';
+import type { PlanningSink } from './planning.js';
+
+/** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
+export function redisPlanningSink(
+  store: StateStore,
+  runId: string,
+  entity: JobDefinition['entity'],
+  job: string,
+): PlanningSink {
+  return {
+    claim: (entries) => store.claimIdentities(runId, entries),
+    lookup: (records) => store.lookup(entity, records, { job }),
+    async accept(actions, warnings) {
+      const writes: WriteAction[] = [];
+      const failures: FailureRow[] = [];
+      const seen: number[] = [];
+      const adopted: CommitEntry[] = [];
+      for (const a of actions) {
+        if (isWrite(a)) writes.push(a);
+        if ('platformId' in a && a.platformId !== undefined) seen.push(a.platformId);
+        switch (a.kind) {
+          case 'adopt':
+            adopted.push({ keys: a.keys, platformId: a.platformId, hash: a.hash, runId, job });
+            break;
+          case 'invalid':
+            failures.push({
+              line: a.line,
+              kind: 'invalid',
+              reason: a.reason,
+              ...(a.field !== undefined && { field: a.field }),
+              ...(a.value !== undefined && { value: a.value }),
+              ...(a.identity !== undefined && { identity: a.identity }),
+            });
+            break;
+          case 'skip':
+            // Listed when a skip rule of the mapping matched; a skip by the run's mode is not.
+            if (a.rule !== undefined) {
+              failures.push({
+                line: a.line,
+                kind: 'skipped',
+                field: `skip.${a.rule}`,
+                reason: a.reason,
+                ...(a.value !== undefined && { value: a.value }),
+                ...(a.keys[0] !== undefined && { identity: a.keys[0] }),
+              });
+            }
+            break;
+          case 'conflict':
+            failures.push({
+              line: a.line,
+              kind: 'conflict',
+              reason: a.reason,
+              identity: a.identity,
+            });
+            break;
+          case 'unsupported':
+            failures.push({
+              line: a.line,
+              kind: 'unsupported',
+              reason: a.reason,
+              identity: a.keys[0]!,
+            });
+            break;
+          case 'pending':
+            failures.push({ line: a.line, kind: 'failed', reason: a.reason, identity: a.keys[0]! });
+            break;
+        }
+      }
+      if (warnings.length > 0) {
+        for (const w of warnings) failures.push({ ...w, kind: 'warning' });
+        // In row order, each row's warnings after its other failure (a stable sort).
+        failures.sort((x, y) => x.line - y.line);
+      }
+      await Promise.all([
+        store.savePlannedWrites(runId, writes),
+        store.addFailures(runId, failures),
+        store.markSeen(runId, seen),
+        store.commit(entity, adopted),
+      ]);
+    },
+    async withdraw(rows) {
+      await store.dropPlannedWrites(
+        runId,
+        rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.conflict.line),
+      );
+      await store.addFailures(
+        runId,
+        rows.map((r) => ({
+          line: r.conflict.line,
+          kind: 'conflict' as const,
+          reason: r.conflict.reason,
+          identity: r.conflict.identity,
+        })),
+      );
+    },
+  };
+}
