@@ -1,7 +1,8 @@
 /**
- * The web console's static files: the page at `/` and its script and style
- * under `/console/`. They hold no data and no secret (the page reads the API
- * with the token the operator types), so they are served without auth.
+ * The web console's static files: the page at `/` and its ES modules
+ * (console.js and what it imports, views/ included) and style under
+ * `/console/`. They hold no data and no secret (the page reads the API with
+ * the token the operator types), so they are served without auth.
  *
  * The files live in src/ops/console/ beside this module; `npm run build`
  * copies them to dist/ops/console/, so the same relative path works from the
@@ -12,7 +13,7 @@ import express, { type Response } from 'express';
 
 export const CONSOLE_DIR = fileURLToPath(new URL('./console/', import.meta.url));
 
-// Only our own script, style and API; no framing by another site.
+// Only our own scripts (the page's ES modules), style and API; no framing by another site.
 const CSP = [
   "default-src 'none'",
   "script-src 'self'",

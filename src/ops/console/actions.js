@@ -1,0 +1,62 @@
+/* global document, location */
+/**
+ * What the operator can start from the page (a run, a full backfill, a retry),
+ * each behind the confirm dialog, and how a failed action is said.
+ */
+import { api } from './api.js';
+import { h } from './dom.js';
+
+/** Asks the operator through the confirm dialog; resolves true on Confirm. */
+function confirmAction(title, text, okLabel) {
+  const dialog = document.getElementById('confirm');
+  document.getElementById('confirm-title').textContent = title;
+  document.getElementById('confirm-text').textContent = text;
+  document.getElementById('confirm-ok').textContent = okLabel;
+  dialog.returnValue = '';
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
+    dialog.showModal();
+  });
+}
+
+async function startRun(job, full) {
+  const title = full ? `Full backfill of ${job}` : `Run ${job} now`;
+  const text = full
+    ? `List the platform again and re-plan every record of ${job}. Writes go to the platform.`
+    : `Start a run of ${job}. Changed records are written to the platform.`;
+  if (!(await confirmAction(title, text, full ? 'Start full backfill' : 'Start run'))) return;
+  const body = await api('api/runs', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ job, full }),
+  });
+  location.hash = `#/runs/${encodeURIComponent(body.runId)}`;
+}
+
+export function runButtons(job) {
+  const act = (full) => () => startRun(job, full).catch(showError);
+  return h(
+    'span',
+    { class: 'actions' },
+    h('button', { type: 'button', onclick: act(false) }, 'Run now'),
+    h('button', { type: 'button', onclick: act(true) }, 'Full backfill'),
+  );
+}
+
+export async function retry(runId) {
+  if (
+    !(await confirmAction(
+      `Retry ${runId}`,
+      `Start a new run of this run's job with its options.`,
+      'Retry',
+    ))
+  )
+    return;
+  const body = await api(`api/runs/${encodeURIComponent(runId)}/retry`, { method: 'POST' });
+  location.hash = `#/runs/${encodeURIComponent(body.runId)}`;
+}
+
+export function showError(err) {
+  const note = h('p', { class: 'error', role: 'alert' }, err?.message ?? String(err));
+  document.getElementById('main').prepend(note);
+}
