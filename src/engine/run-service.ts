@@ -14,7 +14,7 @@
  */
 import type { Config } from '../config.js';
 import { loadJob, type JobDefinition } from '../jobs/definition.js';
-import { enqueueRun, type TypedQueue } from '../queue/queues.js';
+import { enqueueRun, releaseStaleRun, type TypedQueue } from '../queue/queues.js';
 import { stripCredentials } from '../state/redaction.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
@@ -144,7 +144,16 @@ export async function submitRun(
   deps: Pick<RunDeps, 'store' | 'runQueue'>,
   run: PreparedRun,
 ): Promise<StartedRun> {
-  const { runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data);
+  let { runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data);
+  if (attached) {
+    // A run that has ended (a 401 fails it from a write) may still hold the
+    // slot until its queue job wakes up and returns: it is no run to attach to.
+    const held = await deps.store.getRun(runId);
+    if (held && hasEnded(held)) {
+      await releaseStaleRun(deps.runQueue, run.data.job, runId);
+      ({ runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data));
+    }
+  }
   if (!attached)
     await createRunRecord(deps.store, runId, run.def, RunJobDataSchema.parse(run.data));
   return { runId, attached };

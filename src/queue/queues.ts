@@ -17,6 +17,7 @@ import {
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { RETRY_DEFAULTS } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { jitterOf, writeRetryDelay, type RetrySettings } from '../platform/retry-policy.js';
@@ -173,6 +174,28 @@ export async function enqueueRun<D>(
   });
   const id = job.id ?? runId;
   return { runId: id, attached: id !== runId };
+}
+
+// Deletes the deduplication key only while it still names the stale run: two
+// callers releasing the same stale run cannot delete the key of a new one.
+const RELEASE_STALE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+/**
+ * Frees a job definition's run slot held by `staleRunId`, a run whose record
+ * has ended while its queue job has not returned yet (it sleeps in the
+ * delayed set until a worker wakes it and sees the end). BullMQ drops the key
+ * when that job finishes only if it still names it, so a run enqueued after
+ * this is not disturbed.
+ */
+export async function releaseStaleRun<D>(
+  queue: TypedQueue<D>,
+  jobName: string,
+  staleRunId: string,
+): Promise<void> {
+  // The Redis backend's client is the ioredis connection we gave the queue.
+  const client = (await queue.backend.client) as unknown as Redis;
+  await client.eval(RELEASE_STALE, 1, queue.toKey(`de:${runDeduplicationId(jobName)}`), staleRunId);
 }
 
 /** The run of a job definition that is waiting or active now, if any. */

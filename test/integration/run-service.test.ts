@@ -75,6 +75,26 @@ describe('startRun', () => {
     expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
   });
 
+  it('does not attach to a run that has ended while its queue job still holds the slot', async () => {
+    // A 401 fails a run from a write; its run job learns it only when it next wakes up.
+    const d = deps('stale');
+    const failed = await startRun(d, 'companies');
+    await d.store.updateRun(failed.runId, {
+      status: 'failed',
+      error: 'the platform refused the API key',
+    });
+    const next = await startRun(d, 'companies');
+    expect(next.attached).toBe(false);
+    expect(next.runId).not.toBe(failed.runId);
+    expect(await d.store.getRun(next.runId)).toMatchObject({ status: 'queued' });
+    // The new run holds the slot now: a third start attaches to it, not to the failed one.
+    expect(await startRun(d, 'companies')).toEqual({ runId: next.runId, attached: true });
+    // When the failed run's job finally finishes, the slot stays the new run's.
+    const old = await d.queue.getJob(failed.runId);
+    await old!.remove();
+    expect(await startRun(d, 'companies')).toEqual({ runId: next.runId, attached: true });
+  });
+
   it('refuses a job that does not load, or a source with a credential, and enqueues nothing', async () => {
     const d = deps('refused');
     await expect(startRun(d, 'missing')).rejects.toBeInstanceOf(JobError);
