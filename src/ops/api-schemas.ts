@@ -4,13 +4,24 @@
  * request bodies and query strings are parsed with them.
  */
 import { z } from 'zod';
-import { FAILURE_KINDS, RUN_STATUSES } from '../state/runs.js';
+import {
+  FAILURE_KINDS,
+  FailureRowSchema,
+  RUN_COUNTERS,
+  RUN_STATUSES,
+  type RunCounter,
+} from '../state/runs.js';
 
 export const ErrorBody = z.strictObject({ error: z.string() }).meta({
   description: 'What was wrong, in one line',
 });
 
 const count = z.number().int().min(0);
+
+/** Every counter of a run record, so that one added there is in the API's shape too. */
+const RunCounts = z.strictObject(
+  Object.fromEntries(RUN_COUNTERS.map((c) => [c, count])) as Record<RunCounter, typeof count>,
+);
 
 export const RunSummary = z.strictObject({
   runId: z.string(),
@@ -20,24 +31,7 @@ export const RunSummary = z.strictObject({
   error: z.string().optional(),
   source: z.string(),
   mode: z.string(),
-  counts: z.strictObject({
-    read: count,
-    created: count,
-    updated: count,
-    unchanged: count,
-    adopted: count,
-    invalid: count,
-    conflict: count,
-    rejected: count,
-    failed: count,
-    skipped: count,
-    unsupported: count,
-    warnings: count,
-    orphans: count,
-    writesPlanned: count,
-    writesSettled: count,
-    rateLimited: count,
-  }),
+  counts: RunCounts,
   createdAt: z.iso.datetime(),
   startedAt: z.iso.datetime().optional(),
   finishedAt: z.iso.datetime().optional(),
@@ -82,18 +76,19 @@ export const JobList = z.strictObject({
   problems: z.array(z.string()).meta({ description: 'Files of the jobs folder that do not load' }),
 });
 
-const PlanCounts = z.strictObject({
-  read: count,
-  created: count,
-  updated: count,
-  unchanged: count,
-  adopted: count,
-  invalid: count,
-  conflict: count,
-  failed: count,
-  skipped: count,
-  unsupported: count,
-  warnings: count,
+// A plan's counts: the outcomes a plan can know before writing (planOutcomes).
+const PlanCounts = RunCounts.pick({
+  read: true,
+  created: true,
+  updated: true,
+  unchanged: true,
+  adopted: true,
+  invalid: true,
+  conflict: true,
+  failed: true,
+  skipped: true,
+  unsupported: true,
+  warnings: true,
 });
 
 export const Plan = z.strictObject({
@@ -111,14 +106,8 @@ export const Plan = z.strictObject({
   indexSource: z.enum(['stored', 'listed']),
 });
 
-export const FailureRow = z.strictObject({
-  line: z.number().int(),
-  kind: z.enum(FAILURE_KINDS),
-  field: z.string().optional(),
-  reason: z.string(),
-  value: z.unknown().optional(),
-  identity: z.string().optional(),
-});
+/** A failure row as the store keeps it (strict here: an answer with more is a drift). */
+export const FailureRow = FailureRowSchema.strict();
 
 export const FailureList = z.strictObject({
   runId: z.string(),
