@@ -16,31 +16,16 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConsoleServer, type ConsoleServer } from '../harness/console-server.js';
-import { startEngine, type EngineHarness } from '../harness/engine.js';
+import {
+  startEngine,
+  ACCOUNTS_HEADER as HEADER,
+  ACCOUNTS_MAPPING as mapping,
+  type EngineHarness,
+} from '../harness/engine.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const TOKEN = 'console-test-token-0123456789abcdef';
 
-const mapping = {
-  name: 'accounts',
-  version: 1,
-  entity: 'companies',
-  skip: {
-    deleted: {
-      from: 'IsDeleted',
-      transforms: ['boolean'],
-      equals: true,
-      reason: 'deleted in the CRM (IsDeleted {value})',
-    },
-  },
-  fields: {
-    external_id: { template: 'test:{Id}', required: true },
-    name: { from: 'Name', transforms: ['trim'], required: true },
-    website: { from: 'Website', transforms: ['website'] },
-  },
-};
-
-const HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];
 // Enough plain rows that the run takes a few seconds at the test's rate limit.
 const PLAIN = Array.from({ length: 60 }, (_, i) => [
   `CO-${i}`,

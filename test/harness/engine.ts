@@ -436,3 +436,29 @@ function csvField(v: unknown): string {
   const s = v === undefined || v === null ? '' : String(v);
   return /[",;\n\r]/.test(s) || s !== s.trim() ? `"${s.replace(/"/g, '""')}"` : s;
 }
+
+/**
+ * A small accounts export's inline mapping: a skip rule, an identity, a
+ * required field and an optional one (the row outcomes, API and console
+ * tests read exports of `ACCOUNTS_HEADER` with it).
+ */
+export const ACCOUNTS_MAPPING = {
+  name: 'accounts',
+  version: 1,
+  entity: 'companies',
+  skip: {
+    deleted: {
+      from: 'IsDeleted',
+      transforms: ['boolean'],
+      equals: true,
+      reason: 'deleted in the CRM (IsDeleted {value})',
+    },
+  },
+  fields: {
+    external_id: { template: 'test:{Id}', required: true },
+    name: { from: 'Name', transforms: ['trim'], required: true },
+    website: { from: 'Website', transforms: ['website'] },
+  },
+};
+
+export const ACCOUNTS_HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];

@@ -11,30 +11,17 @@ import { dryRun } from '../../src/engine/dry-run.js';
 import { failurePages } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
 import type { FailureKind, FailureRow } from '../../src/state/runs.js';
-import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
+import {
+  countWrites,
+  statsSince,
+  useEngines,
+  ACCOUNTS_HEADER as HEADER,
+  ACCOUNTS_MAPPING as mapping,
+  type EngineHarness,
+} from '../harness/engine.js';
 
 const engine = useEngines();
 
-const mapping = {
-  name: 'accounts',
-  version: 1,
-  entity: 'companies',
-  skip: {
-    deleted: {
-      from: 'IsDeleted',
-      transforms: ['boolean'],
-      equals: true,
-      reason: 'deleted in the CRM (IsDeleted {value})',
-    },
-  },
-  fields: {
-    external_id: { template: 'test:{Id}', required: true },
-    name: { from: 'Name', transforms: ['trim'], required: true },
-    website: { from: 'Website', transforms: ['website'] },
-  },
-};
-
-const HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];
 const ROWS = [
   ['ACME-1', 'Acme', 'www.Acme.com/', 'false'], // line 2: created, website as written
   ['GLOBEX-1', 'Globex', 'info@globex.com', 'false'], // line 3: created without website, a warning

@@ -13,32 +13,17 @@ import { describe, expect, it } from 'vitest';
 import { printCsv } from '../../src/cli/failures.js';
 import { failurePages } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
-import { useEngines, type EngineHarness } from '../harness/engine.js';
+import {
+  useEngines,
+  ACCOUNTS_HEADER as HEADER,
+  ACCOUNTS_MAPPING as mapping,
+  type EngineHarness,
+} from '../harness/engine.js';
 import { startApi, type ApiClient } from './ops-api-harness.js';
 
 const engine = useEngines();
 
-const mapping = {
-  name: 'accounts',
-  version: 1,
-  entity: 'companies',
-  skip: {
-    deleted: {
-      from: 'IsDeleted',
-      transforms: ['boolean'],
-      equals: true,
-      reason: 'deleted in the CRM (IsDeleted {value})',
-    },
-  },
-  fields: {
-    external_id: { template: 'test:{Id}', required: true },
-    name: { from: 'Name', transforms: ['trim'], required: true },
-    website: { from: 'Website', transforms: ['website'] },
-  },
-};
-
 const FORMULA = '@SUM(1,2)';
-const HEADER = ['Id', 'Name', 'Website', 'IsDeleted'];
 const ROWS = [
   ['ACME-1', 'Acme', 'www.acme.com', 'false'], // line 2: created
   ['GLOBEX-1', 'Globex', FORMULA, 'false'], // line 3: created without website, a warning
