@@ -3,6 +3,7 @@
  * same store, runs queue, jobs folder and platform as its workers, as
  * `crm-sync start` wires them.
  */
+import type { Queue } from 'bullmq';
 import { jobLoader } from '../../src/engine/run-service.js';
 import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
 import type { EngineHarness } from './engine.js';
@@ -11,14 +12,14 @@ export type ConsoleServer = OpsServer;
 
 export async function startConsoleServer(
   h: EngineHarness,
-  opts: { token?: string } = {},
+  opts: { token?: string; queues?: readonly Queue[] } = {},
 ): Promise<ConsoleServer> {
   const client = h.client();
   return startOpsServer({
     port: 0,
     ...(opts.token !== undefined && { token: opts.token }),
     redis: h.producer.redis,
-    queues: [],
+    queues: opts.queues ?? [],
     checkPlatform: async () => {
       await client.root();
     },

@@ -7,8 +7,8 @@
  */
 import { expect } from 'vitest';
 import { z } from 'zod';
-import { jobLoader } from '../../src/engine/run-service.js';
-import { startOpsServer, type OpsServer } from '../../src/ops/server.js';
+import type { OpsServer } from '../../src/ops/server.js';
+import { startConsoleServer } from '../harness/console-server.js';
 import type { EngineHarness } from '../harness/engine.js';
 
 export interface ApiAnswer {
@@ -35,24 +35,7 @@ export async function startApi(
   h: EngineHarness,
   opts: { token?: string } = {},
 ): Promise<ApiClient> {
-  const client = h.client();
-  const ops = await startOpsServer({
-    port: 0,
-    ...(opts.token !== undefined && { token: opts.token }),
-    redis: h.producer.redis,
-    queues: [h.producer.runQueue],
-    checkPlatform: async () => {
-      await client.root();
-    },
-    api: {
-      store: h.store,
-      runQueue: h.producer.runQueue,
-      loadJob: jobLoader(h.config, h.jobsDir),
-      client,
-      config: h.config,
-      jobsDir: h.jobsDir,
-    },
-  });
+  const ops = await startConsoleServer(h, { ...opts, queues: [h.producer.runQueue] });
   const auth: Record<string, string> =
     opts.token !== undefined ? { authorization: `Bearer ${opts.token}` } : {};
   const secrets = [h.config.platform.apiKey!, ...(opts.token !== undefined ? [opts.token] : [])];
