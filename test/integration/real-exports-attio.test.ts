@@ -2,14 +2,8 @@
  * The Attio presets on real API responses, where every attribute is a list
  * of value objects (`values.name[0].value`).
  */
-import { describe, expect, it } from 'vitest';
-import {
-  expectOnPlatform,
-  failureLines,
-  jsonRecords,
-  syncTwice,
-  useRealEngine,
-} from './real-exports-harness.js';
+import { describe, it } from 'vitest';
+import { expectAllSynced, jsonRecords, useRealEngine } from './real-exports-harness.js';
 
 const engine = useRealEngine();
 
@@ -19,17 +13,15 @@ describe('real Attio exports', () => {
   it('companies: every company once, named by its first name value, with its domain', async () => {
     const h = engine();
     const companies = jsonRecords('attio/companies-api-v2.json', 'data');
-    const { first, failures } = await syncTwice(h, {
-      job: 'attio-companies',
-      preset: 'attio-companies',
-      entity: 'companies',
-      file: 'attio/companies-api-v2.json',
-    });
-    expect(first.counts).toMatchObject({ read: 11, created: 11, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'companies',
+      {
+        job: 'attio-companies',
+        preset: 'attio-companies',
+        entity: 'companies',
+        file: 'attio/companies-api-v2.json',
+      },
+      11,
       companies.map((c) => {
         const values = c.values as Values;
         const id = c.id as Record<string, string>;
@@ -45,17 +37,15 @@ describe('real Attio exports', () => {
   it('workspace members: the workspace team', async () => {
     const h = engine();
     const members = jsonRecords('attio/workspace-members-api-v2.json', 'data');
-    const { first, failures } = await syncTwice(h, {
-      job: 'attio-members',
-      preset: 'attio-workspace-members',
-      entity: 'members',
-      file: 'attio/workspace-members-api-v2.json',
-    });
-    expect(first.counts).toMatchObject({ read: 1, created: 1, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'members',
+      {
+        job: 'attio-members',
+        preset: 'attio-workspace-members',
+        entity: 'members',
+        file: 'attio/workspace-members-api-v2.json',
+      },
+      1,
       members.map((m) => ({
         external_id: `attio:workspace-member:${(m.id as Record<string, string>).workspace_member_id}`,
         email: m.email_address,

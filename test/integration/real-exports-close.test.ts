@@ -3,13 +3,7 @@
  * `lead_…`, `display_name` beside `name`) and users.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  expectOnPlatform,
-  failureLines,
-  jsonRecords,
-  syncTwice,
-  useRealEngine,
-} from './real-exports-harness.js';
+import { expectAllSynced, jsonRecords, useRealEngine } from './real-exports-harness.js';
 
 const engine = useRealEngine();
 
@@ -18,17 +12,15 @@ describe('real Close exports', () => {
     const h = engine();
     const leads = jsonRecords('close/leads-api-v1.json', 'data');
     expect(leads.filter((l) => l.name === 'Nango Test Lead')).toHaveLength(2);
-    const { first, failures } = await syncTwice(h, {
-      job: 'close-leads',
-      preset: 'close-leads',
-      entity: 'companies',
-      file: 'close/leads-api-v1.json',
-    });
-    expect(first.counts).toMatchObject({ read: 5, created: 5, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'companies',
+      {
+        job: 'close-leads',
+        preset: 'close-leads',
+        entity: 'companies',
+        file: 'close/leads-api-v1.json',
+      },
+      5,
       leads.map((l) => ({
         external_id: `close:lead:${String(l.id)}`,
         name: l.name,
@@ -40,17 +32,15 @@ describe('real Close exports', () => {
   it('users: the organization team', async () => {
     const h = engine();
     const users = jsonRecords('close/users-api-v1.json', 'data');
-    const { first, failures } = await syncTwice(h, {
-      job: 'close-users',
-      preset: 'close-users',
-      entity: 'members',
-      file: 'close/users-api-v1.json',
-    });
-    expect(first.counts).toMatchObject({ read: 1, created: 1, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'members',
+      {
+        job: 'close-users',
+        preset: 'close-users',
+        entity: 'members',
+        file: 'close/users-api-v1.json',
+      },
+      1,
       users.map((u) => ({
         external_id: `close:user:${String(u.id)}`,
         email: u.email,

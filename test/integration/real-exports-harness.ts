@@ -107,3 +107,20 @@ export async function expectOnPlatform(
 export function failureLines(failures: readonly FailureRow[]): string[] {
   return failures.map((f) => `${f.kind} ${f.identity ?? '-'}: ${f.reason}`).sort();
 }
+
+/**
+ * A fixture whose every record is live: the job syncs twice (`syncTwice`),
+ * the first run reads and creates `read` records and reports no row, and
+ * every expected record is on the platform once.
+ */
+export async function expectAllSynced(
+  h: EngineHarness,
+  job: FixtureJob,
+  read: number,
+  expected: readonly Expected[],
+): Promise<void> {
+  const { first, failures } = await syncTwice(h, job);
+  expect(first.counts).toMatchObject({ read, created: read, invalid: 0, skipped: 0 });
+  expect(failureLines(failures)).toEqual([]);
+  await expectOnPlatform(h, job.entity, expected);
+}

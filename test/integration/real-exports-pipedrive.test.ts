@@ -3,13 +3,7 @@
  * `owner_id` an object, the account's `company_id` on every row) and users.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  expectOnPlatform,
-  failureLines,
-  jsonRecords,
-  syncTwice,
-  useRealEngine,
-} from './real-exports-harness.js';
+import { expectAllSynced, jsonRecords, useRealEngine } from './real-exports-harness.js';
 
 const engine = useRealEngine();
 
@@ -21,17 +15,15 @@ describe('real Pipedrive exports', () => {
     expect(live).toHaveLength(8);
     // company_id is the Pipedrive account: the same on every row, so never an identity.
     expect(new Set(orgs.map((o) => o.company_id)).size).toBe(1);
-    const { first, failures } = await syncTwice(h, {
-      job: 'pipedrive-organizations',
-      preset: 'pipedrive-organizations',
-      entity: 'companies',
-      file: 'pipedrive/organizations-api-v1.json',
-    });
-    expect(first.counts).toMatchObject({ read: 8, created: 8, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'companies',
+      {
+        job: 'pipedrive-organizations',
+        preset: 'pipedrive-organizations',
+        entity: 'companies',
+        file: 'pipedrive/organizations-api-v1.json',
+      },
+      8,
       live.map((o) => ({ external_id: `pipedrive:organization:${Number(o.id)}`, name: o.name })),
     );
     const dump = await h.dump();
@@ -43,17 +35,15 @@ describe('real Pipedrive exports', () => {
   it('users: the account team, the one-word name as first name', async () => {
     const h = engine();
     const users = jsonRecords('pipedrive/users-api-v1.json', 'data');
-    const { first, failures } = await syncTwice(h, {
-      job: 'pipedrive-users',
-      preset: 'pipedrive-users',
-      entity: 'members',
-      file: 'pipedrive/users-api-v1.json',
-    });
-    expect(first.counts).toMatchObject({ read: 1, created: 1, invalid: 0, skipped: 0 });
-    expect(failureLines(failures)).toEqual([]);
-    await expectOnPlatform(
+    await expectAllSynced(
       h,
-      'members',
+      {
+        job: 'pipedrive-users',
+        preset: 'pipedrive-users',
+        entity: 'members',
+        file: 'pipedrive/users-api-v1.json',
+      },
+      1,
       users.map((u) => ({
         external_id: `pipedrive:user:${Number(u.id)}`,
         email: u.email,
