@@ -9,7 +9,7 @@
  * a one-line error instead of a failure of every other command.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import type { SandboxExtension } from '@crm-sync/platform-sandbox';
+import type { RateLimitMode, SandboxExtension } from '@crm-sync/platform-sandbox';
 import { loadConfig } from '../config.js';
 import { createLogger, registerSecret } from '../log.js';
 
@@ -44,6 +44,21 @@ function number(what: string, min: number, max: number, integer: boolean) {
   };
 }
 
+/** `100/s`, `3000/m`, `10/h`, `5/d` or a bare number per second; 0 turns the limit off. */
+function rate(value: string): string {
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v) || /^\d+\s*\/\s*[smhd][a-z]*$/i.test(v)) return v;
+  throw new InvalidArgumentError('--rate-limit must be N/s, N/m, N/h, N/d or a number per second.');
+}
+
+const MODES: readonly RateLimitMode[] = ['sliding', 'fixed', 'bucket'];
+
+function mode(value: string): RateLimitMode {
+  const m = MODES.find((x) => x === value.trim());
+  if (!m) throw new InvalidArgumentError(`--rate-limit-mode must be one of ${MODES.join(', ')}.`);
+  return m;
+}
+
 /** Names given to --extensions; checked against the package's list once it is loaded. */
 function extensions(value: string, previous: string[] = []): string[] {
   return [
@@ -59,7 +74,8 @@ interface SandboxCliOptions {
   port: number;
   host: string;
   apiKey?: string;
-  rateLimit?: number;
+  rateLimit?: string;
+  rateLimitMode?: RateLimitMode;
   latency?: number;
   faultRate?: number;
   dropAfterCommit?: number;
@@ -82,9 +98,14 @@ export function registerSandboxCommand(program: Command): void {
     .option('--host <HOST>', 'address to listen on', '127.0.0.1')
     .option('--api-key <K>', 'the API key clients must send (or env SANDBOX_API_KEY)')
     .option(
-      '--rate-limit <RPS>',
-      'requests per second before 429s',
-      number('--rate-limit', 0, 1e6, false),
+      '--rate-limit <RATE>',
+      'requests per API key before 429s: N/s, N/m, N/h, N/d, or a number per second',
+      rate,
+    )
+    .option(
+      '--rate-limit-mode <MODE>',
+      'how the limit counts: sliding (DRF, default), fixed (windows) or bucket',
+      mode,
     )
     .option(
       '--latency <MS>',
@@ -141,6 +162,7 @@ export function registerSandboxCommand(program: Command): void {
         host: opts.host,
         logger: createLogger({ level: config.logLevel }),
         ...(opts.rateLimit !== undefined && { rateLimit: opts.rateLimit }),
+        ...(opts.rateLimitMode !== undefined && { rateLimitMode: opts.rateLimitMode }),
         ...(opts.latency !== undefined && { latencyMs: opts.latency }),
         ...(opts.faultRate !== undefined && { faultRate: opts.faultRate }),
         ...(opts.dropAfterCommit !== undefined && { dropAfterCommit: opts.dropAfterCommit }),

@@ -76,6 +76,40 @@ describe('rate limit', () => {
   });
 });
 
+describe('rate limit: DRF sliding log', () => {
+  it('reads N/m, keys the limit by API key, and says when the oldest request leaves', async () => {
+    const sb = await sandbox({ rateLimit: '2/m' });
+    const get = (key: string) => fetch(`${sb.url}/account`, { headers: { Authorization: key } });
+    expect((await get(KEY)).status).toBe(200);
+    expect((await get(KEY)).status).toBe(200);
+    const limited = await get(KEY);
+    expect(limited.status).toBe(429);
+    // The oldest request left the window in a minute less the few ms since.
+    expect(limited.headers.get('retry-after')).toBe('60');
+    // Another key has its own log (its 401 still counts against it).
+    expect((await get('another-key')).status).toBe(401);
+    expect((await get('another-key')).status).toBe(401);
+    expect((await get('another-key')).status).toBe(429);
+  });
+
+  it('keeps the token bucket and the fixed window selectable', async () => {
+    const sb = await sandbox({ rateLimit: '1/m', rateLimitMode: 'fixed' });
+    const statuses = [];
+    for (let i = 0; i < 2; i++)
+      statuses.push((await fetch(`${sb.url}/account`, { headers })).status);
+    expect(statuses).toEqual([200, 429]);
+    sb.setFaults({ rateLimitMode: 'bucket' });
+    expect((await fetch(`${sb.url}/account`, { headers })).status).toBe(200);
+  });
+
+  it('refuses a rate it cannot read, by name', async () => {
+    await expect(startSandbox({ apiKey: KEY, rateLimit: '10/fortnight' })).rejects.toThrow(
+      SandboxOptionsError,
+    );
+    await expect(startSandbox({ apiKey: KEY, rateLimit: '10/x' })).rejects.toThrow(/rateLimit/);
+  });
+});
+
 describe('latency', () => {
   it('delays answers by about latencyMs, and can be changed at run time', async () => {
     const sb = await sandbox({ latencyMs: 150 });

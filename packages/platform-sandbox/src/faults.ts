@@ -1,9 +1,10 @@
 /**
- * The fault knobs: a token-bucket rate limit, latency, 503s and connections
- * cut after a commit. Decisions come from a seeded PRNG so a test that sets
+ * The fault knobs: a rate limit per API key (throttle.ts), latency, 503s and
+ * connections cut after a commit. Decisions come from a seeded PRNG so a test that sets
  * `seed` sees the same faults on every run.
  */
 import type { SandboxFaults } from './options.js';
+import { parseRate, Throttle, type RateLimitMode } from './throttle.js';
 
 /** mulberry32: tiny, fast, good enough to decide faults. */
 export function seededRandom(seed: number): () => number {
@@ -17,41 +18,15 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-/** Token bucket holding one second of requests, refilled continuously. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-
-  constructor(
-    readonly rate: number,
-    private readonly now: () => number = () => performance.now(),
-  ) {
-    this.tokens = Math.max(1, rate);
-    this.last = this.now();
-  }
-
-  /** Takes a token, or answers how many ms until one is available. */
-  take(): { ok: true } | { ok: false; waitMs: number } {
-    const t = this.now();
-    const capacity = Math.max(1, this.rate);
-    this.tokens = Math.min(capacity, this.tokens + ((t - this.last) / 1000) * this.rate);
-    this.last = t;
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
-      return { ok: true };
-    }
-    return { ok: false, waitMs: ((1 - this.tokens) / this.rate) * 1000 };
-  }
-}
-
 export class Faults {
-  private settings: Required<SandboxFaults> = {
+  private settings: Required<Omit<SandboxFaults, 'rateLimitMode'>> = {
     rateLimit: 0,
     latencyMs: 0,
     faultRate: 0,
     dropAfterCommit: 0,
   };
-  private bucket: TokenBucket | undefined;
+  private mode: RateLimitMode = 'sliding';
+  private throttler: Throttle | undefined;
 
   constructor(
     initial: SandboxFaults,
@@ -62,12 +37,15 @@ export class Faults {
 
   /** Changes the knobs given; a key present with `undefined` turns that knob off. */
   set(partial: SandboxFaults): void {
-    for (const key of ['rateLimit', 'latencyMs', 'faultRate', 'dropAfterCommit'] as const) {
+    for (const key of ['latencyMs', 'faultRate', 'dropAfterCommit'] as const) {
       if (key in partial) this.settings[key] = partial[key] ?? 0;
     }
-    if ('rateLimit' in partial) {
-      this.bucket =
-        this.settings.rateLimit > 0 ? new TokenBucket(this.settings.rateLimit) : undefined;
+    if ('rateLimit' in partial) this.settings.rateLimit = partial.rateLimit ?? 0;
+    if ('rateLimitMode' in partial) this.mode = partial.rateLimitMode ?? 'sliding';
+    if ('rateLimit' in partial || 'rateLimitMode' in partial) {
+      // A new limit starts with empty logs, as a restarted gateway would.
+      const rate = parseRate(this.settings.rateLimit);
+      this.throttler = rate ? new Throttle(rate, this.mode) : undefined;
     }
   }
 
@@ -75,11 +53,9 @@ export class Faults {
     return this.settings.latencyMs;
   }
 
-  /** Whole seconds to wait when the bucket is empty (at least 1), else undefined. */
-  throttle(): number | undefined {
-    if (!this.bucket) return undefined;
-    const r = this.bucket.take();
-    return r.ok ? undefined : Math.max(1, Math.ceil(r.waitMs / 1000));
+  /** Whole seconds to wait (at least 1) when `key` is over its limit, else undefined. */
+  throttle(key: string): number | undefined {
+    return this.throttler?.check(key);
   }
 
   /** Draws only when the knob is on, so one knob does not shift another's sequence. */

@@ -3,6 +3,7 @@ export { startSandbox, type Sandbox } from './server.js';
 export type { SandboxExtension, SandboxFaults, SandboxOptions } from './options.js';
 export { EXTENSIONS } from './options.js';
 export { SandboxOptionsError } from './errors.js';
+export { parseRate, RATE_LIMIT_MODES, type Rate, type RateLimitMode } from './throttle.js';
 export type { StatsEntry } from './stats.js';
 export type { Logger } from './log.js';
 /** The PRNG behind fault decisions, for harnesses that want the same stream. */

@@ -5,14 +5,20 @@
 import { z } from 'zod';
 import type { Logger } from './log.js';
 import { SandboxOptionsError } from './errors.js';
+import { isRate, RATE_LIMIT_MODES, type RateLimitMode } from './throttle.js';
 
 export const EXTENSIONS = ['members-put'] as const;
 export type SandboxExtension = (typeof EXTENSIONS)[number];
 
 /** The knobs that can change while the sandbox runs (chaos tests). */
 export interface SandboxFaults {
-  /** Requests per second (token bucket, burst of one second); 0 or undefined: unlimited. */
-  rateLimit?: number;
+  /**
+   * Requests allowed per API key: `100/s`, `3000/m`, `10/h`, `5/d`, or a
+   * number per second; 0 or undefined: unlimited.
+   */
+  rateLimit?: number | string;
+  /** How the limit counts (throttle.ts): `sliding` (DRF's, the default), `fixed` or `bucket`. */
+  rateLimitMode?: RateLimitMode;
   /** Delay before every platform answer. */
   latencyMs?: number;
   /** Share of platform requests answered 503 before any effect, 0..1. */
@@ -35,7 +41,11 @@ export interface SandboxOptions extends SandboxFaults {
 
 const fraction = z.number().min(0).max(1);
 const FaultsSchema = z.strictObject({
-  rateLimit: z.number().min(0).finite().optional(),
+  rateLimit: z
+    .union([z.number().min(0).finite(), z.string()])
+    .refine(isRate, 'expected N/s, N/m, N/h, N/d or a number per second')
+    .optional(),
+  rateLimitMode: z.enum(RATE_LIMIT_MODES).optional(),
   latencyMs: z.number().int().min(0).max(600_000).optional(),
   faultRate: fraction.optional(),
   dropAfterCommit: fraction.optional(),

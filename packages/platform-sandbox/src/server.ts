@@ -1,6 +1,6 @@
 /**
  * The sandbox's HTTP server, on plain node:http. One request goes through:
- * internal routes (`/__sandbox/*`, no key, not counted) → rate limit (429) →
+ * internal routes (`/__sandbox/*`, no key, not counted) → rate limit per key (429) →
  * fault (503, before any effect) → latency → route (404) → key (401) →
  * method (405) → body (415/400) → handler → drop-after-commit for writes.
  * Faults come before routing and auth, as a gateway in front of the service
@@ -122,7 +122,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const match: Match | undefined = router.match(path);
     const template = match?.route.template ?? path;
     let reply: Reply;
-    const wait = faults.throttle();
+    // DRF keys a throttle by user; the key sent stands for it, an absent one for anonymous.
+    const wait = faults.throttle(req.headers.authorization ?? '');
     const unavailable = wait === undefined && faults.serviceUnavailable();
     const raw = await readBody(req);
     if (faults.latencyMs > 0) await sleep(faults.latencyMs);
