@@ -18,7 +18,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import type { Redis } from 'ioredis';
 import { formatSummary } from '../src/cli/runtime.js';
 import { formatTable } from '../src/cli/table.js';
 import { loadConfig } from '../src/config.js';
@@ -29,7 +28,13 @@ import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
 import { startOpsServer, type OpsServer } from '../src/ops/server.js';
 import { createShutdown } from '../src/ops/shutdown.js';
-import { closeRedis, connectProducer, safeRedisUrl } from '../src/queue/connection.js';
+import {
+  closeRedis,
+  connectProducer,
+  primariesOf,
+  safeRedisUrl,
+  type RedisClient,
+} from '../src/queue/connection.js';
 import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
 import type { RunRecord } from '../src/state/runs.js';
 
@@ -170,15 +175,18 @@ function formatStats(entries: StatsEntry[]): string {
   );
 }
 
-async function deleteByPrefix(redis: Redis, prefix: string): Promise<number> {
+async function deleteByPrefix(client: RedisClient, prefix: string): Promise<number> {
   const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  let cursor = '0';
   let removed = 0;
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) removed += await redis.unlink(...keys);
-  } while (cursor !== '0');
+  // A cluster's keys are on its primaries: SCAN each (the demo's keys share one slot).
+  for (const redis of primariesOf(client)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) removed += await redis.unlink(...keys);
+    } while (cursor !== '0');
+  }
   return removed;
 }
 

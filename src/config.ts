@@ -23,6 +23,7 @@ import {
 } from './defaults.js';
 import { registerSecret } from './log.js';
 import { isLoopback } from './loopback.js';
+import { redisSecretsOf, redisTargetOf, type RedisTarget } from './queue/redis-target.js';
 import type { RetrySettings } from './platform/retry-policy.js';
 
 const positiveInt = z.coerce.number().int().positive();
@@ -55,9 +56,23 @@ const optionalSecret = z
   .optional()
   .transform((v) => v || undefined);
 
+/** A setting that may be left empty: empty is the same as not set. */
+const optionalSetting = optionalSecret;
+
+/** The one Redis node used when no Redis variable says otherwise. */
+const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
 /** Every variable crm-sync reads, with its default (README.md, Environment, lists the same). */
 export const EnvSchema = z.object({
-  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  REDIS_URL: z.url().default(DEFAULT_REDIS_URL),
+  REDIS_CLUSTER_NODES: optionalSetting,
+  REDIS_SENTINELS: optionalSetting,
+  REDIS_SENTINEL_NAME: optionalSetting,
+  REDIS_SENTINEL_PASSWORD: optionalSecret,
+  REDIS_USERNAME: optionalSetting,
+  REDIS_PASSWORD_FILE: optionalSetting,
+  REDIS_TLS_CA_FILE: optionalSetting,
+  REDIS_TLS_SERVERNAME: optionalSetting,
   CRM_SYNC_PREFIX: z.string().min(1).default(DEFAULT_PREFIX),
   PLATFORM_BASE_URL: z.url().optional(),
   PLATFORM_API_KEY: z.string().min(1).optional(),
@@ -98,6 +113,9 @@ export const EnvSchema = z.object({
 });
 
 export interface Config {
+  /** Where Redis is (one node, a cluster or a Sentinel-managed primary) and how to reach it. */
+  redis: RedisTarget;
+  /** The Redis target as logs and messages show it: addresses, never a password. */
   redisUrl: string;
   prefix: string;
   platform: { baseUrl?: string; apiKey?: string; rateLimit: number; timeoutMs: number };
@@ -166,18 +184,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     }
   }
+  const redis = redisTargetOf({
+    ...(env.REDIS_URL ? { url: e.REDIS_URL } : {}),
+    defaultUrl: DEFAULT_REDIS_URL,
+    ...(e.REDIS_CLUSTER_NODES !== undefined && { clusterNodes: e.REDIS_CLUSTER_NODES }),
+    ...(e.REDIS_SENTINELS !== undefined && { sentinels: e.REDIS_SENTINELS }),
+    ...(e.REDIS_SENTINEL_NAME !== undefined && { sentinelName: e.REDIS_SENTINEL_NAME }),
+    ...(e.REDIS_SENTINEL_PASSWORD !== undefined && { sentinelPassword: e.REDIS_SENTINEL_PASSWORD }),
+    ...(e.REDIS_USERNAME !== undefined && { username: e.REDIS_USERNAME }),
+    ...(e.REDIS_PASSWORD_FILE !== undefined && { passwordFile: e.REDIS_PASSWORD_FILE }),
+    ...(e.REDIS_TLS_CA_FILE !== undefined && { tlsCaFile: e.REDIS_TLS_CA_FILE }),
+    ...(e.REDIS_TLS_SERVERNAME !== undefined && { tlsServername: e.REDIS_TLS_SERVERNAME }),
+    prefix: e.CRM_SYNC_PREFIX,
+  });
+  problems.push(...redis.problems);
   if (!isLoopback(e.OPS_HOST) && !e.OPS_TOKEN) {
     problems.push(`OPS_TOKEN: required when OPS_HOST (${e.OPS_HOST}) is not a loopback address`);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0 || !redis.target) throw new ConfigError(problems);
   registerSecret(apiKey);
+  for (const secret of redisSecretsOf(redis.target, env.REDIS_URL)) registerSecret(secret);
   registerSecret(e.OPS_TOKEN);
   registerSecret(e.CRM_SOURCE_AUTHORIZATION);
   registerSecret(e.SANDBOX_API_KEY);
   // A webhook's URL is its key (Slack's path is).
   registerSecret(e.CRM_SYNC_ALERT_WEBHOOK);
   return {
-    redisUrl: e.REDIS_URL,
+    redis: redis.target,
+    redisUrl: redis.target.display,
     prefix: e.CRM_SYNC_PREFIX,
     platform: {
       ...(e.PLATFORM_BASE_URL !== undefined && { baseUrl: e.PLATFORM_BASE_URL }),

@@ -5,7 +5,7 @@
  * lines, with the exit code its status gives.
  */
 import type { Command } from 'commander';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { loadConfig, type Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
 import type { RunSummary } from '../engine/run-summary.js';
@@ -25,7 +25,7 @@ export function cliRuntime(): CliRuntime {
 }
 
 export interface Producer {
-  redis: Redis;
+  redis: RedisClient;
   store: StateStore;
   runQueue: TypedQueue<RunJobData>;
   close(): Promise<void>;
@@ -33,7 +33,7 @@ export interface Producer {
 
 /** A fast-failing connection for commands that only read state or enqueue. */
 export async function openProducer(config: Config): Promise<Producer> {
-  const redis = await connectProducer(config.redisUrl);
+  const redis = await connectProducer(config.redis);
   const runQueue = createRunQueue<RunJobData>({ connection: redis, prefix: config.prefix });
   return {
     redis,

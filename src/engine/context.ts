@@ -13,15 +13,18 @@ import type { PlatformClient } from '../platform/client.js';
 import type { RetrySettings } from '../platform/retry-policy.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
-import type { WriteJobData } from './payloads.js';
+import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
+import type { WritePacing, WriteSlots } from './write-slots.js';
 import type { RunProgress } from '../state/progress.js';
 import type { RunRecord } from '../state/runs.js';
 
 export interface EngineSettings {
   /** Rows per planning batch (one Redis round trip or three each). */
   batchSize: number;
-  /** The run waits before enqueueing more while this many writes are waiting. */
+  /** The run waits before enqueueing more while this many writes are waiting (in chunks). */
   maxWaitingWrites: number;
+  /** Planned writes per `platform-writes` job. */
+  writeChunk: number;
   /** How often a run waiting for its writes checks on them (ms). */
   pollMs: number;
   /** Rounds of "verify pending creates, create again what is missing" before giving up. */
@@ -37,6 +40,7 @@ export interface EngineSettings {
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   batchSize: 500,
   maxWaitingWrites: 5_000,
+  writeChunk: DEFAULT_WRITE_CHUNK,
   pollMs: 500,
   // Each round resends only the creates still unconfirmed, one listing each: at
   // 20% 503s (an unknown outcome every time) 5 rounds left a row of 2,000
@@ -52,7 +56,11 @@ export interface EngineContext {
   store: StateStore;
   progress: RunProgress;
   client: PlatformClient;
-  writeQueue: TypedQueue<WriteJobData>;
+  writeQueue: TypedQueue<WriteChunkData>;
+  /** Requests in flight at once across the chunks this process holds (none: one at a time). */
+  writeSlots?: WriteSlots;
+  /** The process's own pacing of writes, while the platform client paces none. */
+  writePacing?: WritePacing;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */
   loadJob(name: string): JobDefinition;
   /** Where a URL source's credentials and `${NAME}` references are read (config's `sourceEnv`). */

@@ -10,7 +10,7 @@ import { foreignRecordReason } from '../sync/match.js';
 import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
-import { writeJob } from './payloads.js';
+import { writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
 
 /**
@@ -76,7 +76,15 @@ export async function finalize(
           missing.map((a) => a.line),
         );
         await store.incrementRun(run.id, { writesPlanned: missing.length });
-        await ctx.writeQueue.addBulk(missing.map((a) => writeJob(run, def, a, round)));
+        await ctx.writeQueue.addBulk(
+          writeChunks(
+            run,
+            def,
+            missing.map((a) => a.line),
+            round,
+            ctx.settings.writeChunk,
+          ),
+        );
         await store.updateRun(run.id, { status: 'writing', phase: 'waiting' });
         return;
       }

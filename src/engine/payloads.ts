@@ -3,10 +3,10 @@
  * a job from an older version, or one edited by hand in Redis, is refused
  * with a clear message instead of half-processed.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { JobDefinition } from '../jobs/definition.js';
 import type { RunRecord } from '../state/runs.js';
-import type { WriteAction } from '../sync/action.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 
@@ -31,38 +31,61 @@ export const RunJobData = z.strictObject({
 export type RunJobData = z.input<typeof RunJobData>;
 export type RunJobRequest = z.output<typeof RunJobData>;
 
-/** One platform write (queue `platform-writes`). */
-export const WriteJobData = z.strictObject({
+/**
+ * A chunk of a run's planned writes (queue `platform-writes`): only their
+ * lines travel, the bodies stay in the run's plan (read when the chunk
+ * starts), so the queue window stays small whatever the rows hold.
+ */
+export const WriteChunkData = z.strictObject({
   runId: z.string().min(1),
   entity: z.enum(ENTITIES as [Entity, ...Entity[]]),
-  kind: z.enum(['create', 'update']),
-  /** Line of the export the body comes from (for failure reports). */
-  line: z.number().int(),
-  /** Identity keys in priority order. */
-  keys: z.array(z.string()).min(1),
-  hash: z.string().min(1),
-  body: z.record(z.string(), z.unknown()),
-  /** For updates. */
-  platformId: z.number().int().optional(),
   /** Creates of companies go to POST /companies or POST /customers. */
   createVia: z.enum(['companies', 'customers']).default('companies'),
+  /** The create round the chunk belongs to (0, then one per verification that re-sends). */
+  round: z.number().int().min(0),
+  /** Lines of the export whose planned writes the chunk sends. */
+  lines: z.array(z.number().int()).min(1),
 });
-export type WriteJobData = z.input<typeof WriteJobData>;
-export type WriteJob = z.output<typeof WriteJobData>;
+export type WriteChunkData = z.input<typeof WriteChunkData>;
+export type WriteChunk = z.output<typeof WriteChunkData>;
 
-/** The queue job of a planned write: one per run, line and round. */
-export function writeJob(run: RunRecord, def: JobDefinition, a: WriteAction, round: number) {
-  const data: WriteJobData = {
-    runId: run.id,
-    entity: def.entity,
-    kind: a.kind,
-    line: a.line,
-    keys: a.keys,
-    hash: a.hash,
-    body: a.body,
-    createVia: def.createVia,
-    ...(a.kind === 'update' && { platformId: a.platformId }),
-  };
-  // One job per run, line and round: enqueueing again after a crash adds nothing new.
-  return { name: a.kind, data, opts: { jobId: `${run.id}-${a.line}-${round}` } };
+/** Planned writes per chunk job by default (WRITE_CHUNK). */
+export const DEFAULT_WRITE_CHUNK = 50;
+
+/**
+ * The queue jobs of planned writes, `size` lines each, in line order. A job
+ * id names the run, round, first line and a digest of every line: the same
+ * chunk enqueued again after a crash adds nothing new, and a chunk of other
+ * lines is never mistaken for it. Chunks that overlap (a page read again in
+ * another order) are harmless: each write is claimed and settled on its own.
+ */
+export function writeChunks(
+  run: Pick<RunRecord, 'id'>,
+  def: Pick<JobDefinition, 'entity' | 'createVia'>,
+  lines: readonly number[],
+  round: number,
+  size: number = DEFAULT_WRITE_CHUNK,
+) {
+  const sorted = [...lines].sort((a, b) => a - b);
+  const jobs = [];
+  for (let i = 0; i < sorted.length; i += size) {
+    const part = sorted.slice(i, i + size);
+    const data: WriteChunkData = {
+      runId: run.id,
+      entity: def.entity,
+      createVia: def.createVia,
+      round,
+      lines: part,
+    };
+    jobs.push({
+      name: 'chunk',
+      data,
+      opts: { jobId: `${run.id}-${round}-${part[0]!}-${digest(part)}` },
+    });
+  }
+  return jobs;
+}
+
+function digest(lines: readonly number[]): string {
+  return createHash('sha1').update(lines.join(',')).digest('hex').slice(0, 10);
 }

@@ -8,12 +8,13 @@
  *                   ↘ stopped (a safety threshold)      ↘ writing (creates to verify again)
  *
  * Planning restarts from the top if it was cut off (it writes nothing to the
- * platform, and its scratch is reset). Enqueueing is idempotent (one job id
- * per run and line). While writes are in flight the run job sleeps in the
- * delayed set and checks on them; it holds no worker slot.
+ * platform, and its scratch is reset). Enqueueing is idempotent (a chunk's
+ * job id names its lines; each write settles once per line). While writes
+ * are in flight the run job sleeps in the delayed set and checks on them; it
+ * holds no worker slot.
  *
  * The planning phase is in plan-phase.ts; the writes themselves are the
- * `platform-writes` processor in write.ts.
+ * `platform-writes` processor in write-chunk.ts (chunks of planned writes).
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { JobDefinition } from '../jobs/definition.js';
@@ -22,7 +23,7 @@ import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { RunJobData, writeJob, type RunJobRequest } from './payloads.js';
+import { RunJobData, writeChunks, type RunJobRequest } from './payloads.js';
 import { planRun } from './plan-phase.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
@@ -158,22 +159,28 @@ async function onRunError(
 
 // ---- writing -------------------------------------------------------------------
 
-/** Enqueues the planned writes, a page at a time, keeping the waiting writes under a bound. */
+/**
+ * Enqueues the planned writes in chunk jobs of `writeChunk` lines (only the
+ * lines travel; the bodies stay in the run's plan), a page at a time, while
+ * the writes waiting in the queue stay under `maxWaitingWrites`.
+ */
 async function enqueueWrites(
   ctx: EngineContext,
   run: RunRecord,
   def: JobDefinition,
   round = 0,
 ): Promise<void> {
+  const size = ctx.settings.writeChunk;
   let cursor = '0';
   do {
-    while ((await ctx.writeQueue.getWaitingCount()) > ctx.settings.maxWaitingWrites) {
+    while ((await ctx.writeQueue.getWaitingCount()) * size > ctx.settings.maxWaitingWrites) {
       await sleep(ctx.settings.pollMs);
     }
     const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
     cursor = page.cursor;
     if (page.writes.length > 0) {
-      await ctx.writeQueue.addBulk(page.writes.map((a) => writeJob(run, def, a, round)));
+      const lines = page.writes.map((a) => a.line);
+      await ctx.writeQueue.addBulk(writeChunks(run, def, lines, round, size));
     }
   } while (cursor !== '0');
 }

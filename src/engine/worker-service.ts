@@ -17,13 +17,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
-import {
-  checkEvictionPolicy,
-  closeRedis,
-  createRedis,
-  safeRedisUrl,
-  whenReady,
-} from '../queue/connection.js';
+import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
 import { applyGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
 import {
   createRunQueue,
@@ -34,9 +28,10 @@ import {
 } from '../queue/queues.js';
 import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
-import type { RunJobData, WriteJobData } from './payloads.js';
+import type { RunJobData, WriteChunkData } from './payloads.js';
 import { processRun } from './run.js';
-import { processWrite, settleAbandoned } from './write.js';
+import { processWriteChunk, settleAbandoned } from './write-chunk.js';
+import { SpacingGate, WriteSlots } from './write-slots.js';
 
 export interface WorkerServiceOptions {
   config: Config;
@@ -51,7 +46,7 @@ export interface WorkerServiceOptions {
 export interface WorkerService {
   ctx: EngineContext;
   runQueue: TypedQueue<RunJobData>;
-  writeQueue: TypedQueue<WriteJobData>;
+  writeQueue: TypedQueue<WriteChunkData>;
   /** Alerts waiting for delivery (src/alerts/delivery.ts). */
   alertQueue: AlertQueue;
   runWorker: Worker;
@@ -65,11 +60,11 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const platform = requirePlatform(config);
   const jobsDir = opts.jobsDir ?? config.jobsDir;
 
-  const redis = createRedis('worker', config.redisUrl, { logger });
+  const redis = createRedis('worker', config.redis, { logger });
   shutdown.register('worker redis', () => closeRedis(redis));
-  const stateRedis = createRedis('state', config.redisUrl, { logger });
+  const stateRedis = createRedis('state', config.redis, { logger });
   shutdown.register('state redis', () => closeRedis(stateRedis));
-  logger.info({ redis: safeRedisUrl(config.redisUrl) }, 'waiting for Redis');
+  logger.info({ redis: config.redisUrl }, 'waiting for Redis');
   await Promise.all([whenReady(redis), whenReady(stateRedis)]);
   await checkEvictionPolicy(redis, logger);
 
@@ -91,7 +86,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const settings = { prefix: config.prefix, connection: redis };
   const runQueue = createRunQueue<RunJobData>(settings);
   shutdown.register('runs queue', () => runQueue.close());
-  const writeQueue = createWriteQueue<WriteJobData>({
+  const writeQueue = createWriteQueue<WriteChunkData>({
     ...settings,
     retry: config.retry,
   });
@@ -114,6 +109,9 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     store,
     client,
     writeQueue,
+    // Every write of the process shares the slots, whichever chunk it is in.
+    writeSlots: new WriteSlots(concurrency),
+    writePacing: new SpacingGate(config.platform.rateLimit),
     loadJob: loadJobOf,
     onRunEnd: (run) => alerts.runEnded(run),
     sourceEnv: config.sourceEnv,
@@ -132,11 +130,17 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   });
 
   const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
+  // Enough chunks at once to fill the write slots, and one more to start while another ends.
+  const chunkJobs = Math.ceil(concurrency / ctx.settings.writeChunk) + 1;
   const writeWorker = new Worker(
     QueueName.writes,
-    (job: Job, token?: string, signal?: AbortSignal) => processWrite(ctx, job, signal, token),
+    (job: Job, token?: string, signal?: AbortSignal) => processWriteChunk(ctx, job, signal, token),
     {
-      ...workerOptions(QueueName.writes, { ...settings, concurrency, retry: config.retry }),
+      ...workerOptions(QueueName.writes, {
+        ...settings,
+        concurrency: chunkJobs,
+        retry: config.retry,
+      }),
       ...lock,
     },
   );

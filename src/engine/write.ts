@@ -1,5 +1,6 @@
 /**
- * One platform write: the processor of a `platform-writes` job.
+ * One platform write inside a chunk job (write-chunk.ts): claimed, sent,
+ * and handed to the chunk's settler, each on its own.
  *
  * Creates are not idempotent, so a create is marked pending in Redis before
  * it is sent and the mark is cleared only when the outcome is known. A create
@@ -9,161 +10,197 @@
  *
  * What a fault leads to is the retry policy's decision (src/platform/retry-policy.ts),
  * asked in-process by `withRetry` and once more here when the request gave
- * up: a 429 pauses the whole queue and hands the job back; a 401 fails the
- * run at once; a create that may have applied is left pending; a final
- * refusal is recorded as rejected; a transient fault goes to BullMQ's next
+ * up: a 429 waits out its Retry-After and goes again in-process (held by the
+ * request pacing), up to the policy's cap; a 401 fails the run at once; a
+ * create that may have applied is left pending; a final refusal is recorded
+ * as rejected; a transient fault is left unsettled for the chunk job's next
  * attempt, and past the last one the write is recorded as failed.
  */
 import type { Job } from 'bullmq';
-import { UnrecoverableError } from 'bullmq';
 import { PlatformError, RateLimitedError } from '../platform/errors.js';
 import { withRetry } from '../platform/with-retry.js';
 import { decide, jitterOf, type Decision } from '../platform/retry-policy.js';
 import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
-import { pauseQueue, rateLimitedStarts, RateLimitRetriesExhaustedError } from '../queue/limiter.js';
-import type { FailureRow } from '../state/runs.js';
+import type { WriteAction } from '../sync/action.js';
+import type { Entity } from '../sync/identity.js';
+import type { FinishedWrite } from '../state/write-steps.js';
 import type { EngineContext } from './context.js';
-import { WriteJobData, type WriteJob } from './payloads.js';
 import type { WriteOutcome } from '../state/progress.js';
 import { endRun } from './run-end.js';
 
-/** What became of one write job. */
+/** What became of one write. */
 export type WriteResult = WriteOutcome | 'skipped';
 
-export async function processWrite(
-  ctx: EngineContext,
-  job: Job,
-  signal?: AbortSignal,
-  token?: string,
-): Promise<WriteResult> {
-  const parsed = WriteJobData.safeParse(job.data);
-  if (!parsed.success) {
-    throw new UnrecoverableError(
-      `write job ${job.id} has an unreadable payload: ${parsed.error.message}`,
-    );
-  }
-  const w = parsed.data;
-  const operation = operationOf(w);
-  const run = await ctx.store.getRun(w.runId);
-  // A run that failed (401) or is gone takes no more writes; nor does a write already settled.
-  if (!run || run.status === 'failed' || run.status === 'completed') return 'skipped';
-  if (await ctx.progress.isSettled(w.runId, w.line)) return 'skipped';
+/** What a write needs of the chunk it runs in. */
+export interface ChunkScope {
+  job: Job;
+  runId: string;
+  entity: Entity;
+  createVia: 'companies' | 'customers';
+  /** The run's job definition name: the record's writer. */
+  jobName: string;
+  token?: string;
+  signal?: AbortSignal;
+  /** Settles (and commits) a write that ended; true when this settled its line. */
+  finish(w: FinishedWrite): Promise<boolean>;
+  /** Starts no more writes of the chunk (the run ended, the lock is lost, a 401). */
+  stop(why: string): void;
+}
 
-  try {
-    const call = signal ? { signal } : {};
-    const result =
-      w.kind === 'create'
-        ? await create(ctx, job, w, run.job, call, token)
-        : await update(ctx, job, w, run.job, call);
-    ctx.metrics?.writes.inc({ operation, status: 'ok' });
-    return result;
-  } catch (err) {
-    if (err instanceof PlatformError) {
-      ctx.metrics?.writes.inc({ operation, status: String(err.statusCode ?? err.code) });
-      if (err instanceof RateLimitedError) ctx.metrics?.rateLimited.inc({ operation });
+/** How one write ended: a result, or left for the chunk job's next attempt with its error. */
+export type WriteEnd = { result: WriteResult } | { retry: unknown };
+
+/** Claims, sends and settles one write; a 429 goes again here, up to the policy's cap. */
+export async function runWrite(
+  ctx: EngineContext,
+  scope: ChunkScope,
+  a: WriteAction,
+): Promise<WriteEnd> {
+  const operation = operationOf(a, scope);
+  for (let rateLimited = 0; ; rateLimited++) {
+    const claim = await ctx.store.writes.claim({
+      runId: scope.runId,
+      entity: scope.entity,
+      line: a.line,
+      ...(a.kind === 'create' && { createKeys: a.keys }),
+      // A worker starved past its lock wakes up after BullMQ handed the chunk
+      // to another worker, which may have sent this create already: send only
+      // while this attempt still holds the lock, renewed so that the request
+      // goes out well within it.
+      ...(a.kind === 'create' &&
+        scope.token !== undefined && {
+          lock: {
+            key: `${scope.job.queueQualifiedName}:${scope.job.id}:lock`,
+            token: scope.token,
+            ms: ctx.settings.lockMs,
+          },
+        }),
+    });
+    switch (claim) {
+      case 'ended':
+        scope.stop('the run has ended');
+        return { result: 'skipped' };
+      case 'lost':
+        ctx.logger.warn(
+          { runId: scope.runId, line: a.line },
+          'write lock lost; another worker has it',
+        );
+        scope.stop('the chunk lock is lost');
+        return { result: 'skipped' };
+      case 'settled':
+        return { result: 'skipped' };
+      case 'pending':
+        // An earlier attempt left it pending: only listing can tell.
+        return settle(scope, a, 'pending', false);
+      case 'exists':
+        return { result: await existing(ctx, scope, a) };
+      case 'go':
+        break;
     }
-    return await onError(ctx, job, w, err);
+    try {
+      const result = await send(ctx, scope, a);
+      ctx.metrics?.writes.inc({ operation, status: 'ok' });
+      return result;
+    } catch (err) {
+      if (err instanceof PlatformError) {
+        ctx.metrics?.writes.inc({ operation, status: String(err.statusCode ?? err.code) });
+      }
+      if (err instanceof RateLimitedError) {
+        ctx.metrics?.rateLimited.inc({ operation });
+        await ctx.store.incrementRun(scope.runId, { rateLimited: 1 });
+      }
+      const d = decideWrite(ctx, scope, a, err, rateLimited);
+      if (d.action === 'pause-queue') {
+        // A 429 was not applied: the create may go again, once the wait is over
+        // (every write of the process waits with it).
+        if (a.kind === 'create') await ctx.store.clearPending(scope.entity, a.keys);
+        ctx.writePacing?.hold(d.delayMs);
+        continue;
+      }
+      return onError(ctx, scope, a, err, d);
+    }
   }
 }
 
 /** The route template of a write, for metrics labels. */
-function operationOf(w: WriteJob): string {
-  if (w.kind === 'update') return `PUT /${w.entity}/{id}`;
-  return w.entity === 'companies' && w.createVia === 'customers'
+function operationOf(a: WriteAction, scope: ChunkScope): string {
+  if (a.kind === 'update') return `PUT /${scope.entity}/{id}`;
+  return scope.entity === 'companies' && scope.createVia === 'customers'
     ? 'POST /customers'
-    : `POST /${w.entity}`;
+    : `POST /${scope.entity}`;
 }
 
-async function create(
-  ctx: EngineContext,
-  job: Job,
-  w: WriteJob,
-  jobName: string,
-  call: CallOptions,
-  token: string | undefined,
-): Promise<WriteResult> {
-  const { store } = ctx;
-  // A worker starved past its lock (CPU, GC) wakes up after BullMQ handed the
-  // job to another worker, which may have sent this create already: send only
-  // while this attempt still holds the lock, renewed here so that the request
-  // goes out well within it.
-  if (token !== undefined && (await job.extendLock(token, ctx.settings.lockMs)) !== 1) {
-    ctx.logger.warn({ runId: w.runId, line: w.line }, 'write lock lost; another worker has it');
-    return 'skipped';
-  }
-  // Atomic: an earlier attempt (this job's, or another worker's that held it)
-  // left the create pending (outcome unknown: only listing can tell) or
-  // recorded it (it succeeded, but the job was not marked done).
-  const claim = await store.claimCreate(w.entity, w.keys, w.runId, Date.now());
-  if (claim === 'pending') return settle(ctx, w, 'pending');
-  if (claim === 'exists') {
-    const [known] = await store.lookup(w.entity, [{ keys: w.keys }]);
-    if (known?.storedHash === w.hash) return settle(ctx, w, 'created');
-    return settle(ctx, w, 'failed', {
-      line: w.line,
-      kind: 'failed',
-      reason: 'the record was created meanwhile by another run; the next run updates it',
-      identity: w.keys[0]!,
-    });
+async function send(ctx: EngineContext, scope: ChunkScope, a: WriteAction): Promise<WriteEnd> {
+  const call: CallOptions = scope.signal ? { signal: scope.signal } : {};
+  const paced = async (): Promise<void> => ctx.writePacing?.acquire(scope.signal);
+  if (a.kind === 'update') {
+    const id = a.platformId;
+    await withRetry(
+      async () => {
+        await paced();
+        return scope.entity === 'members'
+          ? ctx.client.updateMember(id, a.body as MemberRequest, call)
+          : ctx.client.updateCompany(id, a.body as CompanyRequest, call);
+      },
+      { operation: 'update', settings: ctx.settings.retry, ...call },
+    );
+    return settle(scope, a, 'updated', true, id);
   }
   const record = await withRetry(
-    () =>
-      w.entity === 'members'
-        ? ctx.client.createMember(w.body as MemberRequest, call)
-        : w.createVia === 'customers'
-          ? ctx.client.createCustomer(w.body as CompanyRequest, call)
-          : ctx.client.createCompany(w.body as CompanyRequest, call),
+    async () => {
+      await paced();
+      return scope.entity === 'members'
+        ? ctx.client.createMember(a.body as MemberRequest, call)
+        : scope.createVia === 'customers'
+          ? ctx.client.createCustomer(a.body as CompanyRequest, call)
+          : ctx.client.createCompany(a.body as CompanyRequest, call);
+    },
     { operation: 'create', settings: ctx.settings.retry, ...call },
   );
-  const id = record.id;
-  if (typeof id !== 'number') {
+  if (typeof record.id !== 'number') {
     // Created, but we cannot tell which record it is: leave it pending for listing.
     ctx.logger.warn(
-      { runId: w.runId, line: w.line },
+      { runId: scope.runId, line: a.line },
       'create answered without an id; verifying by listing',
     );
-    return settle(ctx, w, 'pending');
+    return settle(scope, a, 'pending', false);
   }
-  await store.commit(w.entity, [
-    { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId, job: jobName },
-  ]);
-  return settle(ctx, w, 'created');
+  return settle(scope, a, 'created', true, record.id);
 }
 
-async function update(
+/** A create whose key maps to a record already: this write's own, or another run's. */
+async function existing(
   ctx: EngineContext,
-  job: Job,
-  w: WriteJob,
-  jobName: string,
-  call: CallOptions,
+  scope: ChunkScope,
+  a: WriteAction,
 ): Promise<WriteResult> {
-  const id = w.platformId;
-  if (id === undefined) throw new UnrecoverableError(`update job ${job.id} has no platform id`);
-  await withRetry(
-    () =>
-      w.entity === 'members'
-        ? ctx.client.updateMember(id, w.body as MemberRequest, call)
-        : ctx.client.updateCompany(id, w.body as CompanyRequest, call),
-    { operation: 'update', settings: ctx.settings.retry, ...call },
-  );
-  await ctx.store.commit(w.entity, [
-    { keys: w.keys, platformId: id, hash: w.hash, runId: w.runId, job: jobName },
-  ]);
-  return settle(ctx, w, 'updated');
+  const [known] = await ctx.store.lookup(scope.entity, [{ keys: a.keys }]);
+  if (known?.storedHash === a.hash) return (await settle(scope, a, 'created', false)).result;
+  const end = await settle(scope, a, 'failed', false, undefined, {
+    reason: 'the record was created meanwhile by another run; the next run updates it',
+  });
+  return end.result;
 }
 
 /** What the retry policy says of a write the in-process layer gave up on. */
-function decideWrite(ctx: EngineContext, job: Job, w: WriteJob, err: unknown): Decision {
+function decideWrite(
+  ctx: EngineContext,
+  scope: ChunkScope,
+  a: WriteAction,
+  err: unknown,
+  rateLimited: number,
+): Decision {
+  const { job } = scope;
   const attempt = job.attemptsMade + 1;
   return decide(
     err,
     {
-      operation: w.kind,
+      operation: a.kind,
       durableAttempt: attempt,
       durableAttempts: job.opts.attempts ?? 1,
-      rateLimited: rateLimitedStarts(job),
-      ...(w.platformId !== undefined && { platformId: w.platformId }),
+      rateLimited,
+      ...(a.kind === 'update' && { platformId: a.platformId }),
       // The same draw as the queue's backoff strategy makes for this job and attempt.
       random: jitterOf(`${job.id ?? ''}:${attempt}`),
     },
@@ -173,87 +210,77 @@ function decideWrite(ctx: EngineContext, job: Job, w: WriteJob, err: unknown): D
 
 async function onError(
   ctx: EngineContext,
-  job: Job,
-  w: WriteJob,
+  scope: ChunkScope,
+  a: WriteAction,
   err: unknown,
-): Promise<WriteResult> {
-  const d = decideWrite(ctx, job, w, err);
+  d: Decision,
+): Promise<WriteEnd> {
   // A platform answer other than "may have applied" says the create did not land.
-  const clearPending = async (): Promise<void> => {
-    if (w.kind === 'create') await ctx.store.clearPending(w.entity, w.keys);
-  };
+  const clear = a.kind === 'create';
   switch (d.action) {
     case 'pause-queue':
-      // A 429 was not applied: the create may go again.
-      await clearPending();
-      await ctx.store.incrementRun(w.runId, { rateLimited: 1 });
-      return pauseQueue(ctx.writeQueue, d.delayMs);
+      throw new Error('a 429 is retried by the write itself');
     case 'fail-run':
-      await clearPending();
-      await failRun(ctx, w.runId, d.reason);
-      return 'skipped';
+      if (clear) await ctx.store.clearPending(scope.entity, a.keys);
+      scope.stop(d.reason);
+      await failRun(ctx, scope.runId, d.reason);
+      return { result: 'skipped' };
     case 'settle-unknown':
       ctx.logger.warn(
-        { runId: w.runId, line: w.line, code: err instanceof PlatformError ? err.code : undefined },
+        {
+          runId: scope.runId,
+          line: a.line,
+          code: err instanceof PlatformError ? err.code : undefined,
+        },
         d.reason,
       );
-      return settle(ctx, w, 'pending');
+      return settle(scope, a, 'pending', false);
     case 'reject':
-      await clearPending();
-      return settle(ctx, w, 'rejected', {
-        line: w.line,
-        kind: 'rejected',
+      return settle(scope, a, 'rejected', clear, undefined, {
         reason: d.reason,
-        identity: w.keys[0]!,
         ...(d.field !== undefined && { field: d.field }),
       });
     case 'give-up':
-      await clearPending();
-      // Past the 429 cap the job fails for good; settleAbandoned records it.
-      if (d.after === 'rate-limits') throw new RateLimitRetriesExhaustedError(d.reason);
-      return settle(ctx, w, 'failed', {
-        line: w.line,
-        kind: 'failed',
-        reason: d.reason,
-        identity: w.keys[0]!,
-      });
+      return settle(scope, a, 'failed', clear, undefined, { reason: d.reason });
     case 'retry-later':
     case 'retry-now':
-      // BullMQ's next attempt, after the policy's wait (the queue's backoff
-      // strategy). An error that is not the platform's answer (Redis, a bug)
-      // says nothing of whether a create landed: its mark stays, and the next
-      // attempt finds it pending.
-      if (err instanceof PlatformError) await clearPending();
-      throw err;
+      // The chunk job's next attempt, after the policy's wait (the queue's
+      // backoff strategy). An error that is not the platform's answer (Redis,
+      // a bug) says nothing of whether a create landed: its mark stays, and
+      // the next attempt finds it pending.
+      if (clear && err instanceof PlatformError) {
+        await ctx.store.clearPending(scope.entity, a.keys);
+      }
+      return { retry: err };
   }
 }
 
 async function settle(
-  ctx: EngineContext,
-  w: WriteJob,
+  scope: ChunkScope,
+  a: WriteAction,
   outcome: WriteOutcome,
-  failure?: FailureRow,
-): Promise<WriteResult> {
-  const s = await ctx.progress.settle(w.runId, w.line, outcome, failure);
-  if (s.first && s.settled >= s.planned) await ctx.wakeRun?.(w.runId);
-  return s.first ? outcome : 'skipped';
-}
-
-/**
- * A write job BullMQ gave up on (its last attempt threw something that is not
- * a platform answer, or its payload was unreadable): settled as failed, so
- * that its run does not wait for it forever.
- */
-export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error): Promise<void> {
-  const parsed = WriteJobData.safeParse(job.data);
-  if (!parsed.success) return;
-  const w = parsed.data;
-  await settle(ctx, w, 'failed', {
-    line: w.line,
-    kind: 'failed',
-    reason: `write abandoned after ${job.attemptsMade} attempts: ${err.message}`,
-    identity: w.keys[0]!,
+  clearPending: boolean,
+  platformId?: number,
+  failure?: { reason: string; field?: string },
+): Promise<{ result: WriteResult }> {
+  const first = await scope.finish({
+    line: a.line,
+    outcome,
+    keys: a.keys,
+    clearPending,
+    ...(platformId !== undefined && {
+      commit: { platformId, hash: a.hash, job: scope.jobName },
+    }),
+    ...(failure && {
+      failure: {
+        line: a.line,
+        kind: outcome === 'rejected' ? 'rejected' : 'failed',
+        identity: a.keys[0]!,
+        ...failure,
+      },
+    }),
   });
+  return { result: first ? outcome : 'skipped' };
 }
 
 /** Marks the run failed (once); its remaining writes are skipped without a request. */

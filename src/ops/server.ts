@@ -14,7 +14,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';
@@ -26,7 +26,7 @@ export interface OpsServerOptions {
   host?: string;
   port: number;
   token?: string;
-  redis: Redis;
+  redis: RedisClient;
   queues: readonly Queue[];
   /** Resolves when the platform accepts our key; its result is cached for `readyCacheMs`. */
   checkPlatform: () => Promise<void>;
@@ -62,7 +62,7 @@ function sameToken(given: string, expected: string): boolean {
 
 const PING_TIMEOUT_MS = 2_000;
 
-async function pingRedis(redis: Redis): Promise<void> {
+async function pingRedis(redis: RedisClient): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

@@ -1,12 +1,23 @@
 /**
- * Redis connections, one factory per role. BullMQ's production guide asks for
- * two kinds: workers (and anything long-running) wait for Redis forever, so a
- * Redis restart pauses work instead of dropping it; producers driven by a user
- * (the CLI) fail fast with one clear line. The Redis password is registered as
- * a secret before any connection is made, and URLs are printed without it.
+ * Redis connections, one factory per role, for every topology the
+ * configuration describes (redis-target.ts: one node, Redis Cluster or a
+ * Sentinel-managed primary, with TLS and ACL credentials). BullMQ's
+ * production guide asks for two kinds: workers (and anything long-running)
+ * wait for Redis forever, so a Redis restart or failover pauses work instead
+ * of dropping it; producers driven by a user (the CLI) fail fast with one
+ * clear line. What each role needs is set here once, for all three
+ * topologies. The passwords are registered as secrets before any connection
+ * is made, and addresses are printed without them.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { registerSecret, silentLogger, type Logger } from '../log.js';
+import { redisSecretsOf, targetFromUrl, type RedisTarget, type RedisTls } from './redis-target.js';
+
+export { safeRedisUrl, type RedisTarget } from './redis-target.js';
+
+/** A connection to one node, a Sentinel-managed primary, or a whole cluster. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * - `worker`: BullMQ workers and the scheduler. `maxRetriesPerRequest: null`
@@ -38,31 +49,19 @@ export class RedisUnavailableError extends Error {
   }
 }
 
-/** The URL with any user name and password removed, for messages and logs. */
-export function safeRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    u.username = '';
-    u.password = '';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return 'redis://[unparseable URL]';
-  }
+/** The target a caller gave: a config's, or one node's URL (library callers, tests). */
+export function targetOf(target: string | RedisTarget): RedisTarget {
+  return typeof target === 'string' ? targetFromUrl(target) : target;
 }
 
-/** Registers the password of a Redis URL (raw and decoded) as a secret. */
-export function registerRedisSecrets(url: string): void {
-  try {
-    const u = new URL(url);
-    if (u.password) {
-      registerSecret(u.password);
-      registerSecret(decodeURIComponent(u.password));
-    }
-  } catch {
-    // An unparseable URL is reported by config validation; nothing to register.
-  }
+/** Registers a target's passwords (and a URL's, raw and decoded) as secrets. */
+export function registerRedisSecrets(target: string | RedisTarget): void {
+  const secrets =
+    typeof target === 'string' ? redisSecretsOf(undefined, target) : redisSecretsOf(target);
+  for (const secret of secrets) registerSecret(secret);
 }
 
+/** What every connection of a role needs, whatever the topology. */
 export function redisOptionsFor(role: RedisRole): RedisOptions {
   const common: RedisOptions = {
     connectionName: `crm-sync:${role}`,
@@ -82,36 +81,103 @@ export function redisOptionsFor(role: RedisRole): RedisOptions {
   return { ...common, maxRetriesPerRequest: null, enableOfflineQueue: true };
 }
 
+function tlsOf(tls: RedisTls | undefined): TlsOptions | undefined {
+  if (!tls) return undefined;
+  return {
+    ...(tls.ca !== undefined && { ca: [tls.ca] }),
+    ...(tls.servername !== undefined && { servername: tls.servername }),
+  };
+}
+
+/**
+ * The ioredis client for a target and role (not connected yet for a
+ * producer). `failFast` makes the first connection attempt the only one
+ * (`connectProducer` turns retries back on once connected).
+ */
+export function clientFor(role: RedisRole, target: RedisTarget, failFast = false): RedisClient {
+  const { retryStrategy, enableOfflineQueue, lazyConnect, ...perNode } = redisOptionsFor(role);
+  const retry = failFast ? () => null : retryStrategy;
+  const tls = tlsOf(target.tls);
+  const auth = {
+    ...(target.username !== undefined && { username: target.username }),
+    ...(target.password !== undefined && { password: target.password }),
+  };
+  if (target.kind === 'cluster') {
+    const options: ClusterOptions = {
+      // Reconnecting to the cluster as a whole (all nodes lost); nodes that
+      // move are found again by MOVED replies and slot refreshes.
+      clusterRetryStrategy: retry ?? null,
+      ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
+      ...(lazyConnect !== undefined && { lazyConnect }),
+      slotsRefreshTimeout: 2_000,
+      redisOptions: { ...perNode, ...auth, ...(tls && { tls }) },
+      // Keep the nodes' host names: TLS certificates name hosts, not addresses.
+      ...(tls && { dnsLookup: (address, callback) => callback(null, address) }),
+    };
+    return new Cluster(target.nodes, options);
+  }
+  const common: RedisOptions = {
+    ...perNode,
+    ...auth,
+    ...(retry !== undefined && { retryStrategy: retry }),
+    ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
+    ...(lazyConnect !== undefined && { lazyConnect }),
+    db: target.db,
+    ...(tls && { tls }),
+  };
+  if (target.kind === 'single') return new Redis({ ...common, ...target.node });
+  return new Redis({
+    ...common,
+    sentinels: target.sentinels,
+    name: target.name,
+    ...(target.sentinelPassword !== undefined && { sentinelPassword: target.sentinelPassword }),
+    // Ask the sentinels again after each round through all of them, like a node reconnect.
+    sentinelRetryStrategy: failFast ? () => null : reconnectDelay,
+    // Listen to the sentinels for +switch-master, to move without waiting for an error.
+    failoverDetector: role !== 'producer',
+    ...(tls && { enableTLSForSentinelMode: true, sentinelTLS: tls }),
+  });
+}
+
 export interface ConnectOptions {
   logger?: Logger;
 }
 
 /**
- * A Redis connection for a role, with its error listener attached (an
+ * A Redis connection for a role, with its error listeners attached (an
  * ioredis client without one crashes the process on the first fault). The
  * connection is not awaited; use `connectProducer` where failing fast matters.
  */
-export function createRedis(role: RedisRole, url: string, opts: ConnectOptions = {}): Redis {
-  registerRedisSecrets(url);
+export function createRedis(
+  role: RedisRole,
+  target: string | RedisTarget,
+  opts: ConnectOptions = {},
+): RedisClient {
+  registerRedisSecrets(target);
+  const t = targetOf(target);
   const logger = opts.logger ?? silentLogger;
-  const redis = new Redis(url, redisOptionsFor(role));
-  const safeUrl = safeRedisUrl(url);
+  const redis = clientFor(role, t);
   let down = false;
-  redis.on('error', (err: NodeJS.ErrnoException) => {
+  const onError = (err: NodeJS.ErrnoException): void => {
     // One line per outage, not one per reconnect attempt.
     if (down) return;
     down = true;
-    logger.warn({ redis: safeUrl, role, code: err.code }, 'Redis connection lost; retrying');
-  });
+    logger.warn({ redis: t.display, role, code: reasonOf(err) }, 'Redis connection lost; retrying');
+  };
+  redis.on('error', onError);
+  // A cluster reports each node's faults apart; a lost node is an outage too.
+  if (redis instanceof Cluster) redis.on('node error', onError);
   redis.on('ready', () => {
-    if (down) logger.info({ redis: safeUrl, role }, 'Redis connection restored');
+    if (down) logger.info({ redis: t.display, role }, 'Redis connection restored');
     down = false;
   });
   return redis;
 }
 
 function reasonOf(err: unknown): string {
-  const e = err as NodeJS.ErrnoException | undefined;
+  const e = err as (NodeJS.ErrnoException & { lastNodeError?: unknown }) | undefined;
+  // A cluster that could not be reached says why through its last node's error.
+  if (e?.lastNodeError) return reasonOf(e.lastNodeError);
   if (e?.code) return e.code;
   const msg = e instanceof Error ? e.message : String(err);
   return msg.split('\n')[0] ?? 'error';
@@ -119,35 +185,47 @@ function reasonOf(err: unknown): string {
 
 /**
  * A producer connection, connected and answering PING, or a
- * `RedisUnavailableError` naming the URL (without its password) and the cause.
+ * `RedisUnavailableError` naming the target (without its password) and the cause.
  */
-export async function connectProducer(url: string, opts: ConnectOptions = {}): Promise<Redis> {
-  registerRedisSecrets(url);
-  const redis = new Redis(url, { ...redisOptionsFor('producer'), retryStrategy: () => null });
+export async function connectProducer(
+  target: string | RedisTarget,
+  opts: ConnectOptions = {},
+): Promise<RedisClient> {
+  registerRedisSecrets(target);
+  const t = targetOf(target);
+  const redis = clientFor('producer', t, true);
   // connect() rejects with a bare "Connection is closed."; the socket's own
   // error (ECONNREFUSED, ENOTFOUND, NOAUTH…) arrives here first and says why.
   let socketError: unknown;
   redis.on('error', (err) => (socketError ??= err));
+  if (redis instanceof Cluster) redis.on('node error', (err) => (socketError ??= err));
   try {
     await redis.connect();
     await redis.ping();
   } catch (err) {
     redis.disconnect();
     const cause = socketError ?? err;
-    throw new RedisUnavailableError(safeRedisUrl(url), reasonOf(cause), { cause });
+    throw new RedisUnavailableError(t.display, reasonOf(cause), { cause });
   }
   // Connected: from now on reconnect after blips like any other role.
-  redis.options.retryStrategy = reconnectDelay;
+  if (redis instanceof Cluster) {
+    redis.options.clusterRetryStrategy = reconnectDelay;
+  } else {
+    redis.options.retryStrategy = reconnectDelay;
+    if (t.kind === 'sentinel') redis.options.sentinelRetryStrategy = reconnectDelay;
+  }
   const logger = opts.logger ?? silentLogger;
   redis.removeAllListeners('error');
-  redis.on('error', (err: NodeJS.ErrnoException) =>
-    logger.debug({ redis: safeRedisUrl(url), code: err.code }, 'Redis producer connection error'),
-  );
+  redis.removeAllListeners('node error');
+  const onError = (err: NodeJS.ErrnoException): void =>
+    logger.debug({ redis: t.display, code: reasonOf(err) }, 'Redis producer connection error');
+  redis.on('error', onError);
+  if (redis instanceof Cluster) redis.on('node error', onError);
   return redis;
 }
 
 /** Waits until a waiting-role connection is ready (it retries forever on its own). */
-export async function whenReady(redis: Redis): Promise<void> {
+export async function whenReady(redis: RedisClient): Promise<void> {
   if (redis.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const onReady = (): void => {
@@ -164,28 +242,49 @@ export async function whenReady(redis: Redis): Promise<void> {
 }
 
 /**
+ * The connections to every primary (a single node or Sentinel's primary is
+ * its own): where a command about one server, not one key (INFO, SCAN), goes.
+ */
+export function primariesOf(redis: RedisClient): Redis[] {
+  return redis instanceof Cluster ? redis.nodes('master') : [redis];
+}
+
+/**
  * BullMQ's guide: Redis must run with `maxmemory-policy noeviction`, or it may
  * evict job keys under memory pressure. Read from INFO (CONFIG is often
- * disabled on managed Redis); warn, do not refuse, since we cannot fix it.
+ * disabled on managed Redis) of every primary of a cluster (each node has its
+ * own setting); warn, do not refuse, since we cannot fix it. Returns the first
+ * policy that is not `noeviction`, or `noeviction`.
  */
 export async function checkEvictionPolicy(
-  redis: Redis,
+  redis: RedisClient,
   logger: Logger = silentLogger,
 ): Promise<string | undefined> {
-  const info = await redis.info('memory');
-  const line = info.split(/\r?\n/).find((l) => l.startsWith('maxmemory_policy:'));
-  const policy = line?.slice('maxmemory_policy:'.length).trim();
-  if (policy !== undefined && policy !== 'noeviction') {
+  const policies = await Promise.all(
+    primariesOf(redis).map(async (node) => {
+      const info = await node.info('memory');
+      const line = info.split(/\r?\n/).find((l) => l.startsWith('maxmemory_policy:'));
+      return { node, policy: line?.slice('maxmemory_policy:'.length).trim() };
+    }),
+  );
+  const bad = policies.find((p) => p.policy !== undefined && p.policy !== 'noeviction');
+  if (bad) {
     logger.warn(
-      { maxmemoryPolicy: policy },
+      {
+        maxmemoryPolicy: bad.policy,
+        ...(redis instanceof Cluster && {
+          node: `${bad.node.options.host}:${bad.node.options.port}`,
+        }),
+      },
       'Redis maxmemory-policy is not noeviction: under memory pressure Redis may evict queue keys and lose jobs',
     );
+    return bad.policy;
   }
-  return policy;
+  return policies[0]?.policy;
 }
 
 /** Closes a connection politely, falling back to a disconnect if Redis is gone. */
-export async function closeRedis(redis: Redis): Promise<void> {
+export async function closeRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   try {
     await Promise.race([

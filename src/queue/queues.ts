@@ -17,7 +17,7 @@ import {
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { RETRY_DEFAULTS } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { jitterOf, writeRetryDelay, type RetrySettings } from '../platform/retry-policy.js';
@@ -194,7 +194,7 @@ export async function releaseStaleRun<D>(
   staleRunId: string,
 ): Promise<void> {
   // The Redis backend's client is the ioredis connection we gave the queue.
-  const client = (await queue.backend.client) as unknown as Redis;
+  const client = (await queue.backend.client) as unknown as RedisClient;
   await client.eval(RELEASE_STALE, 1, queue.toKey(`de:${runDeduplicationId(jobName)}`), staleRunId);
 }
 

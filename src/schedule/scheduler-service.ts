@@ -6,7 +6,7 @@
  * A firing starts its run as `crm-sync run` does (`startRun`): the job is
  * read again, and the run's record exists from the moment it is enqueued.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { alertEmitter, createAlertQueue } from '../alerts/delivery.js';
 import type { Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
@@ -14,13 +14,7 @@ import { jobLoader, startRun } from '../engine/run-service.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Shutdown } from '../ops/shutdown.js';
-import {
-  checkEvictionPolicy,
-  closeRedis,
-  createRedis,
-  safeRedisUrl,
-  whenReady,
-} from '../queue/connection.js';
+import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';
 import { StateStore } from '../state/store.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
@@ -36,7 +30,7 @@ export interface SchedulerServiceOptions {
 export interface SchedulerService {
   scheduler: Scheduler;
   /** The service's waiting connection (for readiness checks). */
-  redis: Redis;
+  redis: RedisClient;
   /** The runs queue it enqueues on (for the dashboard and queue depth). */
   queue: TypedQueue<RunJobData>;
 }
@@ -54,9 +48,9 @@ export async function startSchedulerService(
   const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir });
   if (problems.length > 0) throw new JobError('job.invalid', problems);
 
-  const redis = createRedis('worker', config.redisUrl, { logger });
+  const redis = createRedis('worker', config.redis, { logger });
   shutdown.register('scheduler redis', () => closeRedis(redis));
-  logger.info({ redis: safeRedisUrl(config.redisUrl) }, 'waiting for Redis');
+  logger.info({ redis: config.redisUrl }, 'waiting for Redis');
   await whenReady(redis);
   await checkEvictionPolicy(redis, logger);
 

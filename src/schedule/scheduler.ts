@@ -9,7 +9,7 @@
  * passed while no scheduler ran (seen only when one starts again).
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { MissedSlot } from '../alerts/rules.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -30,7 +30,7 @@ export type Enqueue = (
 export interface SchedulerOptions {
   jobs: readonly ScheduledJob[];
   /** A waiting-role connection: a firing during a Redis restart waits rather than fails. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   enqueue: Enqueue;
   logger?: Logger;
@@ -192,7 +192,7 @@ function cronLogger(logger: Logger): CronLogger {
 }
 
 async function reportMissed(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   jobs: readonly (ScheduledJob & { schedule: string })[],
   now: Date,

@@ -4,7 +4,7 @@
  * the holder (compare-and-set in Lua), so a holder whose lock expired can
  * never remove its successor's.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 
@@ -19,7 +19,7 @@ return 0
 
 export class JobLocks {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
   ) {}
 

@@ -5,7 +5,7 @@
  * (`<prefix>:runs:ids`, `<prefix>:jobs:ids`: `r:<name>` → n, `s:<n>` → name).
  * Numbers never change once given, so they are cached for the process.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 
 const ASSIGN = `
@@ -22,7 +22,7 @@ export class Numbering {
 
   /** `key`: the hash holding the numbers; `noun`: what is numbered, for error messages. */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     readonly key: string,
     private readonly noun: string,
   ) {}

@@ -11,7 +11,7 @@
  * at once, so a lookup that read the old pointer a moment earlier still finds
  * its data.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { canonicalJson } from '../sync/canonical.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';
@@ -70,7 +70,7 @@ export function readIndexInfo(h: Record<string, string>): IndexInfo | null {
 
 export class PlatformIndex {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly opts: PlatformIndexOptions,
   ) {}

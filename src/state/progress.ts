@@ -5,7 +5,7 @@
  * Lua script that also counts its outcome and records its failure row. Built
  * by the StateStore over its connection and key layout (`store.progress`).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
@@ -55,7 +55,7 @@ export type WriteOutcome = 'created' | 'updated' | 'adopted' | 'rejected' | 'fai
 
 export class RunProgress {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
   ) {}
 
@@ -97,6 +97,15 @@ export class RunProgress {
       this.redis.sismember(this.keys.settled(runId), String(line)),
     );
     return n === 1;
+  }
+
+  /** The lines of `lines` not settled in this round, in order. */
+  async unsettledOf(runId: string, lines: readonly number[]): Promise<number[]> {
+    if (lines.length === 0) return [];
+    const flags: number[] = await redisCall('reading settled writes', () =>
+      this.redis.smismember(this.keys.settled(runId), ...lines.map(String)),
+    );
+    return lines.filter((_, n) => flags[n] === 0);
   }
 
   /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */

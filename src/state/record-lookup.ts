@@ -4,7 +4,7 @@
  * `Known` in src/sync/plan.ts). Read-only; `RecordStates` (records.ts) holds
  * the writes (commits, pending creates, orphans).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import type { Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import type { Known } from '../sync/plan.js';
@@ -32,7 +32,7 @@ export interface Listing {
 
 /** What a lookup reads from: the store's connection, key layout and job numbers. */
 export interface LookupSources {
-  redis: Redis;
+  redis: RedisClient;
   keys: KeyLayout;
   jobNumbers: Numbering;
 }

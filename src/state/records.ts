@@ -4,7 +4,7 @@
  * creates (outcome unknown). Every operation works on a batch in a fixed,
  * small number of round trips, never one per row.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
@@ -62,7 +62,7 @@ return 'claimed'
 
 export class RecordStates {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly runNumbers: Numbering,
     private readonly jobNumbers: Numbering,

@@ -9,7 +9,7 @@
  * creation time, one for all runs and one per job.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -169,7 +169,7 @@ return 1
 
 export class Runs {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly now: () => number,
   ) {}

@@ -6,7 +6,7 @@
  * carries a TTL (refreshed on each write): scratch outlives a crash, not the
  * week.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import type { WriteAction } from '../sync/action.js';
 import {
   decideClaims,
@@ -48,7 +48,7 @@ return {holders, lines, records}
 
 export class RunScratch {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly ttlMs: number,
   ) {}

@@ -46,6 +46,7 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
+import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { RunScratch } from './scratch.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';
 
@@ -71,6 +72,8 @@ export class StateStore {
   readonly keys: KeyLayout;
   /** A run's write progress: settled lines, outcome counters, unknown creates. */
   readonly progress: RunProgress;
+  /** The claim before a platform write and the settling after it (one script each). */
+  readonly writes: WriteSteps;
   private readonly records: RecordStates;
   private readonly index: PlatformIndex;
   private readonly runs: Runs;
@@ -100,6 +103,7 @@ export class StateStore {
     this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
+    this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now);
   }
 
   /**
@@ -132,6 +136,16 @@ export class StateStore {
   async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
     await this.checkLayout();
     return this.records.commit(entity, entries);
+  }
+
+  /** Settles writes that ended, committing the confirmed ones (see WriteSteps.finish). */
+  async finishWrites(
+    runId: string,
+    entity: Entity,
+    writes: readonly FinishedWrite[],
+  ): Promise<FinishReply> {
+    await this.checkLayout();
+    return this.writes.finish(runId, entity, writes);
   }
 
   /** `null` until the entity's first confirmed write: then a run is a first sync. */

@@ -23,6 +23,7 @@ import type { JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
 import { PlatformClient } from '../../src/platform/client.js';
+import { primariesOf } from '../../src/queue/connection.js';
 import { QueueName } from '../../src/queue/queues.js';
 import {
   startSandbox,
@@ -223,12 +224,15 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
     async keys() {
       const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
       const out: string[] = [];
-      let cursor = '0';
-      do {
-        const [next, found] = await producer.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        out.push(...found);
-      } while (cursor !== '0');
+      // On a cluster, each primary lists only the keys it holds.
+      for (const node of primariesOf(producer.redis)) {
+        let cursor = '0';
+        do {
+          const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+          cursor = next;
+          out.push(...found);
+        } while (cursor !== '0');
+      }
       return out.sort();
     },
     async stateSnapshot() {

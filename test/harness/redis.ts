@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, inject } from 'vitest';
+import { primariesOf, type RedisClient } from '../../src/queue/connection.js';
 
 /** A key prefix of its own for one test file, with the hash tag Redis Cluster needs. */
 export function randomPrefix(): string {
@@ -27,12 +28,15 @@ export function useRedis(): { redis: Redis; prefix: string; url: string } {
   return { redis, prefix, url };
 }
 
-export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
   const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
+  // On a cluster, SCAN each primary: a node lists only the keys it holds.
+  for (const redis of primariesOf(client)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  }
 }

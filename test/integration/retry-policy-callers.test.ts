@@ -6,13 +6,14 @@
  * a run (a platform outage pauses it and it resumes; with RUN_RETRIES=0 the
  * same outage fails it).
  */
-import { RateLimitError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { describe, expect, it, vi } from 'vitest';
 import { RETRY_DEFAULTS } from '../../src/config.js';
 import { createEngineContext, type EngineContext } from '../../src/engine/context.js';
-import type { WriteJobData } from '../../src/engine/payloads.js';
+import { writeChunks, type WriteChunkData } from '../../src/engine/payloads.js';
 import { refreshIndex } from '../../src/engine/reconcile.js';
-import { processWrite } from '../../src/engine/write.js';
+import { processWriteChunk } from '../../src/engine/write-chunk.js';
+import { WriteSlots } from '../../src/engine/write-slots.js';
 import { silentLogger } from '../../src/log.js';
 import type { PlatformClient } from '../../src/platform/client.js';
 import { errorFromResponse, errorFromTransport } from '../../src/platform/error-factory.js';
@@ -23,9 +24,9 @@ import {
   type Decision,
   type RetrySettings,
 } from '../../src/platform/retry-policy.js';
-import { RateLimitRetriesExhaustedError } from '../../src/queue/limiter.js';
 import { QueueName, workerOptions, type TypedQueue } from '../../src/queue/queues.js';
 import { StateStore } from '../../src/state/store.js';
+import type { WriteAction } from '../../src/sync/action.js';
 import {
   companyRows,
   countRequests,
@@ -54,15 +55,29 @@ const status = (code: number, body = '', headers: Record<string, string> = {}) =
 interface Scripted {
   ctx: EngineContext;
   calls: () => number;
+  /** The company names sent, in order. */
+  sent: string[];
   rateLimit: ReturnType<typeof vi.fn>;
+  hold: ReturnType<typeof vi.fn>;
 }
 
-/** A context whose client fails every call with `fail()` (a fresh error each time). */
-function scripted(fail: () => unknown, settings: RetrySettings = S): Scripted {
+/**
+ * A context whose client answers every call with `fail(body)` (a fresh error
+ * each time), or creates the record when `fail` returns null.
+ */
+function scripted(
+  fail: (body: { name?: unknown }) => unknown,
+  settings: RetrySettings = S,
+): Scripted {
   let calls = 0;
-  const answer = async (): Promise<never> => {
+  const sent: string[] = [];
+  const answer = async (...args: unknown[]): Promise<{ id: number }> => {
     calls++;
-    throw fail();
+    const body = (typeof args[0] === 'number' ? args[1] : args[0]) as { name?: unknown };
+    sent.push(String(body?.name));
+    const err = fail(body);
+    if (err !== null) throw err;
+    return { id: 10_000 + calls };
   };
   const client = {
     createCompany: answer,
@@ -73,26 +88,35 @@ function scripted(fail: () => unknown, settings: RetrySettings = S): Scripted {
     companiesPage: answer,
   } as unknown as PlatformClient;
   const rateLimit = vi.fn(async () => undefined);
+  const hold = vi.fn();
   const ctx = createEngineContext({
     logger: silentLogger,
     store,
     client,
-    writeQueue: { rateLimit } as unknown as TypedQueue<WriteJobData>,
+    writeQueue: { rateLimit } as unknown as TypedQueue<WriteChunkData>,
+    writeSlots: new WriteSlots(4),
+    writePacing: { acquire: async () => undefined, hold },
     loadJob: () => {
       throw new Error('not used');
     },
     sourceEnv: {},
     settings: { retry: settings, rateLimit: 1_000 },
   });
-  return { ctx, calls: () => calls, rateLimit };
+  return { ctx, calls: () => calls, sent, rateLimit, hold };
 }
 
 let n = 0;
-/** A run with one planned write, and that write's job at the given BullMQ attempt. */
-async function writeJob(
+interface Attempts {
+  attemptsMade?: number;
+  attempts?: number;
+}
+
+/** A run with planned writes of `count` lines (2, 3, …) and their chunk job at the given attempt. */
+async function chunkJob(
   kind: 'create' | 'update',
-  job: { attemptsMade?: number; attemptsStarted?: number; attempts?: number } = {},
-): Promise<{ job: Job; runId: string; keys: string[] }> {
+  job: Attempts = {},
+  count = 1,
+): Promise<{ job: Job; runId: string; keys: string[]; lines: number[] }> {
   n += 1;
   const runId = `run-policy-${n}`;
   await store.createRun({
@@ -103,31 +127,34 @@ async function writeJob(
     source: 'test.csv',
   });
   await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
-  await store.progress.setCounts(runId, { writesPlanned: 1, writesSettled: 0 });
-  const keys = [`hubspot:${1000 + n}`];
-  const data: WriteJobData = {
-    runId,
-    entity: 'companies',
-    kind,
-    line: 2,
-    keys,
-    hash: `h${n}`,
-    body: { name: `Company ${n}` },
-    ...(kind === 'update' && { platformId: 77 }),
-  };
+  await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
+  const lines = Array.from({ length: count }, (_, i) => i + 2);
+  const actions: WriteAction[] = lines.map((line) => {
+    const keys = [`hubspot:${n * 100 + line}`];
+    const base = { line, keys, hash: `h${n}-${line}`, body: { name: `Company ${n}-${line}` } };
+    return kind === 'update' ? { kind, ...base, platformId: 77 } : { kind, ...base };
+  });
+  await store.savePlannedWrites(runId, actions);
+  const [data] = writeChunks(
+    { id: runId },
+    { entity: 'companies', createVia: 'companies' },
+    lines,
+    0,
+  );
   const made = job.attemptsMade ?? 0;
   const fake = {
-    id: `${runId}-2-0`,
-    data,
+    id: data!.opts.jobId,
+    data: data!.data,
+    queueQualifiedName: `${prefix}:${QueueName.writes}`,
     opts: { attempts: job.attempts ?? S.writeAttempts },
     attemptsMade: made,
-    attemptsStarted: job.attemptsStarted ?? made + 1,
+    attemptsStarted: made + 1,
   } as unknown as Job;
-  return { job: fake, runId, keys };
+  return { job: fake, runId, keys: actions[0]!.keys, lines };
 }
 
 /** What the processor asks, asked here the same way. */
-function expected(err: unknown, kind: 'create' | 'update', job: Job): Decision {
+function expected(err: unknown, kind: 'create' | 'update', job: Job, rateLimited = 0): Decision {
   const attempt = job.attemptsMade + 1;
   return decide(
     err,
@@ -135,7 +162,7 @@ function expected(err: unknown, kind: 'create' | 'update', job: Job): Decision {
       operation: kind,
       durableAttempt: attempt,
       durableAttempts: job.opts.attempts!,
-      rateLimited: Math.max(0, job.attemptsStarted - job.attemptsMade - 1),
+      rateLimited,
       ...(kind === 'update' && { platformId: 77 }),
       random: jitterOf(`${job.id}:${attempt}`),
     },
@@ -144,35 +171,44 @@ function expected(err: unknown, kind: 'create' | 'update', job: Job): Decision {
 }
 
 describe('the write processor follows the policy', () => {
-  it('pause-queue: a 429 pauses the queue for Retry-After and hands the job back; the create may go again', async () => {
+  it('a 429 holds every write for Retry-After and goes again in-process, counted, with no queue pause; the create may go again', async () => {
+    let calls = 0;
     const err = () => status(429, '', { 'retry-after': '3' });
-    const { ctx, calls, rateLimit } = scripted(err);
-    const { job, keys } = await writeJob('create');
+    const { ctx, hold, rateLimit } = scripted(() => (++calls <= 2 ? err() : null));
+    const { job, runId, keys } = await chunkJob('create');
     expect(expected(err(), 'create', job)).toEqual({ action: 'pause-queue', delayMs: 3_000 });
-    await expect(processWrite(ctx, job)).rejects.toBeInstanceOf(RateLimitError);
-    expect(rateLimit).toHaveBeenCalledWith(3_000);
-    expect(calls()).toBe(1);
-    expect(await store.pending('companies', keys)).toBeNull();
-  });
-
-  it('give-up after the 429 cap: the job fails for good with the reason', async () => {
-    const err = () => status(429, '', { 'retry-after': '1' });
-    const { ctx, rateLimit } = scripted(err);
-    const { job } = await writeJob('create', { attemptsStarted: S.rateLimitMaxRetries + 1 });
-    const d = expected(err(), 'create', job);
-    expect(d).toMatchObject({ action: 'give-up', after: 'rate-limits' });
-    const thrown = await processWrite(ctx, job).catch((e: unknown) => e);
-    expect(thrown).toBeInstanceOf(RateLimitRetriesExhaustedError);
-    expect((thrown as Error).message).toBe((d as { reason: string }).reason);
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ created: 1 });
+    expect(calls).toBe(3);
+    expect(hold.mock.calls).toEqual([[3_000], [3_000]]);
     expect(rateLimit).not.toHaveBeenCalled();
+    expect(await store.pending('companies', keys)).toBeNull();
+    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
+    expect(await store.lookup('companies', [{ keys }])).toEqual([
+      expect.objectContaining({ platformId: 10_003 }),
+    ]);
   });
 
-  it('fail-run: a 401 fails the run naming the API key; the write is skipped', async () => {
+  it('give-up after the 429 cap: the write is recorded failed with the reason', async () => {
+    const capped = { ...S, rateLimitMaxRetries: 2 };
+    const err = () => status(429, '', { 'retry-after': '1' });
+    const { ctx, calls, hold } = scripted(err, capped);
+    const { job, runId, keys } = await chunkJob('create');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
+    expect(calls()).toBe(3);
+    expect(hold).toHaveBeenCalledTimes(2);
+    const [row] = await store.listFailures(runId);
+    expect(row?.reason).toMatch(/^rate limited by the platform 3 times in a row/);
+    expect(await store.pending('companies', keys)).toBeNull();
+    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
+  });
+
+  it('fail-run: a 401 fails the run naming the API key; the chunk sends nothing more', async () => {
     const err = () => errorFromResponse({ ...put, status: 401, headers: {}, body: '' });
     const { ctx, calls } = scripted(err);
-    const { job, runId } = await writeJob('update');
+    ctx.writeSlots = undefined;
+    const { job, runId } = await chunkJob('update', {}, 3);
     expect(expected(err(), 'update', job).action).toBe('fail-run');
-    await expect(processWrite(ctx, job)).resolves.toBe('skipped');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ skipped: 1 });
     expect(calls()).toBe(1);
     expect(await store.getRun(runId)).toMatchObject({
       status: 'failed',
@@ -183,9 +219,9 @@ describe('the write processor follows the policy', () => {
   it('settle-unknown: a create answered 503 is sent once and left pending for the listing', async () => {
     const err = () => status(503);
     const { ctx, calls } = scripted(err);
-    const { job, runId, keys } = await writeJob('create');
+    const { job, runId, keys } = await chunkJob('create');
     expect(expected(err(), 'create', job).action).toBe('settle-unknown');
-    await expect(processWrite(ctx, job)).resolves.toBe('pending');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ pending: 1 });
     expect(calls()).toBe(1);
     expect(await store.pending('companies', keys)).toMatchObject({ runId });
   });
@@ -198,8 +234,8 @@ describe('the write processor follows the policy', () => {
       return e;
     };
     const { ctx, calls } = scripted(err);
-    const { job } = await writeJob('update', { attemptsMade: 2 });
-    const thrown = await processWrite(ctx, job).catch((e: unknown) => e);
+    const { job } = await chunkJob('update', { attemptsMade: 2 });
+    const thrown = await processWriteChunk(ctx, job).catch((e: unknown) => e);
     expect(calls()).toBe(S.requestRetries + 1);
     expect(thrown).toBe(made.at(-1));
     const d = expected(thrown, 'update', job);
@@ -216,25 +252,25 @@ describe('the write processor follows the policy', () => {
     const err = () =>
       errorFromTransport({ ...post, error: { code: 'ECONNREFUSED', message: 'refused' } });
     const { ctx, calls } = scripted(err);
-    const { job, keys } = await writeJob('create');
+    const { job, keys } = await chunkJob('create');
     expect(expected(err(), 'create', job).action).toBe('retry-later');
-    await expect(processWrite(ctx, job)).rejects.toMatchObject({ code: 'platform.network' });
+    await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.network' });
     expect(calls()).toBe(S.requestRetries + 1);
     expect(await store.pending('companies', keys)).toBeNull();
   });
 
   it('retry-later keeps the pending mark when the error is not the platform answer', async () => {
     const { ctx } = scripted(() => new Error('Connection is closed.'));
-    const { job, runId, keys } = await writeJob('create');
-    await expect(processWrite(ctx, job)).rejects.toThrow('Connection is closed.');
+    const { job, runId, keys } = await chunkJob('create');
+    await expect(processWriteChunk(ctx, job)).rejects.toThrow('Connection is closed.');
     expect(await store.pending('companies', keys)).toMatchObject({ runId });
   });
 
   it('give-up on the last attempt: the write is recorded failed with the reason', async () => {
     const err = () => errorFromResponse({ ...put, status: 502, headers: {}, body: '' });
     const { ctx } = scripted(err);
-    const { job, runId } = await writeJob('update', { attemptsMade: S.writeAttempts - 1 });
-    await expect(processWrite(ctx, job)).resolves.toBe('failed');
+    const { job, runId } = await chunkJob('update', { attemptsMade: S.writeAttempts - 1 });
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     const d = expected(err(), 'update', job);
     expect(d.action).toBe('give-up');
     const [row] = await store.listFailures(runId);
@@ -245,8 +281,8 @@ describe('the write processor follows the policy', () => {
   it('reject: a 400 is recorded rejected in the platform words, with its field', async () => {
     const err = () => status(400, '{"website":["Enter a valid URL."]}');
     const { ctx, calls } = scripted(err);
-    const { job, runId, keys } = await writeJob('create');
-    await expect(processWrite(ctx, job)).resolves.toBe('rejected');
+    const { job, runId, keys } = await chunkJob('create');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
     expect(calls()).toBe(1);
     const [row] = await store.listFailures(runId);
     expect(row).toMatchObject({
@@ -261,8 +297,8 @@ describe('the write processor follows the policy', () => {
     const { ctx } = scripted(() =>
       errorFromResponse({ ...put, status: 404, headers: {}, body: '' }),
     );
-    const { job, runId } = await writeJob('update');
-    await expect(processWrite(ctx, job)).resolves.toBe('rejected');
+    const { job, runId } = await chunkJob('update');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
     const [row] = await store.listFailures(runId);
     expect(row?.reason).toBe('platform record 77 no longer exists (404)');
   });
@@ -271,10 +307,70 @@ describe('the write processor follows the policy', () => {
     const err = () =>
       errorFromTransport({ ...put, error: { code: 'ERR_ABORTED' }, signal: AbortSignal.abort() });
     const { ctx } = scripted(err);
-    const { job, runId } = await writeJob('update');
+    const { job, runId } = await chunkJob('update');
     expect(expected(err(), 'update', job).action).toBe('retry-later');
-    await expect(processWrite(ctx, job)).rejects.toMatchObject({ code: 'platform.aborted' });
+    await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.aborted' });
     expect(await store.listFailures(runId)).toEqual([]);
+  });
+});
+
+describe('a chunk of writes', () => {
+  it('a transient fault of one write sends only that write again on the next attempt', async () => {
+    let down = true;
+    const { ctx, sent } = scripted((body) =>
+      down && String(body.name).endsWith('-3')
+        ? errorFromTransport({ ...post, error: { code: 'ECONNREFUSED', message: 'refused' } })
+        : null,
+    );
+    const { job, runId } = await chunkJob('create', {}, 4);
+    await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.network' });
+    const sentFirst = sent.length;
+    down = false;
+    const next = { ...job, attemptsMade: 1, attemptsStarted: 2 } as unknown as Job;
+    await expect(processWriteChunk(ctx, next)).resolves.toEqual({ created: 1, skipped: 3 });
+    expect(sent.slice(sentFirst)).toEqual([`Company ${n}-3`]);
+    expect(new Set(sent).size).toBe(4);
+    expect((await store.getRun(runId))!.counts).toMatchObject({
+      created: 4,
+      writesSettled: 4,
+    });
+  });
+
+  it('a chunk taken over skips settled lines and leaves a create claimed by the dead worker pending', async () => {
+    const { ctx, sent } = scripted(() => null);
+    const { job, runId, lines } = await chunkJob('create', {}, 3);
+    const [settled, claimed] = [lines[0]!, lines[1]!];
+    const planned = await store.plannedWritesOf(runId, [settled, claimed]);
+    await store.finishWrites(runId, 'companies', [
+      { line: settled, outcome: 'updated', keys: planned[0]!.keys, clearPending: false },
+    ]);
+    expect(
+      await store.writes.claim({
+        runId,
+        entity: 'companies',
+        line: claimed,
+        createKeys: planned[1]!.keys,
+      }),
+    ).toBe('go');
+    await expect(processWriteChunk(ctx, job)).resolves.toEqual({
+      skipped: 1,
+      pending: 1,
+      created: 1,
+    });
+    expect(sent).toEqual([`Company ${n}-4`]);
+    expect(await store.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
+  });
+
+  it("sends no create once the chunk lock is another worker's", async () => {
+    const { ctx, calls } = scripted(() => null);
+    const { job, keys } = await chunkJob('create', {}, 2);
+    await redis.set(`${prefix}:${QueueName.writes}:${job.id}:lock`, 'another-token');
+    // Both writes were claimed at once; each claim finds the lock lost.
+    await expect(processWriteChunk(ctx, job, undefined, 'my-token')).resolves.toEqual({
+      skipped: 2,
+    });
+    expect(calls()).toBe(0);
+    expect(await store.pending('companies', keys)).toBeNull();
   });
 });
 

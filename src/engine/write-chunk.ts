@@ -1,0 +1,224 @@
+/**
+ * The processor of a `platform-writes` job: a chunk of a run's planned
+ * writes. BullMQ's own bookkeeping (about 40 Redis commands a job) is paid
+ * once per chunk; inside it the writes go out concurrently, as many at once
+ * as the process's write slots allow and each paced like any platform
+ * request, and every write is still claimed and settled on its own
+ * (write.ts): a chunk taken over from a dead worker, or attempted again,
+ * skips the lines already settled and finds the creates left pending.
+ *
+ * Writes that ended are settled in batches: whatever ended while the last
+ * batch was in Redis goes in the next one, in one script (`finishWrites`).
+ * A write left to a next attempt (a transient fault past the in-process
+ * retries) makes the chunk job throw once every other write of the chunk
+ * has ended, and BullMQ tries the chunk again after the policy's backoff;
+ * only its unsettled lines are sent then.
+ */
+import { setMaxListeners } from 'node:events';
+import type { Job } from 'bullmq';
+import { UnrecoverableError } from 'bullmq';
+import type { FinishedWrite } from '../state/write-steps.js';
+import type { WriteAction } from '../sync/action.js';
+import type { EngineContext } from './context.js';
+import { WriteChunkData, type WriteChunk } from './payloads.js';
+import { runWrite, type ChunkScope, type WriteResult } from './write.js';
+
+/** How many writes of a chunk ended in each way. */
+export type ChunkResult = Partial<Record<WriteResult, number>>;
+
+export async function processWriteChunk(
+  ctx: EngineContext,
+  job: Job,
+  signal?: AbortSignal,
+  token?: string,
+): Promise<ChunkResult> {
+  const chunk = parseChunk(job);
+  // Every write in flight listens to the chunk's abort.
+  if (signal) setMaxListeners(0, signal);
+  const run = await ctx.store.getRun(chunk.runId);
+  const result: ChunkResult = {};
+  const count = (r: WriteResult): void => {
+    result[r] = (result[r] ?? 0) + 1;
+  };
+  // A run that failed (401) or is gone takes no more writes.
+  if (!run || run.status === 'failed' || run.status === 'completed') {
+    result.skipped = chunk.lines.length;
+    return result;
+  }
+  const actions = await ctx.store.plannedWritesOf(chunk.runId, chunk.lines);
+  const settler = new Settler(ctx, chunk);
+  let stopped: string | undefined;
+  const scope: ChunkScope = {
+    job,
+    runId: chunk.runId,
+    entity: chunk.entity,
+    createVia: chunk.createVia,
+    jobName: run.job,
+    ...(token !== undefined && { token }),
+    ...(signal && { signal }),
+    finish: (w) => settler.add(w),
+    stop: (why) => {
+      stopped ??= why;
+    },
+  };
+  await settleUnplanned(chunk, actions, settler, count);
+
+  const retries: unknown[] = [];
+  const failures: unknown[] = [];
+  const inFlight = new Set<Promise<void>>();
+  for (const a of actions) {
+    const release = ctx.writeSlots ? await ctx.writeSlots.take() : () => undefined;
+    if (stopped !== undefined || signal?.aborted) {
+      release();
+      break;
+    }
+    const p: Promise<void> = runWrite(ctx, scope, a)
+      .then((end) => {
+        if ('retry' in end) retries.push(end.retry);
+        else count(end.result);
+      })
+      .catch((err: unknown) => {
+        failures.push(err);
+        scope.stop('a write failed');
+      })
+      .finally(() => {
+        release();
+        inFlight.delete(p);
+      });
+    inFlight.add(p);
+    // Without shared slots, one write at a time.
+    if (!ctx.writeSlots) await p;
+  }
+  await Promise.all(inFlight);
+  await settler.drained();
+  // Anything but a platform answer (Redis down, a bug): the chunk's next attempt.
+  if (failures.length > 0) throw failures[0];
+  if (retries.length > 0) throw retries[0];
+  if (stopped !== undefined && signal?.aborted) throw signal.reason;
+  if (stopped !== undefined) ctx.logger.info({ runId: chunk.runId, jobId: job.id }, stopped);
+  return result;
+}
+
+function parseChunk(job: Job): WriteChunk {
+  const parsed = WriteChunkData.safeParse(job.data);
+  if (!parsed.success) {
+    throw new UnrecoverableError(
+      `write job ${job.id} has an unreadable payload: ${parsed.error.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** Lines the run's plan has no write for (its scratch expired): failed, so the run does not wait. */
+async function settleUnplanned(
+  chunk: WriteChunk,
+  actions: readonly WriteAction[],
+  settler: Settler,
+  count: (r: WriteResult) => void,
+): Promise<void> {
+  const planned = new Set(actions.map((a) => a.line));
+  const missing = chunk.lines.filter((l) => !planned.has(l));
+  await Promise.all(
+    missing.map(async (line) => {
+      const first = await settler.add({
+        line,
+        outcome: 'failed',
+        keys: [],
+        clearPending: false,
+        failure: {
+          line,
+          kind: 'failed',
+          reason: 'the planned write is no longer in the run (its plan expired); run again',
+          identity: `line ${line}`,
+        },
+      });
+      count(first ? 'failed' : 'skipped');
+    }),
+  );
+}
+
+/**
+ * Settles the chunk's writes in batches, one script round trip each: a
+ * write that ends while a batch is in Redis waits for the next. The last
+ * write of a round to settle wakes its run.
+ */
+class Settler {
+  private queue: {
+    w: FinishedWrite;
+    done: (first: boolean) => void;
+    fail: (e: unknown) => void;
+  }[] = [];
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly chunk: WriteChunk,
+  ) {}
+
+  add(w: FinishedWrite): Promise<boolean> {
+    return new Promise<boolean>((done, fail) => {
+      this.queue.push({ w, done, fail });
+      this.running ??= this.drain();
+    });
+  }
+
+  /** Resolves once every write added so far is settled (or failed to). */
+  async drained(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    // Let the writes that end in this turn of the event loop join the first batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, 200);
+        try {
+          const reply = await this.ctx.store.finishWrites(
+            this.chunk.runId,
+            this.chunk.entity,
+            batch.map((b) => b.w),
+          );
+          batch.forEach((b, n) => b.done(reply.first[n] ?? false));
+          if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
+            await this.ctx.wakeRun?.(this.chunk.runId);
+          }
+        } catch (err) {
+          for (const b of batch) b.fail(err);
+        }
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+}
+
+/**
+ * A chunk job BullMQ gave up on (its last attempt threw something that is
+ * not a platform answer, or its payload was unreadable): its lines not
+ * settled yet are settled as failed, so that its run does not wait for them
+ * forever. A create left pending stays pending: the run's finalize verifies it.
+ */
+export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error): Promise<void> {
+  const parsed = WriteChunkData.safeParse(job.data);
+  if (!parsed.success) return;
+  const chunk = parsed.data;
+  const open = await ctx.progress.unsettledOf(chunk.runId, chunk.lines);
+  const actions = await ctx.store.plannedWritesOf(chunk.runId, open);
+  if (actions.length === 0) return;
+  const reason = `write abandoned after ${job.attemptsMade} attempts: ${err.message}`;
+  const reply = await ctx.store.finishWrites(
+    chunk.runId,
+    chunk.entity,
+    actions.map((a) => ({
+      line: a.line,
+      outcome: 'failed' as const,
+      keys: a.keys,
+      clearPending: false,
+      failure: { line: a.line, kind: 'failed' as const, reason, identity: a.keys[0]! },
+    })),
+  );
+  if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
+    await ctx.wakeRun?.(chunk.runId);
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * The two Redis steps of one platform write, each a single Lua round trip,
+ * so that a write costs a handful of Redis commands:
+ *
+ * - `claim`, before the request: is the run still taking writes, has this
+ *   line settled already, does the chunk job still hold its lock (renewed
+ *   here, as BullMQ's extendLock does, so the create goes out well within
+ *   it), and for a create the atomic claim of its identity keys (refused
+ *   when a key is pending or already mapped; otherwise every key is marked
+ *   pending).
+ * - `finish`, after the answer, for a batch of writes that ended meanwhile:
+ *   records the confirmed ones (identity keys → platform id, the record's
+ *   state, their pending marks cleared: the same entries `RecordStates.commit`
+ *   writes), clears the pending marks of creates that did not land, and
+ *   settles each line once (as `RunProgress.settle`: counted, its failure
+ *   row kept, an unknown create answered later moved to its counter). One
+ *   script, so a record is never committed without its line settled.
+ */
+import type { RedisClient } from '../queue/connection.js';
+import type { Entity } from '../sync/identity.js';
+import { redisCall } from './errors.js';
+import { RunField, type KeyLayout } from './keys.js';
+import type { Numbering } from './numbering.js';
+import { packPending, packRecord } from './packing.js';
+import type { WriteOutcome } from './progress.js';
+import type { FailureRow, RunCounter } from './runs.js';
+
+// KEYS: run hash, settled set, chunk job lock ('' for none), pending hash, then (creates) the
+// identity-map bucket of each key. ARGV: line, lock token, lock ms, pending value ('' for an
+// update), then the identity keys.
+const CLAIM = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'failed' or status == 'completed' then return 'ended' end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 'settled' end
+if KEYS[3] ~= '' then
+  if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 'lost' end
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end
+if ARGV[4] == '' then return 'go' end
+for i = 5, #ARGV do
+  if redis.call('HEXISTS', KEYS[4], ARGV[i]) == 1 then return 'pending' end
+  if redis.call('HEXISTS', KEYS[i], ARGV[i]) == 1 then return 'exists' end
+end
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i]; fields[#fields + 1] = ARGV[4] end
+redis.call('HSET', KEYS[4], unpack(fields))
+return 'go'
+`;
+
+// KEYS: settled set, run hash, failures list, unknown-creates set, pending hash, entity info,
+// then the bucket keys the entries name by index. ARGV: now, the unknown/settled/planned
+// counter fields, the number of entries, then per entry 7 values: line, counter field,
+// failure JSON ('' for none), record bucket index (0 for no commit), platform id, packed
+// record, number of identity keys n; then n pairs (bucket index, key).
+// Returns {settled, planned, firsts...}.
+const FINISH = `
+local now, unknown, settledField, plannedField = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local count = tonumber(ARGV[5])
+local incr, order, firsts, failures, clear = {}, {}, {}, {}, {}
+local added, committed = 0, false
+local function add(field, n)
+  if incr[field] == nil then incr[field] = 0; order[#order + 1] = field end
+  incr[field] = incr[field] + n
+end
+local a = 6
+for e = 1, count do
+  local line, counter, failure = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local recIx, id, rec, n = tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6])
+  a = a + 7
+  for j = 1, n do
+    local ix, key = tonumber(ARGV[a]), ARGV[a + 1]
+    a = a + 2
+    if recIx > 0 then redis.call('HSET', KEYS[ix], key, id) end
+    clear[#clear + 1] = key
+  end
+  if recIx > 0 then
+    committed = true
+    added = added + redis.call('HSET', KEYS[recIx], id, rec)
+  end
+  if redis.call('SADD', KEYS[1], line) == 0 then
+    firsts[#firsts + 1] = 0
+    if counter ~= unknown and redis.call('SREM', KEYS[4], line) == 1 then
+      add(unknown, -1)
+      add(counter, 1)
+      if failure ~= '' then failures[#failures + 1] = failure end
+    end
+  else
+    firsts[#firsts + 1] = 1
+    if counter == unknown then redis.call('SADD', KEYS[4], line) end
+    add(counter, 1)
+    add(settledField, 1)
+    if failure ~= '' then failures[#failures + 1] = failure end
+  end
+end
+if #clear > 0 then redis.call('HDEL', KEYS[5], unpack(clear)) end
+if committed then redis.call('HSETNX', KEYS[6], 'firstCommitAt', now) end
+if added > 0 then redis.call('HINCRBY', KEYS[6], 'records', added) end
+for _, field in ipairs(order) do
+  if incr[field] ~= 0 then redis.call('HINCRBY', KEYS[2], field, incr[field]) end
+end
+if #failures > 0 then redis.call('RPUSH', KEYS[3], unpack(failures)) end
+local got = redis.call('HMGET', KEYS[2], settledField, plannedField)
+local reply = {tonumber(got[1] or '0'), tonumber(got[2] or '0')}
+for _, f in ipairs(firsts) do reply[#reply + 1] = f end
+return reply
+`;
+
+/** What the claim before a write found. */
+export type WriteClaim =
+  /** The run has ended or is gone: no more writes. */
+  | 'ended'
+  /** This line has settled in this round. */
+  | 'settled'
+  /** The chunk job's lock is another worker's now. */
+  | 'lost'
+  /** A create of one of its keys is pending (outcome unknown). */
+  | 'pending'
+  /** One of its keys maps to a platform record already. */
+  | 'exists'
+  /** Send it (a create's keys are marked pending). */
+  | 'go';
+
+export interface ClaimRequest {
+  runId: string;
+  entity: Entity;
+  line: number;
+  /** Identity keys of a create (marked pending); none for an update. */
+  createKeys?: readonly string[];
+  /** The chunk job's lock key and token, checked and renewed before a create. */
+  lock?: { key: string; token: string; ms: number };
+}
+
+/** A write that has ended, to settle (and commit, when it was confirmed). */
+export interface FinishedWrite {
+  line: number;
+  outcome: WriteOutcome;
+  failure?: FailureRow;
+  /** Identity keys: mapped to `commit.platformId` when confirmed, their pending marks cleared. */
+  keys: readonly string[];
+  /** Whether the pending marks of `keys` are cleared (a create that did not land, or committed). */
+  clearPending: boolean;
+  commit?: { platformId: number; hash: string; job: string };
+}
+
+export interface FinishReply {
+  settled: number;
+  planned: number;
+  /** Per write: whether this call settled its line (false: settled before). */
+  first: boolean[];
+}
+
+const UNKNOWN = RunField.counter('pendingCreates');
+
+export class WriteSteps {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeyLayout,
+    private readonly runNumbers: Numbering,
+    private readonly jobNumbers: Numbering,
+    private readonly now: () => number,
+  ) {}
+
+  async claim(req: ClaimRequest): Promise<WriteClaim> {
+    const k = this.keys;
+    const createKeys = req.createKeys ?? [];
+    const pendingValue =
+      req.createKeys === undefined ? '' : packPending({ runId: req.runId, since: this.now() });
+    const reply = (await redisCall('claiming a write', () =>
+      this.redis.eval(
+        CLAIM,
+        4 + createKeys.length,
+        k.run(req.runId),
+        k.settled(req.runId),
+        req.lock?.key ?? '',
+        k.pending(req.entity),
+        ...createKeys.map((key) => k.ids(req.entity, k.idBucketOf(key))),
+        String(req.line),
+        req.lock?.token ?? '',
+        String(req.lock?.ms ?? 0),
+        pendingValue,
+        ...createKeys,
+      ),
+    )) as WriteClaim;
+    return reply;
+  }
+
+  async finish(
+    runId: string,
+    entity: Entity,
+    writes: readonly FinishedWrite[],
+  ): Promise<FinishReply> {
+    const k = this.keys;
+    const runNumber = await this.runNumbers.numberOf(runId);
+    const jobNumbers = new Map<string, number>();
+    for (const w of writes) {
+      if (w.commit && !jobNumbers.has(w.commit.job)) {
+        jobNumbers.set(w.commit.job, await this.jobNumbers.numberOf(w.commit.job));
+      }
+    }
+    const fixed = [
+      k.settled(runId),
+      k.run(runId),
+      k.failures(runId),
+      k.unknownCreates(runId),
+      k.pending(entity),
+      k.entityInfo(entity),
+    ];
+    const buckets = new Map<string, number>();
+    const indexOf = (key: string): number => {
+      let ix = buckets.get(key);
+      if (ix === undefined) {
+        ix = fixed.length + buckets.size + 1;
+        buckets.set(key, ix);
+      }
+      return ix;
+    };
+    const now = this.now();
+    const args: string[] = [
+      String(now),
+      UNKNOWN,
+      RunField.counter('writesSettled' satisfies RunCounter),
+      RunField.counter('writesPlanned' satisfies RunCounter),
+      String(writes.length),
+    ];
+    for (const w of writes) {
+      const counter =
+        w.outcome === 'pending' ? UNKNOWN : RunField.counter(w.outcome satisfies RunCounter);
+      const c = w.commit;
+      const keys = c || w.clearPending ? w.keys : [];
+      args.push(
+        String(w.line),
+        counter,
+        w.failure ? JSON.stringify(w.failure) : '',
+        c ? String(indexOf(k.recs(entity, k.recBucketOf(c.platformId)))) : '0',
+        c ? String(c.platformId) : '',
+        c
+          ? packRecord({
+              hash: c.hash,
+              syncedAt: now,
+              runNumber,
+              jobNumber: jobNumbers.get(c.job)!,
+            })
+          : '',
+        String(keys.length),
+      );
+      for (const key of keys) {
+        args.push(c ? String(indexOf(k.ids(entity, k.idBucketOf(key)))) : '0', key);
+      }
+    }
+    const reply = (await redisCall('settling writes', () =>
+      this.redis.eval(FINISH, fixed.length + buckets.size, ...fixed, ...buckets.keys(), ...args),
+    )) as number[];
+    return {
+      settled: reply[0]!,
+      planned: reply[1]!,
+      first: reply.slice(2).map((f) => f === 1),
+    };
+  }
+}
