@@ -17,13 +17,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
-import {
-  checkEvictionPolicy,
-  closeRedis,
-  createRedis,
-  safeRedisUrl,
-  whenReady,
-} from '../queue/connection.js';
+import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
 import { applyGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
 import {
   createRunQueue,
@@ -66,11 +60,11 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const platform = requirePlatform(config);
   const jobsDir = opts.jobsDir ?? config.jobsDir;
 
-  const redis = createRedis('worker', config.redisUrl, { logger });
+  const redis = createRedis('worker', config.redis, { logger });
   shutdown.register('worker redis', () => closeRedis(redis));
-  const stateRedis = createRedis('state', config.redisUrl, { logger });
+  const stateRedis = createRedis('state', config.redis, { logger });
   shutdown.register('state redis', () => closeRedis(stateRedis));
-  logger.info({ redis: safeRedisUrl(config.redisUrl) }, 'waiting for Redis');
+  logger.info({ redis: config.redisUrl }, 'waiting for Redis');
   await Promise.all([whenReady(redis), whenReady(stateRedis)]);
   await checkEvictionPolicy(redis, logger);
 

@@ -5,7 +5,7 @@
  * Lua script that also counts its outcome and records its failure row. Built
  * by the StateStore over its connection and key layout (`store.progress`).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
@@ -55,7 +55,7 @@ export type WriteOutcome = 'created' | 'updated' | 'adopted' | 'rejected' | 'fai
 
 export class RunProgress {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
   ) {}
 

@@ -13,7 +13,7 @@
  * The store is the only way to sync state: no caller builds a key or sends a
  * command itself (the layout is in keys.ts alone).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
@@ -86,7 +86,7 @@ export class StateStore {
    *   not sync state, a health check's PING; state goes through the methods.
    */
   constructor(
-    readonly connection: Redis,
+    readonly connection: RedisClient,
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;

@@ -16,7 +16,7 @@
  *   row kept, an unknown create answered later moved to its counter). One
  *   script, so a record is never committed without its line settled.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/connection.js';
 import type { Entity } from '../sync/identity.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
@@ -153,7 +153,7 @@ const UNKNOWN = RunField.counter('pendingCreates');
 
 export class WriteSteps {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly runNumbers: Numbering,
     private readonly jobNumbers: Numbering,
