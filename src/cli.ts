@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { registerApiAccountCommand } from './cli/api-account.js';
+import { registerAuditCommand } from './cli/audit.js';
 import { registerFailuresCommand } from './cli/failures.js';
 import { EXIT_CODES_HELP, ExitCode, reportFatal } from './cli/output.js';
 import { registerRetryCommand } from './cli/retry.js';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerRetryCommand(program);
   registerValidateCommand(program);
   registerApiAccountCommand(program);
+  registerAuditCommand(program);
   registerWorkerCommands(program);
   registerSchedulerCommand(program);
   registerSandboxCommand(program);

@@ -9,6 +9,7 @@ export const ExitCode = {
   config: 3,
   unavailable: 4,
   stopped: 5,
+  problems: 6,
 } as const;
 
 /** The exit code table printed under the root program's --help. */
@@ -20,6 +21,7 @@ Exit codes:
   3  configuration (environment variables, job definitions, mappings)
   4  Redis unreachable
   5  a run stopped by a safety threshold before writing (--force overrides)
+  6  audit found problems (shared identities, records our state lost)
 Errors are one line; --verbose prints the stack.`;
 
 /** Prints an error as one line (or with its stack when verbose) and sets the exit code. */

@@ -18,7 +18,7 @@ export async function refreshIndex(
   signal?: AbortSignal,
 ): Promise<IndexInfo> {
   const started = Date.now();
-  const info = await ctx.store.replaceIndex(entity, pagesOf(ctx, entity, signal));
+  const info = await ctx.store.replaceIndex(entity, platformPages(ctx, entity, signal));
   ctx.logger.info(
     { entity, records: info.count, ambiguous: info.ambiguous, ms: Date.now() - started },
     'platform index refreshed',
@@ -27,13 +27,22 @@ export async function refreshIndex(
 }
 
 /**
+ * What listing needs: the client, the rate and retry settings, a logger, and
+ * the write queue when there is one (a 429 pauses it too). The audit lists
+ * without one.
+ */
+export type ListingContext = Pick<EngineContext, 'client' | 'settings' | 'logger'> & {
+  writeQueue?: Pick<EngineContext['writeQueue'], 'rateLimit'>;
+};
+
+/**
  * The listing in pages of records, paced to the platform rate. Each page's
  * faults go as the retry policy says: transient ones are retried in-process
  * (a GET is idempotent); a 429 pauses the write queue too (every worker backs
- * off) and the listing waits it out; anything else goes up to the run.
+ * off) and the listing waits it out; anything else goes up to the caller.
  */
-async function* pagesOf(
-  ctx: EngineContext,
+export async function* platformPages(
+  ctx: ListingContext,
   entity: Entity,
   signal?: AbortSignal,
 ): AsyncGenerator<PlatformRecord[]> {
@@ -76,14 +85,14 @@ async function* pagesOf(
 }
 
 /** A page's GET whose in-process retries are done: a 429 is waited out, up to the policy's cap. */
-async function getWithRateLimit<T>(ctx: EngineContext, fn: () => Promise<T>): Promise<T> {
+async function getWithRateLimit<T>(ctx: ListingContext, fn: () => Promise<T>): Promise<T> {
   for (let rateLimited = 0; ; rateLimited++) {
     try {
       return await fn();
     } catch (err) {
       const d = decide(err, { operation: 'list', rateLimited }, ctx.settings.retry);
       if (d.action !== 'pause-queue') throw err;
-      await ctx.writeQueue.rateLimit(d.delayMs);
+      await ctx.writeQueue?.rateLimit(d.delayMs);
       ctx.logger.warn({ retryAfterMs: d.delayMs }, 'platform rate limit while listing; waiting');
       await sleep(d.delayMs);
     }

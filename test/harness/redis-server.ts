@@ -34,7 +34,13 @@ export interface RedisServer {
  * the test harness and by chaos tests that need to restart Redis: we never
  * touch a Redis we did not start.
  */
-export async function startRedisServer(opts: { appendonly?: boolean } = {}): Promise<RedisServer> {
+export async function startRedisServer(
+  opts: {
+    appendonly?: boolean;
+    /** When the AOF is fsynced (default `always`, so that a restart keeps every acknowledged write). */
+    appendfsync?: 'always' | 'everysec' | 'no';
+  } = {},
+): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-redis-'));
   let child: ChildProcess | undefined;
@@ -52,7 +58,7 @@ export async function startRedisServer(opts: { appendonly?: boolean } = {}): Pro
       '--appendonly',
       opts.appendonly ? 'yes' : 'no',
       '--appendfsync',
-      'always',
+      opts.appendfsync ?? 'always',
       '--maxmemory-policy',
       'noeviction',
       '--protected-mode',
