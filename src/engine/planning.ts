@@ -134,9 +134,27 @@ class LineKinds {
   }
 }
 
-/** Maps, identifies and plans every row of the export. Returns the final counts. */
+/** A batch mapped, identified and hashed, before anything of it is claimed or looked up. */
+interface Prepared {
+  rows: number;
+  notUtf8: number;
+  /** Each row's action where it is decided already (invalid, skipped), in row order. */
+  actions: (Action | undefined)[];
+  inputs: PlanInput[];
+  /** The position of each input's row in the batch. */
+  inputAt: number[];
+  warnings: RowWarning[];
+}
+
+/**
+ * Maps, identifies and plans every row of the export. Returns the final
+ * counts. The pure part of a batch (map, validate, identify, hash) runs while
+ * the previous batch waits on the sink (claims, lookups, results), so the
+ * process works while Redis does; batches still reach the sink one after the
+ * other, in export order.
+ */
 export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
-  const { entity, mapping, sink } = opts;
+  const { mapping } = opts;
   const counts = emptyCounts();
   const kinds = new LineKinds();
   const paths = opts.checkPaths && new PathCoverage(mapping.paths);
@@ -148,102 +166,148 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     env: opts.env,
   };
 
-  for await (const rows of readRows(opts.source, readOpts)) {
-    if (!pathsChecked) {
-      for (const row of rows) if ('record' in row) paths!.observe(row.record);
-      if (paths!.full) {
-        pathsChecked = true;
-        if (opts.checkPaths!(paths!.summary()) !== undefined) return counts;
-      }
-    }
-    counts.read += rows.length;
-    const results: MapResult[] = rows.map((row) => mapping.map(row));
-
-    // Identify and hash the valid rows; the rest are invalid now.
-    const actions: (Action | undefined)[] = new Array(results.length);
-    const inputs: PlanInput[] = [];
-    const inputAt: number[] = [];
-    const warnings: RowWarning[] = [];
-    for (let i = 0; i < results.length; i++) {
-      const r = results[i]!;
-      if (!r.ok) {
-        if (isNotUtf8Problem(r.reason)) counts.notUtf8++;
-        actions[i] = r.skip ? skippedAction(r) : invalidAction(r.line, r.reason, r);
-        continue;
-      }
-      const body = r.body as Record<string, unknown>;
-      const keys = identityKeys(entity, body);
-      if (r.warnings) {
-        for (const w of r.warnings) {
-          warnings.push({
-            line: r.line,
-            ...w,
-            ...(keys[0] !== undefined && { identity: keys[0] }),
-          });
+  // The previous batch's work with the sink, still going while this one is prepared.
+  let inFlight: Promise<void> | undefined;
+  try {
+    for await (const rows of readRows(opts.source, readOpts)) {
+      if (!pathsChecked) {
+        for (const row of rows) if ('record' in row) paths!.observe(row.record);
+        if (paths!.full) {
+          pathsChecked = true;
+          if (opts.checkPaths!(paths!.summary()) !== undefined) {
+            await inFlight;
+            return counts;
+          }
         }
       }
-      if (keys.length === 0) {
-        actions[i] = invalidAction(r.line, noIdentityReason(entity), { field: '(identity)' });
-        continue;
-      }
-      inputs.push({ line: r.line, body, keys, hash: contentHash(body, mapping.fingerprint) });
-      inputAt.push(i);
+      const prepared = prepare(
+        opts,
+        rows.map((row) => mapping.map(row)),
+      );
+      await inFlight;
+      inFlight = settle(opts, prepared, counts, kinds);
+      // Awaited before the next batch goes to the sink, or below; never left unobserved.
+      inFlight.catch(() => undefined);
     }
-
-    // Duplicate identities, in this batch and against every earlier one.
-    const conflicts = await sink.claim(inputs.map((p) => ({ keys: p.keys, line: p.line })));
-    const conflictOf = new Map<number, ClaimConflict>();
-    const earlier: ClaimConflict[] = [];
-    for (const c of conflicts) {
-      if (c.earlier) earlier.push(c);
-      else conflictOf.set(c.line, c);
-    }
-
-    const toPlan: PlanInput[] = [];
-    const toPlanAt: number[] = [];
-    inputs.forEach((p, n) => {
-      const c = conflictOf.get(p.line);
-      if (c)
-        actions[inputAt[n]!] = conflictAction(entity, p.line, p.keys, c.identity, c.otherLines);
-      else {
-        toPlan.push(p);
-        toPlanAt.push(inputAt[n]!);
-      }
-    });
-
-    const known = await sink.lookup(toPlan);
-    const planned = planBatch(toPlan, known, {
-      entity,
-      mode: opts.mode,
-      memberUpdates: opts.memberUpdates,
-      verifyRemote: opts.verifyRemote === true,
-    });
-    planned.forEach((a, n) => (actions[toPlanAt[n]!] = a));
-
-    const done = actions as Action[];
-    for (const a of done) {
-      counts[a.kind]++;
-      kinds.set(a.line, a.kind);
-    }
-    counts.warnings += warnings.length;
-    await sink.accept(done, warnings);
-
-    if (earlier.length > 0) {
-      const moved: Withdrawn[] = [];
-      for (const c of earlier) {
-        const was = kinds.get(c.line);
-        if (was === undefined || was === 'conflict') continue;
-        counts[was]--;
-        counts.conflict++;
-        kinds.set(c.line, 'conflict');
-        moved.push({ was, conflict: conflictAction(entity, c.line, [], c.identity, c.otherLines) });
-      }
-      if (moved.length > 0) await sink.withdraw(moved);
-    }
-    await opts.onProgress?.(counts);
+    await inFlight;
+  } finally {
+    // A failed read leaves nothing of this pass running behind it.
+    await inFlight?.catch(() => undefined);
   }
   if (!pathsChecked) opts.checkPaths!(paths!.summary());
   return counts;
+}
+
+/** Identifies and hashes the valid rows of a batch; the rest are decided (invalid, skipped) now. */
+function prepare(opts: PlanningOptions, results: readonly MapResult[]): Prepared {
+  const { entity, mapping } = opts;
+  const out: Prepared = {
+    rows: results.length,
+    notUtf8: 0,
+    actions: new Array<Action | undefined>(results.length),
+    inputs: [],
+    inputAt: [],
+    warnings: [],
+  };
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]!;
+    if (!r.ok) {
+      if (isNotUtf8Problem(r.reason)) out.notUtf8++;
+      out.actions[i] = r.skip ? skippedAction(r) : invalidAction(r.line, r.reason, r);
+      continue;
+    }
+    const body = r.body as Record<string, unknown>;
+    const keys = identityKeys(entity, body);
+    if (r.warnings) {
+      for (const w of r.warnings) {
+        out.warnings.push({
+          line: r.line,
+          ...w,
+          ...(keys[0] !== undefined && { identity: keys[0] }),
+        });
+      }
+    }
+    if (keys.length === 0) {
+      out.actions[i] = invalidAction(r.line, noIdentityReason(entity), { field: '(identity)' });
+      continue;
+    }
+    out.inputs.push({ line: r.line, body, keys, hash: contentHash(body, mapping.fingerprint) });
+    out.inputAt.push(i);
+  }
+  return out;
+}
+
+/**
+ * A prepared batch through the sink: its identities claimed and its records
+ * looked up (both at once: a lookup reads and decides nothing, so looking up
+ * a row that the claims withhold costs only its share of the call), planned,
+ * accepted, and earlier rows it found in conflict withdrawn.
+ */
+async function settle(
+  opts: PlanningOptions,
+  p: Prepared,
+  counts: PlanCounts,
+  kinds: LineKinds,
+): Promise<void> {
+  const { entity, sink } = opts;
+  const { actions, inputs, inputAt, warnings } = p;
+  counts.read += p.rows;
+  counts.notUtf8 += p.notUtf8;
+
+  // Duplicate identities, in this batch and against every earlier one.
+  const [conflicts, knownAll] = await Promise.all([
+    sink.claim(inputs.map((i) => ({ keys: i.keys, line: i.line }))),
+    inputs.length === 0 ? Promise.resolve([]) : sink.lookup(inputs),
+  ]);
+  const conflictOf = new Map<number, ClaimConflict>();
+  const earlier: ClaimConflict[] = [];
+  for (const c of conflicts) {
+    if (c.earlier) earlier.push(c);
+    else conflictOf.set(c.line, c);
+  }
+
+  const toPlan: PlanInput[] = [];
+  const toPlanAt: number[] = [];
+  const known: Known[] = [];
+  inputs.forEach((i, n) => {
+    const c = conflictOf.get(i.line);
+    if (c) actions[inputAt[n]!] = conflictAction(entity, i.line, i.keys, c.identity, c.otherLines);
+    else {
+      toPlan.push(i);
+      toPlanAt.push(inputAt[n]!);
+      known.push(knownAll[n]!);
+    }
+  });
+
+  const planned = planBatch(toPlan, known, {
+    entity,
+    mode: opts.mode,
+    memberUpdates: opts.memberUpdates,
+    verifyRemote: opts.verifyRemote === true,
+  });
+  planned.forEach((a, n) => (actions[toPlanAt[n]!] = a));
+
+  const done = actions as Action[];
+  for (const a of done) {
+    counts[a.kind]++;
+    kinds.set(a.line, a.kind);
+  }
+  counts.warnings += warnings.length;
+  await sink.accept(done, warnings);
+
+  if (earlier.length > 0) {
+    const moved: Withdrawn[] = [];
+    for (const c of earlier) {
+      const was = kinds.get(c.line);
+      if (was === undefined || was === 'conflict') continue;
+      counts[was]--;
+      counts.conflict++;
+      kinds.set(c.line, 'conflict');
+      moved.push({ was, conflict: conflictAction(entity, c.line, [], c.identity, c.otherLines) });
+    }
+    if (moved.length > 0) await sink.withdraw(moved);
+  }
+  await opts.onProgress?.(counts);
 }
 
 /** A row a skip rule of the mapping matched: not a live record of the CRM. */

@@ -21,6 +21,13 @@ export const LAYOUT_VERSION = 1;
  */
 export const DEFAULT_BUCKETS = { ids: 8192, records: 4096 } as const;
 
+/**
+ * Buckets of a run's identity claims (run scratch). 16,384 listpack hashes
+ * hold about 2 million claimed identity keys at the default
+ * `hash-max-listpack-entries` of 128.
+ */
+export const CLAIM_BUCKETS = 16384;
+
 export interface Buckets {
   ids: number;
   records: number;
@@ -155,9 +162,14 @@ export class KeyLayout {
     return [this.settled(runId), this.unknownCreates(runId)];
   }
 
-  // ---- run scratch (TTL) ----
+  // ---- run scratch (TTL; transient, not part of the versioned layout) ----
+  /** The marker of a planning pass under way (its claim buckets got their TTL in this pass). */
   claims(runId: string): string {
     return `${this.prefix}:run:${runId}:claims`;
+  }
+  /** One bucket of a run's identity claims (`CLAIM_BUCKETS` of them). */
+  claimBucket(runId: string, bucket: number): string {
+    return `${this.prefix}:run:${runId}:claims:${bucket}`;
   }
   conflicted(runId: string): string {
     return `${this.prefix}:run:${runId}:conflicted`;
@@ -165,11 +177,23 @@ export class KeyLayout {
   plan(runId: string): string {
     return `${this.prefix}:run:${runId}:plan`;
   }
+  /** The first line of each chunk of planned writes, in line order. */
+  planIndex(runId: string): string {
+    return `${this.prefix}:run:${runId}:plan:ix`;
+  }
   seen(runId: string): string {
     return `${this.prefix}:run:${runId}:seen`;
   }
   scratch(runId: string): string[] {
-    return [this.claims(runId), this.conflicted(runId), this.plan(runId), this.seen(runId)];
+    const claims = Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b));
+    return [
+      this.claims(runId),
+      ...claims,
+      this.conflicted(runId),
+      this.plan(runId),
+      this.planIndex(runId),
+      this.seen(runId),
+    ];
   }
 
   // ---- locks ----

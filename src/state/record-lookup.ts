@@ -15,6 +15,16 @@ import { parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
 import { execAll, hgets } from './pipeline.js';
 
+// KEYS: the pending hash. ARGV: identity keys. Replies each key's pending create (nil for
+// none), or an empty list when the hash is empty.
+const PENDING_OF = `local out = {}
+if redis.call('EXISTS', KEYS[1]) == 0 then return out end
+for i = 1, #ARGV, 1000 do
+  local part = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  for j = 1, #part do out[#out + 1] = part[j] end
+end
+return out`;
+
 /** How a lookup reads. */
 export interface LookupOptions {
   /** The job asking: a record another job wrote last is reported (`Known.writtenBy`). */
@@ -63,10 +73,8 @@ export async function lookupRecords(
     p1,
     allKeys.map((key) => [k.ids(entity, k.idBucketOf(key)), key] as const),
   );
-  hgets(
-    p1,
-    allKeys.map((key) => [k.pending(entity), key] as const),
-  );
+  // Pending creates are few and usually none: one hash, read only when it holds any.
+  p1.eval(PENDING_OF, 1, k.pending(entity), ...allKeys);
   if (askJob) p1.hget(from.jobNumbers.key, `r:${job}`);
   const [indexHash, idValues, pendingValues, jobValue] = (await execAll(
     p1,
@@ -94,7 +102,7 @@ export async function lookupRecords(
     const ids: (number | undefined)[] = [];
     for (let m = 0; m < r.keys.length; m++, j++) {
       ids.push(platformIdOf(idValues[j]));
-      const pending = kn.pending ?? parsePending(pendingValues[j]);
+      const pending = kn.pending ?? parsePending(pendingValues[j] ?? null);
       if (pending) kn.pending = pending;
     }
     stateIds.push(ids);

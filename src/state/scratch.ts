@@ -14,44 +14,73 @@ import {
   type ClaimConflict,
   type ConflictRecord,
 } from '../sync/claims.js';
+import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
-import type { KeyLayout } from './keys.js';
+import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
+import { PlannedWrites } from './planned-writes.js';
 
-// KEYS: claims hash, conflicted hash. ARGV: TTL of the claims (ms), then per row: its line,
-// its number of keys, its keys. Each key goes to the first line that claims it (HSETNX).
-// Replies {holders, lines, records}: each key's holder after the claim, in order, and the
-// conflict record (nil for none) of every line involved: the rows' and their keys' holders'.
+// KEYS: conflicted hash, the run's claims marker, then the claim bucket of each key, in
+// order. ARGV: TTL of the claims (ms); one character per key, '1' where its bucket is to get
+// the TTL; then per row: its line, its number of keys, its keys' claim fields. Each key goes
+// to the first line that claims it (HSETNX). Replies {others, lines, records, fresh}: the
+// position (0-based, over all keys) and holder of every key held by another line than the
+// row's; the conflict record (nil for none) of every line involved, the rows' and their keys'
+// holders', read only once the run has any; and 1 when the marker was missing (a new
+// planning pass: every bucket touched then gets the TTL, and the caller forgets which
+// buckets it had given one).
 const CLAIM = `
-local holders, lines, records, seen = {}, {}, {}, {}
+local others, lines, records, seen = {}, {}, {}, {}
+local anyConflict = redis.call('EXISTS', KEYS[1]) == 1
+local fresh = redis.call('EXISTS', KEYS[2]) == 0
+if fresh then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
 local function involve(line)
-  if seen[line] then return end
+  if not anyConflict or seen[line] then return end
   seen[line] = true
   lines[#lines + 1] = line
-  records[#records + 1] = redis.call('HGET', KEYS[2], line)
+  records[#records + 1] = redis.call('HGET', KEYS[1], line)
 end
-local i = 2
+local expire = ARGV[2]
+local i, k = 3, 1
 while i <= #ARGV do
   local line, n = ARGV[i], tonumber(ARGV[i + 1])
   involve(line)
   for j = i + 2, i + 1 + n do
-    redis.call('HSETNX', KEYS[1], ARGV[j], line)
-    local holder = redis.call('HGET', KEYS[1], ARGV[j])
-    holders[#holders + 1] = holder
+    local bucket = KEYS[k + 2]
+    local holder = line
+    if redis.call('HSETNX', bucket, ARGV[j], line) == 0 then
+      holder = redis.call('HGET', bucket, ARGV[j])
+    end
+    if holder ~= line then
+      others[#others + 1] = k - 1
+      others[#others + 1] = holder
+    end
     involve(holder)
+    if fresh or string.byte(expire, k) == 49 then redis.call('PEXPIRE', bucket, ARGV[1]) end
+    k = k + 1
   end
   i = i + 2 + n
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return {holders, lines, records}
+return {others, lines, records, fresh and 1 or 0}
 `;
 
+// KEYS: the claim bucket of each key. ARGV: their claim fields. Replies each holder (nil: none).
+const HOLDERS = `local out = {}
+for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
+return out`;
+
 export class RunScratch {
+  private readonly planned: PlannedWrites;
+  /** The claim buckets given their TTL in this process, for the run planned last. */
+  private expiry: { runId: string; buckets: Uint8Array } | undefined;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly ttlMs: number,
-  ) {}
+  ) {
+    this.planned = new PlannedWrites(redis, keys, ttlMs);
+  }
 
   /**
    * Claims each row's identities for the run and decides its conflicts with
@@ -62,22 +91,42 @@ export class RunScratch {
   async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
     const conflicted = this.keys.conflicted(runId);
-    const reply: [string[], string[], (string | null)[]] = (await redisCall(
+    const keys = entries.flatMap((e) => e.keys);
+    const names = claimNames(keys);
+    const expired = this.expiredBuckets(runId);
+    let expire = '';
+    const flagged = new Set<number>();
+    for (const b of names.buckets) {
+      // A bucket's TTL is set once per planning pass and process, not on every claim.
+      const now = expired[b] === 0 && !flagged.has(b);
+      if (now) flagged.add(b);
+      expire += now ? '1' : '0';
+    }
+    const args: string[] = [String(this.ttlMs), expire];
+    let n = 0;
+    for (const e of entries) {
+      args.push(String(e.line), String(e.keys.length));
+      for (let m = 0; m < e.keys.length; m++) args.push(names.fields[n++]!);
+    }
+    const reply: [(string | number)[], string[], (string | null)[], number] = (await redisCall(
       'claiming identities',
       () =>
         this.redis.eval(
           CLAIM,
-          2,
-          this.keys.claims(runId),
+          2 + keys.length,
           conflicted,
-          String(this.ttlMs),
-          ...entries.flatMap((e) => [String(e.line), String(e.keys.length), ...e.keys]),
+          this.keys.claims(runId),
+          ...names.buckets.map((b) => this.keys.claimBucket(runId, b)),
+          ...args,
         ),
     )) as typeof reply;
-    const [holderOf, lines, records] = reply;
+    const [others, lines, records, fresh] = reply;
+    if (fresh === 1) expired.fill(0);
+    for (const b of names.buckets) expired[b] = 1;
+    // Keys held by the row's own line are left out: the decision reads them as unheld.
     const holders = new Map<string, number>();
-    let n = 0;
-    for (const e of entries) for (const key of e.keys) holders.set(key, Number(holderOf[n++]));
+    for (let i = 0; i < others.length; i += 2)
+      holders.set(keys[Number(others[i])]!, Number(others[i + 1]));
     const conflicts = new Map<number, ConflictRecord>();
     lines.forEach((line, i) => {
       const record = records[i];
@@ -98,68 +147,57 @@ export class RunScratch {
     return decision.conflicts;
   }
 
+  private expiredBuckets(runId: string): Uint8Array {
+    if (this.expiry?.runId !== runId)
+      this.expiry = { runId, buckets: new Uint8Array(CLAIM_BUCKETS) };
+    return this.expiry.buckets;
+  }
+
   /** The line that claimed each key in this run (null where none did), aligned with `keys`. */
   async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
     if (keys.length === 0) return [];
-    const values: (string | null)[] = await redisCall('reading identity claims', () =>
-      this.redis.hmget(this.keys.claims(runId), ...keys),
-    );
-    return values.map((v) => (v === null ? null : Number(v)));
+    const names = claimNames(keys);
+    const values: (string | null)[] = (await redisCall('reading identity claims', () =>
+      this.redis.eval(
+        HOLDERS,
+        keys.length,
+        ...names.buckets.map((b) => this.keys.claimBucket(runId, b)),
+        ...names.fields,
+      ),
+    )) as (string | null)[];
+    return values.map((v) => (v === null || v === undefined ? null : Number(v)));
   }
 
-  /** Stores write actions of the run, keyed by line (saving a line again replaces it). */
-  async savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
-    const key = this.keys.plan(runId);
-    for (const part of chunks(actions, 500)) {
-      const p = this.redis.pipeline();
-      p.hset(key, ...part.flatMap((a) => [String(a.line), JSON.stringify(a)]));
-      p.pexpire(key, this.ttlMs);
-      await execAll(p, 'saving planned writes');
-    }
+  /** Stores write actions of the run (compactly: see planned-writes.ts). */
+  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
+    return this.planned.save(runId, actions);
   }
 
   /**
-   * A page of planned writes. Start with cursor `'0'`; the scan is over when
-   * the returned cursor is `'0'` again. As with any Redis SCAN, a write can be
-   * returned twice: the consumer must be idempotent per line (it is: one
-   * queue job per run and line).
+   * A page of planned writes, in line order. Start with cursor `'0'`; the
+   * scan is over when the returned cursor is `'0'` again. `count` is a hint:
+   * whole chunks of planned writes are read.
    */
-  async scanPlannedWrites(
+  scanPlannedWrites(
     runId: string,
     cursor = '0',
     count = 500,
   ): Promise<{ cursor: string; writes: WriteAction[] }> {
-    const reply: [string, string[]] = await redisCall('reading planned writes', () =>
-      this.redis.hscan(this.keys.plan(runId), cursor, 'COUNT', count),
-    );
-    const [next, flat] = reply;
-    const writes: WriteAction[] = [];
-    for (let n = 1; n < flat.length; n += 2)
-      writes.push(parseStored(flat[n]!, 'planned write') as WriteAction);
-    return { cursor: next, writes };
+    return this.planned.scan(runId, cursor, count);
   }
 
   /** The planned writes of these lines (lines without one are left out), in the order given. */
-  async plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
-    if (lines.length === 0) return [];
-    const values: (string | null)[] = await redisCall('reading planned writes', () =>
-      this.redis.hmget(this.keys.plan(runId), ...lines.map(String)),
-    );
-    return values.flatMap((v) =>
-      v === null ? [] : [parseStored(v, 'planned write') as WriteAction],
-    );
+  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
+    return this.planned.of(runId, lines);
   }
 
-  /** Removes planned writes of rows that turned out to be conflicts. */
-  async dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
-    if (lines.length === 0) return;
-    await redisCall('dropping planned writes', () =>
-      this.redis.hdel(this.keys.plan(runId), ...lines.map(String)),
-    );
+  /** Removes planned writes: of rows that turned out to be conflicts, or already enqueued. */
+  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
+    return this.planned.drop(runId, lines);
   }
 
-  async countPlannedWrites(runId: string): Promise<number> {
-    return redisCall('counting planned writes', () => this.redis.hlen(this.keys.plan(runId)));
+  countPlannedWrites(runId: string): Promise<number> {
+    return this.planned.count(runId);
   }
 
   /** Notes platform ids the run's export maps to (for the orphan report). */

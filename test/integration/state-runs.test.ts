@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WriteAction } from '../../src/sync/action.js';
 import { hashTag } from '../../src/state/keys.js';
+import { claimNames } from '../../src/state/claim-digest.js';
 import { stripCredentials, scrubText } from '../../src/state/redaction.js';
 import type { FailureRow } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
@@ -229,7 +230,9 @@ describe('run scratch', () => {
       { line: 3, keys: ['x:E2'] },
     ]);
     expect(again).toEqual([{ line: 2, identity: 'a:A1', otherLines: [4, 7], earlier: false }]);
-    expect(await redis.pttl(store.keys.claims(run))).toBeGreaterThan(0);
+    expect(
+      await redis.pttl(store.keys.claimBucket(run, claimNames(['a:A1']).buckets[0]!)),
+    ).toBeGreaterThan(0);
     expect(await store.claimHolders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
   });
 
