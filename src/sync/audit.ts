@@ -180,7 +180,7 @@ function classify(
       kind: 'lost',
       key,
       stateId,
-      reason: `carries ${describeIdentity(entity, key)}, which our state gives to record ${stateId}: a create sent again after our state lost this one`,
+      reason: `carries ${describeIdentity(entity, key)}, which our state gives to record ${stateId}: a second record of one identity, most likely a create sent again after our state lost this one`,
     };
   }
   for (const key of r.keys) {
