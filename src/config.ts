@@ -25,6 +25,7 @@ import { registerSecret } from './log.js';
 import { isLoopback } from './loopback.js';
 import { redisSecretsOf, redisTargetOf, type RedisTarget } from './queue/redis-target.js';
 import type { RetrySettings } from './platform/retry-policy.js';
+import { DEFAULT_RUN_HISTORY } from './state/run-retention.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const count = z.coerce.number().int().min(0);
@@ -100,6 +101,7 @@ export const EnvSchema = z.object({
   RUN_BACKOFF_MAX_MS: positiveInt.default(RETRY_DEFAULTS.runBackoffMaxMs),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
   WORKER_LOCK_MS: positiveInt.default(DEFAULT_WORKER_LOCK_MS),
+  CRM_SYNC_RUN_HISTORY: positiveInt.default(DEFAULT_RUN_HISTORY),
   CRM_SYNC_ALERT_WEBHOOK: optionalSecret.pipe(z.url({ protocol: /^https?$/ }).optional()),
   CRM_SYNC_ALERT_FORMAT: z.enum(ALERT_FORMATS).default('json'),
   CRM_SYNC_PUBLIC_URL: z
@@ -141,6 +143,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** How long a job's lock lasts without renewal: a killed worker's jobs move on after this. */
   workerLockMs: number;
+  /** Finished runs kept per job definition (records, failure rows) and in the run queue. */
+  runHistory: number;
   /** Alerts (src/alerts/): the global webhook, the console's address, delivery's retries. */
   alerts: {
     webhook?: string;
@@ -247,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     workerLockMs: e.WORKER_LOCK_MS,
+    runHistory: e.CRM_SYNC_RUN_HISTORY,
     alerts: {
       ...(e.CRM_SYNC_ALERT_WEBHOOK !== undefined && { webhook: e.CRM_SYNC_ALERT_WEBHOOK }),
       format: e.CRM_SYNC_ALERT_FORMAT,

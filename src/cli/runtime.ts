@@ -34,10 +34,14 @@ export interface Producer {
 /** A fast-failing connection for commands that only read state or enqueue. */
 export async function openProducer(config: Config): Promise<Producer> {
   const redis = await connectProducer(config.redis);
-  const runQueue = createRunQueue<RunJobData>({ connection: redis, prefix: config.prefix });
+  const runQueue = createRunQueue<RunJobData>({
+    connection: redis,
+    prefix: config.prefix,
+    keepRuns: config.runHistory,
+  });
   return {
     redis,
-    store: new StateStore(redis, { prefix: config.prefix }),
+    store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory }),
     runQueue,
     async close() {
       await runQueue.close();

@@ -83,7 +83,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   });
   shutdown.register('platform client', () => client.close());
 
-  const settings = { prefix: config.prefix, connection: redis };
+  const settings = { prefix: config.prefix, connection: redis, keepRuns: config.runHistory };
   const runQueue = createRunQueue<RunJobData>(settings);
   shutdown.register('runs queue', () => runQueue.close());
   const writeQueue = createWriteQueue<WriteChunkData>({
@@ -95,7 +95,10 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const alertQueue = createAlertQueue({ ...settings, alerts: config.alerts });
   shutdown.register('alerts queue', () => alertQueue.close());
   const loadJobOf = (name: string) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
-  const store = new StateStore(stateRedis, { prefix: config.prefix });
+  const store = new StateStore(stateRedis, {
+    prefix: config.prefix,
+    runHistory: config.runHistory,
+  });
   const alerts = alertEmitter({
     queue: alertQueue,
     loadJob: loadJobOf,

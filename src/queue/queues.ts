@@ -59,13 +59,23 @@ export function writeBackoff(retry: RetrySettings = RETRY_DEFAULTS): BackoffStra
     writeRetryDelay(attempt, retry, jitterOf(`${job?.id ?? ''}:${attempt}`));
 }
 
-export function runJobOptions(): DefaultJobOptions {
+/** The run queue's bounds, keeping `keep` finished runs (CRM_SYNC_RUN_HISTORY) when given. */
+export function runRetention(keep?: number): { completed: KeepJobs; failed: KeepJobs } {
+  if (keep === undefined) return RETENTION.runs;
+  return {
+    completed: { ...RETENTION.runs.completed, count: keep },
+    failed: { ...RETENTION.runs.failed, count: keep },
+  };
+}
+
+export function runJobOptions(keep?: number): DefaultJobOptions {
+  const retention = runRetention(keep);
   return {
     // A run resumes from its checkpoint through stalled-job recovery; a run
     // that throws has failed for a reason a blind retry would repeat.
     attempts: 1,
-    removeOnComplete: RETENTION.runs.completed,
-    removeOnFail: RETENTION.runs.failed,
+    removeOnComplete: retention.completed,
+    removeOnFail: retention.failed,
   };
 }
 
@@ -82,6 +92,8 @@ export interface QueueSettings {
   /** An ioredis connection (shared: the caller closes it) or connection options. */
   connection: ConnectionOptions;
   prefix?: string;
+  /** Finished run jobs kept (CRM_SYNC_RUN_HISTORY); default `RETENTION.runs`. */
+  keepRuns?: number;
 }
 
 function queueOptions(settings: QueueSettings, defaultJobOptions: DefaultJobOptions): QueueOptions {
@@ -96,7 +108,7 @@ function queueOptions(settings: QueueSettings, defaultJobOptions: DefaultJobOpti
 export function createRunQueue<D>(settings: QueueSettings): TypedQueue<D> {
   return new Queue<D, unknown, string, D, unknown, string>(
     QueueName.runs,
-    queueOptions(settings, runJobOptions()),
+    queueOptions(settings, runJobOptions(settings.keepRuns)),
   );
 }
 
@@ -120,7 +132,7 @@ export function workerOptions(
   queue: QueueName,
   settings: QueueSettings & { concurrency?: number; retry?: RetrySettings },
 ): WorkerOptions {
-  const retention = queue === QueueName.runs ? RETENTION.runs : RETENTION.writes;
+  const retention = queue === QueueName.runs ? runRetention(settings.keepRuns) : RETENTION.writes;
   return {
     connection: settings.connection,
     prefix: settings.prefix ?? DEFAULT_PREFIX,

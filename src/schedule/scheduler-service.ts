@@ -54,10 +54,14 @@ export async function startSchedulerService(
   await whenReady(redis);
   await checkEvictionPolicy(redis, logger);
 
-  const queue = createRunQueue<RunJobData>({ connection: redis, prefix: config.prefix });
+  const queue = createRunQueue<RunJobData>({
+    connection: redis,
+    prefix: config.prefix,
+    keepRuns: config.runHistory,
+  });
   shutdown.register('runs queue (scheduler)', () => queue.close());
   const deps = {
-    store: new StateStore(redis, { prefix: config.prefix }),
+    store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory }),
     runQueue: queue,
     loadJob: jobLoader(config, jobsDir),
   };

@@ -46,6 +46,7 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
+import { DEFAULT_RUN_HISTORY, RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { RunScratch } from './scratch.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';
@@ -57,6 +58,8 @@ export interface StateStoreOptions {
   buckets?: Buckets;
   /** TTL of a run's planning scratch; default 7 days. */
   scratchTtlMs?: number;
+  /** Runs kept per job definition; older ended runs are forgotten as new ones start. Default 1,000. */
+  runHistory?: number;
   /** TTL of a platform listing while it is being built; default 24 hours. */
   indexBuildTtlMs?: number;
   /** How long a replaced index generation stays readable; default 10 minutes. */
@@ -77,6 +80,7 @@ export class StateStore {
   private readonly records: RecordStates;
   private readonly index: PlatformIndex;
   private readonly runs: Runs;
+  private readonly retention: RunRetention;
   private readonly scratch: RunScratch;
   private readonly locks: JobLocks;
   private layoutChecked: Promise<void> | undefined;
@@ -100,6 +104,11 @@ export class StateStore {
       now,
     });
     this.runs = new Runs(connection, this.keys, now);
+    this.retention = new RunRetention(
+      connection,
+      this.keys,
+      opts.runHistory ?? DEFAULT_RUN_HISTORY,
+    );
     this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
@@ -228,8 +237,11 @@ export class StateStore {
 
   // ---- runs ------------------------------------------------------------------
 
-  createRun(init: RunInit): Promise<string> {
-    return this.runs.create(init);
+  async createRun(init: RunInit): Promise<string> {
+    const id = await this.runs.create(init);
+    // The history stays at its bound: the job's oldest ended runs beyond it are forgotten.
+    await this.retention.prune(init.job);
+    return id;
   }
 
   getRun(id: string): Promise<RunRecord | null> {
