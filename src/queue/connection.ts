@@ -184,6 +184,30 @@ function reasonOf(err: unknown): string {
 }
 
 /**
+ * Why a cluster could not be reached, asked of its seeds one by one as single
+ * nodes: the first one's socket or command error (ECONNREFUSED, WRONGPASS, a
+ * TLS failure, cluster support disabled), or undefined if every seed answers.
+ */
+async function seedFailure(t: Extract<RedisTarget, { kind: 'cluster' }>): Promise<unknown> {
+  for (const node of t.nodes) {
+    const { nodes: _nodes, kind: _kind, ...rest } = t;
+    const probe = clientFor('producer', { ...rest, kind: 'single', node, db: 0 }, true);
+    let socketError: unknown;
+    probe.on('error', (err) => (socketError ??= err));
+    try {
+      await probe.connect();
+      const info = String(await probe.call('CLUSTER', 'INFO'));
+      if (!info.includes('cluster_state:ok')) return new Error('cluster_state is not ok');
+    } catch (err) {
+      return socketError ?? err;
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return undefined;
+}
+
+/**
  * A producer connection, connected and answering PING, or a
  * `RedisUnavailableError` naming the target (without its password) and the cause.
  */
@@ -204,7 +228,9 @@ export async function connectProducer(
     await redis.ping();
   } catch (err) {
     redis.disconnect();
-    const cause = socketError ?? err;
+    let cause = socketError ?? err;
+    // A cluster's nodes say only "Connection is closed."; one seed alone says why.
+    if (t.kind === 'cluster') cause = (await seedFailure(t)) ?? cause;
     throw new RedisUnavailableError(t.display, reasonOf(cause), { cause });
   }
   // Connected: from now on reconnect after blips like any other role.

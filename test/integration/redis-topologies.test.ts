@@ -1,0 +1,309 @@
+/**
+ * crm-sync on each Redis topology it supports, configured as production
+ * configures it (loadConfig from the variables) and driven through the worker
+ * service: a Redis Cluster (seeded with a primary that does not own the
+ * prefix's slot), a Sentinel-managed primary, one node with an ACL user whose
+ * password is read from a file, and one node reached only over TLS (a CA made
+ * by openssl here, the certificate checked against REDIS_TLS_SERVERNAME).
+ * Each runs a short sync twice: every record created once, then nothing written.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Cluster } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { redactSecrets } from '../../src/log.js';
+import {
+  RedisUnavailableError,
+  checkEvictionPolicy,
+  closeRedis,
+  connectProducer,
+  createRedis,
+  whenReady,
+} from '../../src/queue/connection.js';
+import {
+  companyRows,
+  countWrites,
+  hubspotCells,
+  hubspotJob,
+  HUBSPOT_HEADER,
+  statsSince,
+  useEngines,
+  type EngineHarness,
+} from '../harness/engine.js';
+import { freePort, removeDir, startRedisServer } from '../harness/redis-server.js';
+import { callPort, startRedisCluster, startRedisSentinel } from '../harness/redis-topology.js';
+
+const engine = useEngines();
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** 30 companies synced, then synced again: 30 created, then 30 unchanged and no write. */
+async function syncTwice(h: EngineHarness): Promise<void> {
+  const rows = companyRows(30);
+  const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+  h.writeJob('companies', hubspotJob(path));
+  const first = await h.runJob('companies');
+  expect(first.error).toBeUndefined();
+  expect(first.status).toBe('completed');
+  expect(first.counts).toMatchObject({ read: 30, created: 30, failed: 0 });
+  const ids = (await h.dump()).companies.map((c) => String(c.external_id));
+  expect(new Set(ids).size).toBe(30);
+  expect(ids).toHaveLength(30);
+  const before = await h.stats();
+  const second = await h.runJob('companies');
+  expect(second.status).toBe('completed');
+  expect(second.counts).toMatchObject({ read: 30, created: 0, updated: 0, unchanged: 30 });
+  expect(countWrites(statsSince(before, await h.stats()))).toBe(0);
+}
+
+describe('Redis Cluster', () => {
+  it('syncs through a seed that does not own the slot; every key on one primary; eviction policy read on each', async () => {
+    const cluster = await startRedisCluster({ primaries: 3 });
+    cleanups.push(() => cluster.close());
+    // The state's prefix, known before the engine starts, to pick a seed that does not own its slot.
+    const prefix = `{crm-sync-cluster-${Date.now().toString(36)}}`;
+    const owner = await cluster.slotOwner(prefix);
+    const primaries: typeof cluster.nodes = [];
+    for (const n of cluster.nodes) {
+      if (String(await n.call('ROLE')).startsWith('master')) primaries.push(n);
+    }
+    expect(primaries).toHaveLength(3);
+    const seed = primaries.find((n) => n.port !== owner.primary.port)!.address;
+
+    // REDIS_URL (the harness's single node) stays set beside it: it gives no address.
+    const h = await engine({ env: { REDIS_CLUSTER_NODES: seed, CRM_SYNC_PREFIX: prefix } });
+    expect(h.config.redis.kind).toBe('cluster');
+    expect(h.producer.redis).toBeInstanceOf(Cluster);
+    await syncTwice(h);
+
+    // Every key under the prefix, all on the slot's owner; the other primaries hold none.
+    const all = (await owner.primary.call('KEYS', '*')) as string[];
+    expect(all.length).toBeGreaterThan(10);
+    expect(all.filter((k) => !k.startsWith(prefix))).toEqual([]);
+    for (const n of primaries) {
+      if (n.port !== owner.primary.port) expect(await n.call('DBSIZE')).toBe(0);
+    }
+
+    // One primary (not the slot's owner) evicts: the warning names it.
+    const [host, port] = seed.split(':');
+    await callPort(Number(port), 'CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru');
+    const warnings: unknown[][] = [];
+    const logger = { warn: (...args: unknown[]) => warnings.push(args) };
+    const redis = createRedis('worker', h.config.redis);
+    try {
+      await whenReady(redis);
+      expect(await checkEvictionPolicy(redis, logger as never)).toBe('allkeys-lru');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]![0]).toMatchObject({
+        maxmemoryPolicy: 'allkeys-lru',
+        node: `${host}:${port}`,
+      });
+    } finally {
+      await closeRedis(redis);
+    }
+  });
+
+  it('a producer refuses a cluster it cannot reach, at once, naming the nodes', async () => {
+    const port = await freePort();
+    const config = loadConfig({ REDIS_CLUSTER_NODES: `127.0.0.1:${port}` });
+    const started = Date.now();
+    const err = await connectProducer(config.redis).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as Error).message).toBe(
+      `Redis at redis://127.0.0.1:${port} (cluster) is not reachable (ECONNREFUSED)`,
+    );
+  });
+});
+
+describe('Redis Sentinel', () => {
+  it('asks the sentinels for the primary and syncs on it', async () => {
+    const group = await startRedisSentinel();
+    cleanups.push(() => group.close());
+    const h = await engine({
+      env: { REDIS_SENTINELS: group.seeds, REDIS_SENTINEL_NAME: group.name },
+    });
+    expect(h.config.redis.kind).toBe('sentinel');
+    await syncTwice(h);
+    // Every key is under the prefix, on the primary.
+    const all = (await group.primary.call('KEYS', '*')) as string[];
+    expect(all.length).toBeGreaterThan(10);
+    expect(all.filter((k) => !k.startsWith(h.prefix))).toEqual([]);
+  });
+});
+
+describe('an ACL user with its password in a file', () => {
+  it('syncs as that user; a wrong password fails fast without being printed', async () => {
+    const server = await startRedisServer();
+    cleanups.push(async () => {
+      await server.stop();
+      removeDir(server.dir);
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-acl-'));
+    cleanups.push(() => removeDir(dir));
+    const password = 'acl-file-pass-6f2k';
+    await callPort(
+      server.port,
+      'ACL',
+      'SETUSER',
+      'crm-sync',
+      'on',
+      `>${password}`,
+      '~*',
+      '&*',
+      '+@all',
+    );
+    // Nobody else gets in: the default user is switched off (this server is ours).
+    await callPort(server.port, 'ACL', 'SETUSER', 'default', 'off');
+    const passwordFile = join(dir, 'redis-password');
+    writeFileSync(passwordFile, `${password}\n`);
+    const env = {
+      REDIS_URL: server.url,
+      REDIS_USERNAME: 'crm-sync',
+      REDIS_PASSWORD_FILE: passwordFile,
+    };
+
+    const h = await engine({ env });
+    expect(h.config.redis).toMatchObject({ username: 'crm-sync', password });
+    await syncTwice(h);
+
+    const wrongFile = join(dir, 'wrong');
+    writeFileSync(wrongFile, 'not-the-pass-9q\n');
+    const wrong = loadConfig({ ...env, REDIS_PASSWORD_FILE: wrongFile });
+    const err = await connectProducer(wrong.redis).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as Error).message).toMatch(
+      /^Redis at redis:\/\/127\.0\.0\.1:\d+ is not reachable \(WRONGPASS/,
+    );
+    expect((err as Error).message).not.toContain('not-the-pass-9q');
+    expect(redactSecrets(`x ${password} not-the-pass-9q`)).toBe('x [REDACTED] [REDACTED]');
+  });
+});
+
+/** A CA and a certificate for `redis.test` signed by it, made by openssl in `dir`. */
+function makeCertificates(dir: string): { ca: string; cert: string; key: string } {
+  const ssl = (...args: string[]): void => {
+    execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  };
+  const key = ['-newkey', 'rsa:2048', '-nodes', '-days', '1'];
+  ssl(
+    'req',
+    '-x509',
+    ...key,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-subj',
+    '/CN=crm-sync test CA',
+  );
+  ssl('req', ...key, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=redis.test');
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=DNS:redis.test\n');
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '1',
+    '-extfile',
+    'ext.cnf',
+  );
+  return { ca: join(dir, 'ca.pem'), cert: join(dir, 'server.pem'), key: join(dir, 'server.key') };
+}
+
+/** A redis-server that speaks TLS only (no plain port), on a free port; stopped after the file. */
+async function startTlsRedis(
+  dir: string,
+  certs: { ca: string; cert: string; key: string },
+): Promise<number> {
+  const port = await freePort();
+  const proc: ChildProcess = spawn(
+    'redis-server',
+    [
+      '--port',
+      '0',
+      '--tls-port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--tls-cert-file',
+      certs.cert,
+      '--tls-key-file',
+      certs.key,
+      '--tls-ca-cert-file',
+      certs.ca,
+      '--tls-auth-clients',
+      'no',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+      '--protected-mode',
+      'no',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  cleanups.push(async () => {
+    if (proc.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      proc.once('exit', () => resolve());
+      proc.kill('SIGKILL');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    proc.stdout?.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('Ready to accept connections')) resolve();
+    });
+    proc.once('exit', (code) => reject(new Error(`redis-server (TLS) exited (${code}): ${out}`)));
+  });
+  return port;
+}
+
+describe('TLS', () => {
+  it('syncs over rediss:// with our CA, checking the certificate against REDIS_TLS_SERVERNAME', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-tls-'));
+    cleanups.push(() => removeDir(dir));
+    const certs = makeCertificates(dir);
+    const port = await startTlsRedis(dir, certs);
+    const env = {
+      REDIS_URL: `rediss://127.0.0.1:${port}`,
+      REDIS_TLS_CA_FILE: certs.ca,
+      REDIS_TLS_SERVERNAME: 'redis.test',
+    };
+    const h = await engine({ env });
+    expect(h.config.redisUrl).toBe(`rediss://127.0.0.1:${port}`);
+    await syncTwice(h);
+
+    // The certificate is checked: not for this name, or not from a trusted CA, is refused.
+    const reason = async (e: Record<string, string>): Promise<string> => {
+      const err = await connectProducer(loadConfig(e).redis).catch((x: unknown) => x);
+      expect(err).toBeInstanceOf(RedisUnavailableError);
+      return (err as Error).message;
+    };
+    const { REDIS_TLS_SERVERNAME: _name, ...noName } = env;
+    expect(await reason({ ...noName })).toContain('(ERR_TLS_CERT_ALTNAME_INVALID)');
+    const { REDIS_TLS_CA_FILE: _ca, ...noCa } = env;
+    expect(await reason(noCa)).toMatch(
+      /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)/,
+    );
+  });
+});
