@@ -3,12 +3,13 @@
  * configures it (loadConfig from the variables) and driven through the worker
  * service: a Redis Cluster (seeded with a primary that does not own the
  * prefix's slot), a Sentinel-managed primary, one node with an ACL user whose
- * password is read from a file, and one node reached only over TLS (a CA made
- * by openssl here, the certificate checked against REDIS_TLS_SERVERNAME).
- * Each runs a short sync twice: every record created once, then nothing written.
+ * password is read from a file, and one node and a 3-primary cluster reached
+ * only over TLS (a CA made by openssl here, the certificate checked against
+ * REDIS_TLS_SERVERNAME). Each runs a short sync twice: every record created
+ * once, then nothing written.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
@@ -228,6 +229,7 @@ function makeCertificates(dir: string): { ca: string; cert: string; key: string 
 async function startTlsRedis(
   dir: string,
   certs: { ca: string; cert: string; key: string },
+  extra: string[] = [],
 ): Promise<number> {
   const port = await freePort();
   const proc: ChildProcess = spawn(
@@ -257,8 +259,9 @@ async function startTlsRedis(
       'noeviction',
       '--protected-mode',
       'no',
+      ...extra,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   cleanups.push(async () => {
     if (proc.exitCode !== null) return;
@@ -305,5 +308,60 @@ describe('TLS', () => {
     expect(await reason(noCa)).toMatch(
       /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)/,
     );
+  });
+
+  it("reaches a TLS-only cluster by its nodes' announced addresses, checked against REDIS_TLS_SERVERNAME", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-tls-cluster-'));
+    cleanups.push(() => removeDir(dir));
+    const certs = makeCertificates(dir);
+    const ports: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const nodeDir = join(dir, `node-${i}`);
+      mkdirSync(nodeDir);
+      const bus = String(await freePort());
+      ports.push(
+        await startTlsRedis(nodeDir, certs, [
+          '--cluster-enabled',
+          'yes',
+          '--cluster-port',
+          bus,
+          '--tls-cluster',
+          'yes',
+        ]),
+      );
+    }
+    const cli = (...args: string[]): string =>
+      execFileSync('redis-cli', ['--tls', '--cacert', certs.ca, '--insecure', ...args], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+    cli('--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-yes');
+    for (const port of ports) {
+      for (
+        let i = 0;
+        !cli('-p', String(port), 'CLUSTER', 'INFO').includes('cluster_state:ok');
+        i++
+      ) {
+        expect(i, 'cluster_state:ok').toBeLessThan(100);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+
+    const env = {
+      // The scheme turns TLS on; the host is not used (the node list decides).
+      REDIS_URL: 'rediss://not-used.invalid:1',
+      REDIS_CLUSTER_NODES: `127.0.0.1:${ports[0]}`,
+      REDIS_TLS_CA_FILE: certs.ca,
+      REDIS_TLS_SERVERNAME: 'redis.test',
+    };
+    const h = await engine({ env });
+    expect(h.config.redisUrl).toBe(`rediss://127.0.0.1:${ports[0]} (cluster)`);
+    await syncTwice(h);
+
+    // Without the name, the certificate (for redis.test, not 127.0.0.1) is refused.
+    const { REDIS_TLS_SERVERNAME: _name, ...noName } = env;
+    const err = await connectProducer(loadConfig(noName).redis).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as Error).message).toContain('(ERR_TLS_CERT_ALTNAME_INVALID)');
   });
 });
