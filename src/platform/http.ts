@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import got, { type Got, type Method } from 'got';
 import { DEFAULT_PLATFORM_TIMEOUT_MS } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
+import type { Pacer } from '../queue/pacer.js';
 import { errorFromResponse, errorFromTransport } from './error-factory.js';
 import { InvalidResponseError, type Scrub } from './errors.js';
 
@@ -27,6 +28,11 @@ export interface HttpOptions {
   agent?: { http?: HttpAgent; https?: HttpsAgent };
   /** Sockets per origin for the agents we create. Default 16. */
   maxSockets?: number;
+  /**
+   * Paces every request (src/queue/pacer.ts): `acquire` before sending,
+   * `observe` with each answer. Without one, requests go at once.
+   */
+  pacer?: Pacer;
 }
 
 export interface HttpRequest {
@@ -54,6 +60,7 @@ export class PlatformHttp {
   private readonly got: Got;
   private readonly logger: Logger;
   private readonly ownAgents: Array<HttpAgent | HttpsAgent> = [];
+  private readonly pacer: Pacer | undefined;
   readonly scrub: Scrub;
 
   constructor(opts: HttpOptions) {
@@ -74,6 +81,7 @@ export class PlatformHttp {
     this.base = base;
     this.origin = base.origin;
     this.logger = opts.logger ?? silentLogger;
+    this.pacer = opts.pacer;
 
     const key = opts.apiKey;
     registerSecret(key);
@@ -113,11 +121,17 @@ export class PlatformHttp {
   async send(req: HttpRequest): Promise<HttpResult> {
     const path = req.url.pathname + req.url.search;
     const ctx = { method: req.method, route: req.route, path, scrub: this.scrub };
-    const started = performance.now();
     let status: number;
     let text: string;
     let headers: Record<string, string | string[] | undefined>;
+    let started = performance.now();
+    let requestedAt = 0;
     try {
+      if (this.pacer) {
+        await this.pacer.acquire(req.signal);
+        started = performance.now();
+        requestedAt = Date.now();
+      }
       const res = await this.got(req.url, {
         method: req.method,
         ...(req.body !== undefined && { body: JSON.stringify(req.body) }),
@@ -132,6 +146,7 @@ export class PlatformHttp {
       throw err;
     }
     this.log(req, status, started);
+    this.pacer?.observe(status, headers, requestedAt);
     if (status < 200 || status > 299)
       throw errorFromResponse({ ...ctx, status, headers, body: text });
     if (text.trim() === '') return { status, body: undefined };

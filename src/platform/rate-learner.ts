@@ -1,0 +1,313 @@
+/**
+ * Learning the platform's rate limit (`PLATFORM_RATE_LIMIT=auto`): a pure
+ * AIMD controller. Its state is a few numbers the pacer (src/queue/pacer.ts)
+ * keeps in Redis for every replica; each function here takes a state and an
+ * observation and answers the next state, or `undefined` when nothing moves.
+ *
+ * - Start low (`start`, 5/s) and grow ×1.25 per second of requests that
+ *   succeed ("slow start"), as long as the rate is actually used.
+ * - On a 429: wait out its Retry-After (the pacer holds every request until
+ *   then) and back off: the limit ("ceiling") is taken as the rate we were
+ *   sending at, or, when the platform's window is long (a Retry-After of more
+ *   than a second says so), as what the platform let through in that window;
+ *   the rate drops to 0.8 of it. Further 429s of requests sent before that
+ *   back-off belong to the same episode and change nothing.
+ * - Then climb back to 0.95 of the ceiling ("settle just under"), halving
+ *   the gap each second, and probe: after 20 s there without a 429 the
+ *   ceiling grows 3%, so a limit raised by the platform is found too.
+ * - A limit the platform states (`RateLimit-Policy: 100;w=1`, or its
+ *   `X-`/`RateLimit-Limit` with a known window) replaces all guessing.
+ *
+ * Rates are requests per second; times are milliseconds (the pacer's clock,
+ * Redis' TIME, shared by every replica).
+ */
+
+/** Bounds of the learned rate. */
+export interface LearnerSettings {
+  /** First rate when nothing was learned yet. */
+  start: number;
+  /** Never below this. */
+  min: number;
+  /** Never above this (PLATFORM_RATE_LIMIT_MAX). */
+  max: number;
+}
+
+export type RateSource = 'start' | 'ramp' | 'limited' | 'probe' | 'policy';
+
+export interface LearnerState {
+  /** The rate requests are spaced at now. */
+  rate: number;
+  /** The limit as learned (0: no 429 yet). */
+  ceiling: number;
+  /** The platform's window as far as known: 1 s until a Retry-After says longer. */
+  periodMs: number;
+  /** When the rate last changed (or its step was restarted). */
+  changedAt: number;
+  /** Successes counted (all replicas) when the rate last changed. */
+  okAtChange: number;
+  /** When the ceiling was last set: probing waits `PROBE_MS` after it. */
+  ceilingAt: number;
+  /** When the last back-off happened (0: never): 429s of earlier requests are its echo. */
+  decreasedAt: number;
+  source: RateSource;
+}
+
+/** Growth per step before the first 429. */
+export const SLOW_START = 1.25;
+/** One step a second at most. */
+export const STEP_MS = 1_000;
+/** The rate after a back-off, as a share of the ceiling. */
+export const BACKOFF = 0.8;
+/** Where the rate settles, as a share of the ceiling. */
+export const SETTLE = 0.95;
+/** Time at the settled rate without a 429 before the ceiling is probed upwards. */
+export const PROBE_MS = 20_000;
+/** Growth of the ceiling per probe. */
+export const PROBE = 1.03;
+/**
+ * A 429 of a request sent this soon after a back-off is its echo: other
+ * replicas learn of the back-off when they next book turns.
+ */
+export const ECHO_MS = 300;
+/** The step grows the rate only if this share of it was used (no growth while demand is lower). */
+export const USED = 0.5;
+const DAY_MS = 86_400_000;
+
+const clamp = (x: number, s: LearnerSettings): number => Math.min(s.max, Math.max(s.min, x));
+
+/** The state of a cluster that learned nothing yet, or carries on from `stored`. */
+export function initialState(s: LearnerSettings, now: number, stored?: LearnerState): LearnerState {
+  if (stored) return { ...stored, rate: clamp(stored.rate, s), changedAt: now };
+  return {
+    rate: clamp(s.start, s),
+    ceiling: 0,
+    periodMs: 1_000,
+    changedAt: now,
+    okAtChange: 0,
+    ceilingAt: now,
+    decreasedAt: 0,
+    source: 'start',
+  };
+}
+
+/**
+ * A second (or more) went by: grow, settle or probe. `ok` is the cluster's
+ * count of successful requests so far. Undefined until a step is due.
+ */
+export function onTick(
+  st: LearnerState,
+  at: { now: number; ok: number },
+  s: LearnerSettings,
+): LearnerState | undefined {
+  const elapsed = at.now - st.changedAt;
+  if (elapsed < STEP_MS) return undefined;
+  const base = { changedAt: at.now, okAtChange: at.ok };
+  const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
+  // Demand was below the rate: nothing says the platform takes more.
+  if (used < st.rate * USED || st.source === 'policy') return { ...st, ...base };
+  if (st.ceiling === 0) {
+    return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
+  }
+  const target = clamp(st.ceiling * SETTLE, s);
+  if (st.rate < target) {
+    const rate = Math.min(target, st.rate + Math.max(0.5, (target - st.rate) / 2));
+    return { ...st, ...base, rate, source: 'ramp' };
+  }
+  if (at.now - st.ceilingAt >= PROBE_MS && st.rate < s.max) {
+    const ceiling = st.ceiling * PROBE;
+    return {
+      ...st,
+      ...base,
+      ceiling,
+      ceilingAt: at.now,
+      rate: clamp(ceiling * SETTLE, s),
+      source: 'probe',
+    };
+  }
+  return { ...st, ...base };
+}
+
+/** Successes per second, keyed by the second (ms / 1000, floored): the platform's view of us. */
+export type SuccessLog = ReadonlyMap<number, number>;
+
+/**
+ * What a platform with a window of `periodMs` let through in its window,
+ * per second, when it answered a 429 at `now` with `retryAfterMs`: its
+ * oldest entry leaves in about `retryAfterMs` (rounded up to a second), so
+ * the window began `periodMs − retryAfterMs` ago, give or take a second.
+ * Undefined when the log holds nothing of that window.
+ */
+export function windowEstimate(
+  log: SuccessLog,
+  now: number,
+  retryAfterMs: number,
+  periodMs: number,
+): number | undefined {
+  // The window's start in seconds, with a fraction: its first second counts in part.
+  const start = (now - periodMs + Math.max(0, retryAfterMs - 1_000)) / 1_000;
+  const from = Math.floor(start);
+  const to = Math.floor(now / 1_000);
+  let count = 0;
+  for (const [sec, n] of log) {
+    if (sec > from && sec <= to) count += n;
+    else if (sec === from) count += n * (1 - (start - from));
+  }
+  return count > 0 ? (count * 1_000) / periodMs : undefined;
+}
+
+/**
+ * A 429 answered a request sent at `requestedAt`. Undefined when an earlier
+ * one already backed off for it (that request went out before the back-off).
+ */
+export function onLimited(
+  st: LearnerState,
+  at: { now: number; requestedAt: number; retryAfterMs: number; log?: SuccessLog },
+  s: LearnerSettings,
+): LearnerState | undefined {
+  // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a day).
+  const periodMs =
+    at.retryAfterMs <= st.periodMs
+      ? st.periodMs
+      : at.retryAfterMs <= 60_000
+        ? 60_000
+        : at.retryAfterMs <= 3_600_000
+          ? 3_600_000
+          : DAY_MS;
+  if (at.requestedAt < st.decreasedAt + ECHO_MS) {
+    return periodMs === st.periodMs ? undefined : { ...st, periodMs };
+  }
+  if (st.source === 'policy') return { ...st, periodMs, decreasedAt: at.now };
+  // The window was full: what the platform let through in it is the limit
+  // (a 1 s window: never more than the rate we sent at).
+  const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
+  const measured = periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate);
+  const ceiling = clamp(measured ?? st.rate, s);
+  return {
+    ...st,
+    periodMs,
+    ceiling,
+    ceilingAt: at.now,
+    rate: clamp(ceiling * BACKOFF, s),
+    changedAt: at.now,
+    decreasedAt: at.now,
+    source: 'limited',
+  };
+}
+
+/** The platform stated its limit: `limit` requests per `windowMs`. */
+export function onPolicy(
+  st: LearnerState,
+  policy: { limit: number; windowMs: number },
+  now: number,
+  s: LearnerSettings,
+): LearnerState | undefined {
+  const ceiling = (policy.limit * 1_000) / policy.windowMs;
+  if (st.source === 'policy' && Math.abs(ceiling - st.ceiling) < 1e-9) return undefined;
+  return {
+    ...st,
+    ceiling,
+    ceilingAt: now,
+    periodMs: policy.windowMs,
+    rate: clamp(ceiling * SETTLE, s),
+    changedAt: now,
+    source: 'policy',
+  };
+}
+
+// Headers ------------------------------------------------------------------
+
+export type Headers = Record<string, string | string[] | undefined>;
+
+export interface RateSignals {
+  /** Retry-After, in ms (seconds or an HTTP date). */
+  retryAfterMs?: number;
+  /** The stated limit: `limit` requests per `windowMs`. */
+  policy?: { limit: number; windowMs: number };
+  /** Requests left in the current window, and when it resets (ms from now). */
+  remaining?: number;
+  resetMs?: number;
+}
+
+/** A header by its lower-case name (Node's are lower-case; others may not be). */
+function header(h: Headers, name: string): string | undefined {
+  let v = h[name];
+  if (v === undefined) {
+    for (const k of Object.keys(h)) if (k.toLowerCase() === name) v = h[k];
+  }
+  const s = Array.isArray(v) ? v[0] : v;
+  return s === undefined || s.trim() === '' ? undefined : s.trim();
+}
+
+function num(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+/** `Retry-After`: delay-seconds or an HTTP date (RFC 9110), in ms from `now`. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const secs = num(value);
+  if (secs !== undefined) return Math.round(secs * 1_000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** A reset as a delta in seconds, or (GitHub's, large) a Unix time in seconds: ms from now. */
+function resetOf(v: string | undefined, now: number): number | undefined {
+  const n = num(v);
+  if (n === undefined) return undefined;
+  return n > 1e9 ? Math.max(0, n * 1_000 - now) : n * 1_000;
+}
+
+/** `100;w=60` or `"default";q=100;w=60` (IETF drafts), the first policy given. */
+function parsePolicy(v: string | undefined): { limit: number; windowMs: number } | undefined {
+  if (v === undefined) return undefined;
+  const first = v.split(',')[0]!;
+  const parts = first.split(';').map((p) => p.trim());
+  let limit: number | undefined;
+  let window: number | undefined;
+  for (const p of parts) {
+    const [k, val] = p.split('=').map((x) => x.trim());
+    if (val === undefined) limit ??= num(k);
+    else if (k === 'q') limit = num(val);
+    else if (k === 'w') window = num(val);
+  }
+  if (!limit || !window) return undefined;
+  return { limit, windowMs: window * 1_000 };
+}
+
+/**
+ * The platform's own rate signals, where it sends them: Retry-After;
+ * `RateLimit-Policy` / `X-RateLimit-Policy`; `RateLimit-Limit`,
+ * `-Remaining`, `-Reset` with or without `X-`; the combined `RateLimit:
+ * limit=…, remaining=…, reset=…`. A bare limit without a window says too
+ * little (per second? per hour?) and is left out.
+ */
+export function readRateHeaders(h: Headers, now: number): RateSignals {
+  const out: RateSignals = {};
+  const retry = parseRetryAfter(header(h, 'retry-after'), now);
+  if (retry !== undefined) out.retryAfterMs = retry;
+  const policy = parsePolicy(header(h, 'ratelimit-policy') ?? header(h, 'x-ratelimit-policy'));
+  if (policy) out.policy = policy;
+  const combined = header(h, 'ratelimit');
+  const fields = new Map<string, string>();
+  if (combined) {
+    for (const part of combined.split(/[,;]/)) {
+      const [k, v] = part.split('=').map((x) => x.trim().toLowerCase());
+      if (k && v !== undefined) fields.set(k, v);
+    }
+  }
+  const remaining = num(
+    header(h, 'ratelimit-remaining') ??
+      header(h, 'x-ratelimit-remaining') ??
+      fields.get('remaining'),
+  );
+  if (remaining !== undefined) out.remaining = remaining;
+  const reset = resetOf(
+    header(h, 'ratelimit-reset') ?? header(h, 'x-ratelimit-reset') ?? fields.get('reset'),
+    now,
+  );
+  if (reset !== undefined) out.resetMs = reset;
+  return out;
+}

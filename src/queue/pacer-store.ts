@@ -1,0 +1,131 @@
+/**
+ * The pacer's shared state in Redis: its keys, its one Lua script and how
+ * the learner's state is read back (src/queue/pacer.ts uses them;
+ * `crm-sync status` reads the state).
+ *
+ * `<prefix>:pacer` (a hash): `tat` (the next free turn, ms of Redis' clock),
+ * `notBefore` (no turn before it: a 429's Retry-After), `ok` (successful
+ * requests of every replica), `v` (the learner state's version), and the
+ * learner's state (src/platform/rate-learner.ts). `<prefix>:pacer:log`:
+ * successes per second, a ring of 128 fields `second % 128` → `second:count`.
+ */
+import type { LearnerState, RateSource } from '../platform/rate-learner.js';
+import type { RedisClient } from './connection.js';
+
+/** How far ahead a process books turns. */
+export const HORIZON_MS = 100;
+export const LOG_SLOTS = 128;
+
+export const pacerKey = (prefix: string): string => `${prefix}:pacer`;
+export const pacerLogKey = (prefix: string): string => `${prefix}:pacer:log`;
+
+export const STATE_FIELDS = [
+  'rate',
+  'ceiling',
+  'periodMs',
+  'changedAt',
+  'okAtChange',
+  'ceilingAt',
+  'decreasedAt',
+  'source',
+] as const;
+
+/**
+ * One script, three operations, all on Redis' clock:
+ * - `grant want ok fixedRate startRate lateMs`: adds `ok` successes (total
+ *   and this second's log slot), moves the next free turn `lateMs` later,
+ *   books up to `want` turns, answers
+ *   [now, first, interval, count, version, ok total, ...state fields].
+ * - `set version holdMs field value …`: holds every turn until now + holdMs
+ *   (if later than the hold already set), then, if the state's version is
+ *   still `version` (or it is `-`), writes the fields and bumps the version.
+ *   Answers 1, or 0 when another replica changed the state first.
+ * - `log`: the success log, as [slot, "second:count", …].
+ */
+const SCRIPT = `
+local key, logKey = KEYS[1], KEYS[2]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op = ARGV[1]
+if op == 'log' then return redis.call('HGETALL', logKey) end
+if op == 'set' then
+  local hold = tonumber(ARGV[3])
+  if hold > 0 then
+    local nb = tonumber(redis.call('HGET', key, 'notBefore') or '0')
+    if now + hold > nb then redis.call('HSET', key, 'notBefore', now + hold) end
+  end
+  if #ARGV < 5 then return 1 end
+  local v = redis.call('HGET', key, 'v') or '0'
+  if ARGV[2] ~= '-' and ARGV[2] ~= v then return 0 end
+  for i = 4, #ARGV, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1]) end
+  redis.call('HINCRBY', key, 'v', 1)
+  return 1
+end
+local want, ok, fixed = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local f = redis.call('HMGET', key, 'tat', 'notBefore', 'ok', 'v', ${STATE_FIELDS.map((s) => `'${s}'`).join(', ')})
+local rate = fixed
+if rate <= 0 then rate = tonumber(f[5]) or tonumber(ARGV[5]) end
+local tat, nb = (tonumber(f[1]) or 0) + tonumber(ARGV[6] or '0'), tonumber(f[2]) or 0
+local total = (tonumber(f[3]) or 0) + ok
+local interval = 1000 / rate
+local first = math.max(tat, now, nb)
+local n = 0
+if want > 0 then
+  n = math.floor((now + ${HORIZON_MS} - first) / interval) + 1
+  if n < 1 then n = 1 end
+  if n > want then n = want end
+  redis.call('HSET', key, 'tat', tostring(first + n * interval))
+end
+if ok > 0 then
+  redis.call('HSET', key, 'ok', total)
+  local sec = math.floor(now / 1000)
+  local slot = sec % ${LOG_SLOTS}
+  local cur = redis.call('HGET', logKey, slot)
+  local c = 0
+  if cur then
+    local s, k = string.match(cur, '^(%d+):(%d+)$')
+    if tonumber(s) == sec then c = tonumber(k) end
+  end
+  redis.call('HSET', logKey, slot, sec .. ':' .. (c + ok))
+end
+local out = {tostring(now), tostring(first), tostring(interval), n, f[4] or '0', tostring(total)}
+for i = 5, #f do out[#out + 1] = f[i] or '' end
+return out
+`;
+
+export type PacerScript = (
+  key: string,
+  logKey: string,
+  ...args: (string | number)[]
+) => Promise<unknown>;
+
+export function scriptOf(redis: RedisClient): PacerScript {
+  const r = redis as unknown as Record<string, PacerScript | undefined>;
+  if (!r.crmSyncPacer) redis.defineCommand('crmSyncPacer', { numberOfKeys: 2, lua: SCRIPT });
+  return (r.crmSyncPacer as PacerScript).bind(redis);
+}
+
+export function stateOf(values: string[]): LearnerState | undefined {
+  const [rate, ceiling, periodMs, changedAt, okAtChange, ceilingAt, decreasedAt, source] = values;
+  if (!rate) return undefined;
+  return {
+    rate: Number(rate),
+    ceiling: Number(ceiling || 0),
+    periodMs: Number(periodMs || 1_000),
+    changedAt: Number(changedAt || 0),
+    okAtChange: Number(okAtChange || 0),
+    ceilingAt: Number(ceilingAt || 0),
+    decreasedAt: Number(decreasedAt || 0),
+    source: (source || 'start') as RateSource,
+  };
+}
+
+/** What `crm-sync status` shows: the shared rate and how it was reached, or undefined before any. */
+export async function readPacerState(
+  redis: RedisClient,
+  prefix: string,
+): Promise<(LearnerState & { notBefore: number }) | undefined> {
+  const values = await redis.hmget(pacerKey(prefix), ...STATE_FIELDS, 'notBefore');
+  const st = stateOf(values.slice(0, STATE_FIELDS.length).map((v) => v ?? ''));
+  return st && { ...st, notBefore: Number(values.at(-1) ?? 0) };
+}

@@ -1,0 +1,143 @@
+/**
+ * The shared request pacer on a real Redis and the sandbox's DRF sliding
+ * window: two pacers (two replicas) sharing one Redis keep to one limit, a
+ * fixed rate equal to the limit meets no 429, `auto` learns a limit it was
+ * not told and carries it across a restart, and a 429 holds every caller.
+ */
+import { startSandbox, type Sandbox } from '@crm-sync/platform-sandbox';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { PlatformClient } from '../../src/platform/client.js';
+import { RateLimitedError } from '../../src/platform/errors.js';
+import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { readPacerState, RedisPacer, type PacerMode } from '../../src/queue/pacer.js';
+import { useRedis } from '../harness/redis.js';
+
+const { url, prefix: base } = useRedis();
+const KEY = 'pacer-test-key';
+const redis = [createRedis('worker', url), createRedis('worker', url)] as const;
+const open: { close(): unknown }[] = [];
+
+afterEach(async () => {
+  for (const o of open.splice(0).reverse()) await o.close();
+});
+afterAll(async () => {
+  for (const r of redis) await closeRedis(r);
+});
+
+let n = 0;
+const prefixOf = () => `${base}-${++n}`;
+
+async function sandbox(rateLimit: string): Promise<Sandbox> {
+  const sb = await startSandbox({ apiKey: KEY, rateLimit, latencyMs: 5 });
+  open.push(sb);
+  return sb;
+}
+
+async function pacerOn(i: 0 | 1, prefix: string, mode: PacerMode): Promise<RedisPacer> {
+  const p = new RedisPacer({ redis: redis[i], prefix, mode });
+  await p.start();
+  open.push({ close: () => p.stop() });
+  return p;
+}
+
+function clientOf(sb: Sandbox, pacer: RedisPacer): PlatformClient {
+  const c = new PlatformClient({ baseUrl: sb.url, apiKey: KEY, pacer, maxSockets: 32 });
+  open.push(c);
+  return c;
+}
+
+/** `workers` callers per client sending GET /account until `until`; statuses counted. */
+async function drive(clients: PlatformClient[], workers: number, ms: number) {
+  const counts = { ok: 0, limited: 0 };
+  const until = performance.now() + ms;
+  await Promise.all(
+    clients.flatMap((c) =>
+      Array.from({ length: workers }, async () => {
+        while (performance.now() < until) {
+          try {
+            await c.getAccount();
+            counts.ok++;
+          } catch (err) {
+            if (!(err instanceof RateLimitedError)) throw err;
+            counts.limited++;
+          }
+        }
+      }),
+    ),
+  );
+  return counts;
+}
+
+describe('pacer: a fixed rate', () => {
+  it('two replicas at the sliding window’s own limit share it: no 429, close to the limit', async () => {
+    const sb = await sandbox('40/s');
+    const prefix = prefixOf();
+    const mode = { kind: 'fixed', rate: 40 } as const;
+    const clients = [
+      clientOf(sb, await pacerOn(0, prefix, mode)),
+      clientOf(sb, await pacerOn(1, prefix, mode)),
+    ];
+    const started = performance.now();
+    const counts = await drive(clients, 6, 3_000);
+    const rate = counts.ok / ((performance.now() - started) / 1000);
+    expect(counts.limited).toBe(0);
+    // Each alone would go at 38/s; together they must not.
+    expect(rate).toBeLessThanOrEqual(40);
+    expect(rate).toBeGreaterThan(40 * 0.8);
+  });
+});
+
+describe('pacer: a 429', () => {
+  it('holds every caller, of every replica, until its Retry-After', async () => {
+    const sb = await sandbox('2/s');
+    const prefix = prefixOf();
+    // Paced far above the limit: the third request in a second is refused.
+    const mode = { kind: 'fixed', rate: 1000 } as const;
+    const [a, b] = [await pacerOn(0, prefix, mode), await pacerOn(1, prefix, mode)];
+    const c = clientOf(sb, a);
+    await c.getAccount();
+    await c.getAccount();
+    await expect(c.getAccount()).rejects.toBeInstanceOf(RateLimitedError);
+    await a.settled();
+    const held = performance.now();
+    await b.acquire();
+    // Retry-After: 1 (whole seconds), from when the 429 was answered.
+    expect(performance.now() - held).toBeGreaterThan(700);
+  });
+
+  it('rejects a waiting caller whose signal aborts', async () => {
+    const prefix = prefixOf();
+    const p = await pacerOn(0, prefix, { kind: 'fixed', rate: 0.5 });
+    await p.acquire();
+    const ac = new AbortController();
+    const waiting = p.acquire(ac.signal);
+    ac.abort(new Error('shutdown'));
+    await expect(waiting).rejects.toThrow('shutdown');
+  });
+});
+
+describe('pacer: auto', () => {
+  it('learns a limit it was not told, shares it, and a restarted pacer starts from it', async () => {
+    const sb = await sandbox('60/s');
+    const prefix = prefixOf();
+    const mode = { kind: 'auto', start: 5, min: 1, max: 500 } as const;
+    const [a, b] = [await pacerOn(0, prefix, mode), await pacerOn(1, prefix, mode)];
+    const clients = [clientOf(sb, a), clientOf(sb, b)];
+    // Slow start reaches 60/s in about 11 s; then it settles under the limit.
+    const counts = await drive(clients, 8, 20_000);
+    const tail = await drive(clients, 8, 4_000);
+    await Promise.all([a.settled(), b.settled()]);
+    const st = await readPacerState(redis[0], prefix);
+    expect(st?.ceiling).toBeGreaterThan(50);
+    expect(st?.ceiling).toBeLessThan(80);
+    expect(st!.rate).toBeLessThanOrEqual(60);
+    expect(st!.rate).toBeGreaterThan(60 * 0.75);
+    // Settled: the last seconds went at the learned rate, with few 429s.
+    expect(tail.ok / 4).toBeGreaterThan(60 * 0.75);
+    expect(counts.limited + tail.limited).toBeLessThan((counts.ok + tail.ok) * 0.03);
+
+    // A new process on the same Redis carries on from the learned rate.
+    const c = await pacerOn(0, prefix, mode);
+    expect(c.rate).toBeCloseTo(st!.rate, 5);
+  });
+});
