@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { registerApiAccountCommand } from './cli/api-account.js';
 import { registerAuditCommand } from './cli/audit.js';
 import { registerFailuresCommand } from './cli/failures.js';
+import { registerMigrateCommand } from './cli/migrate.js';
 import { EXIT_CODES_HELP, ExitCode, reportFatal } from './cli/output.js';
 import { registerRetryCommand } from './cli/retry.js';
 import { registerRunCommands } from './cli/run.js';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerValidateCommand(program);
   registerApiAccountCommand(program);
   registerAuditCommand(program);
+  registerMigrateCommand(program);
   registerWorkerCommands(program);
   registerSchedulerCommand(program);
   registerSandboxCommand(program);

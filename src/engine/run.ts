@@ -27,6 +27,7 @@ import { RunJobData, writeChunks, type RunJobRequest } from './payloads.js';
 import { planRun } from './plan-phase.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
+import { leaveRunOfOtherLayout } from './run-layout.js';
 import { pullSince, sourceLabel } from './run-source.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
@@ -49,6 +50,7 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
     throw new UnrecoverableError((err as Error).message);
   }
   if (!run) run = await createRunRecord(ctx.store, runId, def, req);
+  if (await leaveRunOfOtherLayout(ctx, job, token, run)) throw new DelayedError();
 
   try {
     for (;;) {

@@ -26,6 +26,7 @@ import {
   workerOptions,
   type TypedQueue,
 } from '../queue/queues.js';
+import { WORKER_NAME } from '../queue/worker-layout.js';
 import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
 import type { RunJobData, WriteChunkData } from './payloads.js';
@@ -99,6 +100,8 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     prefix: config.prefix,
     runHistory: config.runHistory,
   });
+  // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
+  await store.assertLayout();
   const alerts = alertEmitter({
     queue: alertQueue,
     loadJob: loadJobOf,
@@ -132,7 +135,12 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     },
   });
 
-  const lock = { lockDuration: config.workerLockMs, stalledInterval: config.workerLockMs };
+  const lock = {
+    lockDuration: config.workerLockMs,
+    stalledInterval: config.workerLockMs,
+    // The layout it writes, in its connection's name: `crm-sync migrate` lists the others.
+    name: WORKER_NAME,
+  };
   // Enough chunks at once to fill the write slots, and one more to start while another ends.
   const chunkJobs = Math.ceil(concurrency / ctx.settings.writeChunk) + 1;
   const writeWorker = new Worker(

@@ -7,6 +7,9 @@
 export type StateErrorCode =
   | 'state.redis'
   | 'state.layout-mismatch'
+  | 'state.layout-old'
+  | 'state.layout-new'
+  | 'state.layout-migrating'
   | 'state.corrupt'
   | 'state.invalid-prefix'
   | 'state.unknown-run'

@@ -9,8 +9,14 @@
 import type { Entity } from '../sync/identity.js';
 import { StateError } from './errors.js';
 
-/** Version of this layout, stored in `<prefix>:meta` and checked on first use. */
-export const LAYOUT_VERSION = 1;
+/**
+ * Version of this layout, stored in `<prefix>:meta` and checked on first use
+ * (src/state/layout.ts). 2: every record state names its job (four-part
+ * values), run records carry the layout that started them, and workers are
+ * named by it. Older state is brought here by `crm-sync migrate`
+ * (src/state/migrations.ts).
+ */
+export const LAYOUT_VERSION = 2;
 
 /**
  * Bucket counts. With Redis' default `hash-max-listpack-entries` of 128, 8192
@@ -68,6 +74,8 @@ export const RunField = {
   retries: 'retries',
   /** Rounds of creates sent again after a verification found them missing. */
   round: 'round',
+  /** The layout version of the release that started the run (src/state/layout.ts). */
+  layout: 'layout',
 } as const;
 
 export class KeyLayout {
@@ -90,6 +98,10 @@ export class KeyLayout {
 
   meta(): string {
     return `${this.prefix}:meta`;
+  }
+  /** Held by `crm-sync migrate` while it runs (one migration at a time). */
+  migrationLock(): string {
+    return `${this.prefix}:migrate-lock`;
   }
 
   // ---- per entity: our state ----

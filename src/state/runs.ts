@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 import { parseStored, redisCall, StateError } from './errors.js';
-import { RunField, type KeyLayout } from './keys.js';
+import { LAYOUT_VERSION, RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { scrubText, stripCredentials } from './redaction.js';
 
@@ -167,6 +167,14 @@ redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
 return 1
 `;
 
+const CLAIM_LAYOUT = `
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then return tonumber(v) end
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 1 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return tonumber(ARGV[2])
+`;
+
 export class Runs {
   constructor(
     private readonly redis: RedisClient,
@@ -186,6 +194,7 @@ export class Runs {
       options: JSON.stringify(init.options ?? {}),
       status: 'queued',
       createdAt: String(createdAt),
+      [RunField.layout]: String(LAYOUT_VERSION),
     };
     const k = this.keys;
     await redisCall('creating a run', () =>
@@ -201,6 +210,19 @@ export class Runs {
       ),
     );
     return id;
+  }
+
+  /**
+   * The layout version of the release that started the run. A run with none
+   * was created by a release before versions were stamped (or by its
+   * scheduler): if it has not started yet it is stamped with this release's
+   * now, and belongs to it; if it has, it belongs to layout 1.
+   */
+  async claimLayout(id: string): Promise<number> {
+    const reply = await redisCall("reading a run's layout", () =>
+      this.redis.eval(CLAIM_LAYOUT, 1, this.keys.run(id), RunField.layout, LAYOUT_VERSION),
+    );
+    return Number(reply);
   }
 
   async get(id: string): Promise<RunRecord | null> {

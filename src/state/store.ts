@@ -18,8 +18,9 @@ import { DEFAULT_PREFIX } from '../defaults.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
-import { redisCall, StateError } from './errors.js';
-import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, RunField, type Buckets } from './keys.js';
+import { redisCall } from './errors.js';
+import { DEFAULT_BUCKETS, KeyLayout, RunField, type Buckets } from './keys.js';
+import { layoutProblem, newLayout } from './layout.js';
 import { execAll } from './pipeline.js';
 import { JobLocks } from './lock.js';
 import {
@@ -137,7 +138,7 @@ export class StateStore {
     records: readonly { keys: readonly string[] }[],
     opts?: LookupOptions,
   ): Promise<Known[]> {
-    await this.checkLayoutForRead();
+    await this.assertLayout();
     return this.records.lookup(entity, records, opts);
   }
 
@@ -198,7 +199,7 @@ export class StateStore {
    * batches. Meaningful for full-snapshot sources only. Writes nothing.
    */
   async *orphans(entity: Entity, runId: string): AsyncGenerator<Orphan[]> {
-    await this.checkLayoutForRead();
+    await this.assertLayout();
     yield* this.records.orphans(entity, runId, this.keys.seen(runId));
   }
 
@@ -237,11 +238,18 @@ export class StateStore {
 
   // ---- runs ------------------------------------------------------------------
 
+  /** Creates a run stamped with this release's layout; refuses state of a layout it cannot use. */
   async createRun(init: RunInit): Promise<string> {
+    await this.assertLayout();
     const id = await this.runs.create(init);
     // The history stays at its bound: the job's oldest ended runs beyond it are forgotten.
     await this.retention.prune(init.job);
     return id;
+  }
+
+  /** The layout a run belongs to; a run of no layout not started yet is given this one's. */
+  runLayout(runId: string): Promise<number> {
+    return this.runs.claimLayout(runId);
   }
 
   getRun(id: string): Promise<RunRecord | null> {
@@ -352,8 +360,9 @@ export class StateStore {
 
   /**
    * The first use of a prefix records the layout version and bucket counts;
-   * later uses check them, so a store built with other bucket counts fails
-   * loudly instead of missing every record. Once per process.
+   * later uses check them (src/state/layout.ts), so a store built with other
+   * bucket counts, or state of another layout version, fails loudly instead
+   * of being misread. Once per process.
    */
   private checkLayout(): Promise<void> {
     this.layoutChecked ??= this.doCheckLayout().catch((err: unknown) => {
@@ -364,12 +373,13 @@ export class StateStore {
   }
 
   /**
-   * The check for reads: compares a recorded layout but records none. With
-   * nothing recorded, nothing was ever stored under any layout, so there is
-   * nothing to misread; the check is then repeated on the next read (one extra
-   * round trip per call until the first write).
+   * The check for reads, and for workers before they take a job: refuses
+   * (StateError saying what to do) a layout this release cannot use, but
+   * records none. With nothing recorded, nothing was ever stored under any
+   * layout, so there is nothing to misread; the check is then repeated on the
+   * next call (one extra round trip per call until the first write).
    */
-  private async checkLayoutForRead(): Promise<void> {
+  async assertLayout(): Promise<void> {
     if (this.layoutChecked) return this.layoutChecked;
     const have: Record<string, string> = await redisCall('checking the state layout', () =>
       this.connection.hgetall(this.keys.meta()),
@@ -381,31 +391,16 @@ export class StateStore {
 
   private async doCheckLayout(): Promise<void> {
     const p = this.connection.pipeline();
-    for (const [f, v] of Object.entries(this.wantedLayout())) p.hsetnx(this.keys.meta(), f, v);
+    for (const [f, v] of Object.entries(newLayout(this.keys.buckets))) {
+      p.hsetnx(this.keys.meta(), f, v);
+    }
     p.hgetall(this.keys.meta());
     const out = await execAll(p, 'checking the state layout');
     this.compareLayout(out[out.length - 1] as Record<string, string>);
   }
 
-  private wantedLayout(): Record<string, string> {
-    return {
-      version: String(LAYOUT_VERSION),
-      idBuckets: String(this.keys.buckets.ids),
-      recBuckets: String(this.keys.buckets.records),
-    };
-  }
-
   private compareLayout(have: Record<string, string>): void {
-    const want = this.wantedLayout();
-    const wrong = Object.entries(want).filter(([f, v]) => have[f] !== v);
-    if (wrong.length > 0) {
-      throw new StateError(
-        'state.layout-mismatch',
-        `state under ${this.keys.prefix} has another layout: ${wrong
-          .map(([f, v]) => `${f} is ${have[f]}, this version needs ${v}`)
-          .join('; ')}`,
-        false,
-      );
-    }
+    const problem = layoutProblem(this.keys.prefix, have, this.keys.buckets);
+    if (problem) throw problem;
   }
 }

@@ -1,0 +1,97 @@
+/**
+ * The layout record of a prefix (`<prefix>:meta`): which version of the key
+ * layout and value formats its state is in, and the bucket counts. Every
+ * process of this release reads it before it uses state and refuses a layout
+ * it cannot use, with a message that says what to do:
+ *
+ * - older: the state needs `crm-sync migrate` (src/state/migrations.ts);
+ * - newer: a newer release wrote it, so this one must be upgraded;
+ * - migrating: a migration is running, or stopped before its end;
+ * - other bucket counts: the prefix was made with other settings.
+ *
+ * A prefix with no layout record holds no record state: the record is
+ * written (HSETNX) before the first record or listing is stored.
+ */
+import { StateError } from './errors.js';
+import { LAYOUT_VERSION, type Buckets } from './keys.js';
+
+/** Fields of the layout record. */
+export const LayoutField = {
+  version: 'version',
+  idBuckets: 'idBuckets',
+  recBuckets: 'recBuckets',
+  /** Set while a migration runs (the version it started from); removed at its end. */
+  migratingFrom: 'migratingFrom',
+} as const;
+
+/** What a new prefix records (HSETNX: never over an existing value). */
+export function newLayout(buckets: Buckets): Record<string, string> {
+  return {
+    [LayoutField.version]: String(LAYOUT_VERSION),
+    [LayoutField.idBuckets]: String(buckets.ids),
+    [LayoutField.recBuckets]: String(buckets.records),
+  };
+}
+
+/** The version a stored layout record names (a record without one predates versions: 1). */
+export function versionOf(meta: Record<string, string>): number {
+  const v = meta[LayoutField.version];
+  return v === undefined ? 1 : Number(v);
+}
+
+/**
+ * Why this release cannot use the state with layout record `meta`, or
+ * undefined when it can (an empty record: nothing stored yet).
+ */
+export function layoutProblem(
+  prefix: string,
+  meta: Record<string, string>,
+  buckets: Buckets,
+): StateError | undefined {
+  if (Object.keys(meta).length === 0) return undefined;
+  const from = meta[LayoutField.migratingFrom];
+  if (from !== undefined) {
+    return new StateError(
+      'state.layout-migrating',
+      `state under ${prefix} is being migrated from layout ${from} to ${versionOf(meta)}, or its ` +
+        'migration stopped before the end: wait for `crm-sync migrate` to finish, or run it again',
+      false,
+    );
+  }
+  const version = versionOf(meta);
+  if (!Number.isInteger(version) || version < 1) {
+    return new StateError(
+      'state.corrupt',
+      `state under ${prefix} names layout ${JSON.stringify(meta[LayoutField.version])}, which is no version`,
+      false,
+    );
+  }
+  if (version < LAYOUT_VERSION) {
+    return new StateError(
+      'state.layout-old',
+      `state under ${prefix} has layout ${version}; this crm-sync needs layout ${LAYOUT_VERSION}: ` +
+        'stop every crm-sync worker of the older release, then run `crm-sync migrate`',
+      false,
+    );
+  }
+  if (version > LAYOUT_VERSION) {
+    return new StateError(
+      'state.layout-new',
+      `state under ${prefix} has layout ${version}, newer than this crm-sync knows ` +
+        `(${LAYOUT_VERSION}): upgrade crm-sync to the release that wrote it`,
+      false,
+    );
+  }
+  const want = newLayout(buckets);
+  const wrong = [LayoutField.idBuckets, LayoutField.recBuckets].filter((f) => meta[f] !== want[f]);
+  if (wrong.length > 0) {
+    return new StateError(
+      'state.layout-mismatch',
+      `state under ${prefix} has another layout: ${wrong
+        .map((f) => `${f} is ${meta[f]}, this version needs ${want[f]}`)
+        .join('; ')}`,
+      false,
+    );
+  }
+  return undefined;
+}
