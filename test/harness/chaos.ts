@@ -1,6 +1,7 @@
 /**
  * The chaos suite's world: a redis-server of its own with AOF (fsync always,
- * so a restart keeps the queues), the sandbox in this process (so faults can
+ * so a restart keeps the queues) or a cluster or Sentinel group the test
+ * started (`ChaosOptions.redis`), the sandbox in this process (so faults can
  * change while a run goes), a job folder with a generated HubSpot companies
  * export, and crm-sync worker processes (`node dist/cli.js worker`) that can
  * be SIGKILLed for real. Runs are enqueued with `crm-sync run`; their records,
@@ -16,6 +17,7 @@ import { loadMapping } from '../../src/crm/presets.js';
 import { hasEnded } from '../../src/engine/run-summary.js';
 import { readRows } from '../../src/crm/read.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@crm-sync/platform-sandbox';
+import type { RedisClient } from '../../src/queue/connection.js';
 import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 import {
@@ -98,19 +100,36 @@ export async function expectedOf(path: string): Promise<Expected> {
   return { rows, valid, invalid, warnings };
 }
 
+/**
+ * A Redis the test started itself (a cluster, a Sentinel group; see
+ * redis-topology.ts) in place of the world's private single server. The test
+ * stops it; the world only connects to it.
+ */
+export interface ChaosRedis {
+  /** What points worker and CLI processes at it (REDIS_CLUSTER_NODES, REDIS_SENTINELS…). */
+  env: Record<string, string>;
+  /** A connection of the test's own that finds Redis again after a failover. */
+  connect(): RedisClient;
+}
+
 export interface ChaosOptions {
   rows?: number;
+  /** Another Redis than a private single server with AOF. */
+  redis?: ChaosRedis;
   sandbox?: Omit<SandboxOptions, 'apiKey' | 'port'>;
   /** Extra environment of every worker and CLI process. */
   env?: Record<string, string | number>;
 }
 
 export interface Chaos {
-  redisServer: RedisServer;
+  /** The private single server, unless the options named another Redis. */
+  redisServer: RedisServer | undefined;
   sandbox: Sandbox;
   apiKey: string;
   /** A connection of the test's own (reconnects after a Redis restart). */
-  redis: Redis;
+  redis: RedisClient;
+  /** The key prefix of the world's processes (a `{…}` hash tag: one cluster slot). */
+  prefix: string;
   store: StateStore;
   files: TempDir;
   expected: Expected;
@@ -163,17 +182,15 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
   const exportPath = files.write('chaos.csv', chaosCsv(rows));
   writeFileSync(files.path(`${CHAOS_JOB}.yaml`), companiesJob(exportPath));
   const expected = await expectedOf(exportPath);
-  const redisServer = await startRedisServer({ appendonly: true });
+  const redisServer = opts.redis ? undefined : await startRedisServer({ appendonly: true });
   const sandbox = await startSandbox({ apiKey, port: 0, ...opts.sandbox });
   const prefix = randomPrefix();
-  // Retry forever: the test's reads must outlive a Redis restart.
-  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-  redis.on('error', () => {});
+  const redis = opts.redis?.connect() ?? ownConnection(redisServer!.url);
   const store = new StateStore(redis, { prefix });
 
   const env = (key = apiKey): NodeJS.ProcessEnv =>
     cliEnv({
-      REDIS_URL: redisServer.url,
+      ...(opts.redis?.env ?? { REDIS_URL: redisServer!.url }),
       CRM_SYNC_PREFIX: prefix,
       CRM_SYNC_JOBS_DIR: files.dir,
       PLATFORM_BASE_URL: sandbox.url,
@@ -194,6 +211,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
     sandbox,
     apiKey,
     redis,
+    prefix,
     store,
     files,
     expected,
@@ -231,6 +249,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       }
     },
     async restartRedis(o = {}) {
+      if (!redisServer) throw new Error('restartRedis: this world has no private Redis server');
       await redisServer.stop(o.hard);
       await sleep(o.downMs ?? 1_000);
       await redisServer.start();
@@ -275,12 +294,21 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       );
       redis.disconnect();
       await sandbox.close();
-      await redisServer.stop(true);
-      removeDir(redisServer.dir);
+      if (redisServer) {
+        await redisServer.stop(true);
+        removeDir(redisServer.dir);
+      }
       files.remove();
     },
   };
   return c;
+}
+
+/** A connection that retries forever: the test's reads must outlive a Redis restart. */
+function ownConnection(url: string): Redis {
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  redis.on('error', () => {});
+  return redis;
 }
 
 /**

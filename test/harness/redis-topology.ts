@@ -14,7 +14,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { freePort, removeDir } from './redis-server.js';
 
 const HOST = '127.0.0.1';
@@ -260,6 +260,8 @@ export interface RedisClusterTopology {
   waitForPromotion(replica: RedisNode, slot: number, timeoutMs?: number): Promise<void>;
   /** `CLUSTER FAILOVER TAKEOVER` on a replica: promotion without the primaries' vote. */
   takeover(replica: RedisNode): Promise<void>;
+  /** A cluster client of the test's own, retrying through a failover (errors are the caller's to tolerate). */
+  connect(): Cluster;
   close(): Promise<void>;
 }
 
@@ -373,6 +375,15 @@ export async function startRedisCluster(opts: ClusterOptions = {}): Promise<Redi
     async takeover(replica) {
       await replica.call('CLUSTER', 'FAILOVER', 'TAKEOVER');
     },
+    connect() {
+      const cluster = new Cluster(
+        nodes.map((n) => ({ host: HOST, port: n.port })),
+        { clusterRetryStrategy: () => 200, redisOptions: { maxRetriesPerRequest: 3 } },
+      );
+      cluster.on('error', () => {});
+      cluster.on('node error', () => {});
+      return cluster;
+    },
     close: () => removeNodes(nodes),
   };
 }
@@ -392,6 +403,8 @@ export interface RedisSentinelTopology {
   primaryAddress(): Promise<string>;
   /** Waits until every live sentinel names `node` as the primary and `node` says it is one. */
   waitForPromotion(node: RedisNode, timeoutMs?: number): Promise<void>;
+  /** A Sentinel client of the test's own, following the primary through a failover. */
+  connect(): Redis;
   close(): Promise<void>;
 }
 
@@ -494,6 +507,17 @@ export async function startRedisSentinel(
           timeoutMs,
         );
       },
+      connect() {
+        const redis = new Redis({
+          sentinels: sentinels.map((x) => ({ host: HOST, port: x.port })),
+          name,
+          maxRetriesPerRequest: null,
+          retryStrategy: () => 200,
+          sentinelRetryStrategy: () => 200,
+        });
+        redis.on('error', () => {});
+        return redis;
+      },
       close: () => removeNodes(all),
     };
   } catch (err) {
@@ -505,7 +529,9 @@ export async function startRedisSentinel(
 // ---------------------------------------------------------------- any server
 
 /** The process id of the server behind a connection (INFO server), to signal it. */
-export async function serverPid(redis: Redis): Promise<number> {
+export async function serverPid(redis: {
+  info(section: 'server'): Promise<string>;
+}): Promise<number> {
   const pid = Number(infoFields(await redis.info('server')).get('process_id'));
   if (!Number.isInteger(pid) || pid <= 0) throw new Error('INFO server gave no process_id');
   return pid;

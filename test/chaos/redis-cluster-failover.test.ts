@@ -1,0 +1,76 @@
+/**
+ * Chaos: a Redis Cluster (3 primaries, 3 replicas) loses, by SIGKILL, the
+ * primary that serves the hash slot of every crm-sync key (the prefix's
+ * `{…}` tag) while two worker processes write a 2,000-row sync. The cluster's
+ * own failure detection (`cluster-node-timeout` 1 s) promotes that primary's
+ * replica; the workers follow the slot to it and finish the run, with every
+ * valid row on the platform once and a second run that writes nothing.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  expectSecondRunWritesNothing,
+  expectSynced,
+  requests,
+  sandboxStats,
+  useChaos,
+} from '../harness/chaos.js';
+import { startRedisCluster, type RedisClusterTopology } from '../harness/redis-topology.js';
+
+const clusters: RedisClusterTopology[] = [];
+// After-hooks run in reverse order: the world (workers) closes first, then the cluster.
+afterEach(async () => {
+  await Promise.all(clusters.splice(0).map((c) => c.close()));
+});
+const chaos = useChaos();
+
+describe('chaos: the primary of our slot in a Redis Cluster killed mid-run', () => {
+  it(
+    'its replica takes over, the run completes with every row once, a second run writes nothing',
+    { timeout: 120_000 },
+    async () => {
+      const cluster = await startRedisCluster({ primaries: 3, nodeTimeoutMs: 1_000 });
+      clusters.push(cluster);
+      const c = await chaos({
+        sandbox: { latencyMs: 10, seed: 41 },
+        redis: { env: { REDIS_CLUSTER_NODES: cluster.seeds }, connect: () => cluster.connect() },
+        env: { PLATFORM_RATE_LIMIT: 200 },
+      });
+      const owner = await cluster.slotOwner(c.prefix);
+      expect(owner.replicas).toHaveLength(1);
+      const [replica] = owner.replicas;
+      await c.startWorker();
+      await c.startWorker();
+      const runId = await c.enqueue();
+
+      let postsAtKill = -1;
+      let promotedMs = 0;
+      const run = await c.waitForRun(runId, {
+        timeoutMs: 90_000,
+        onPoll: async () => {
+          if (postsAtKill >= 0) return;
+          const posts = requests(await sandboxStats(c), 'POST', '/companies');
+          if (posts < c.expected.valid.size / 3) return;
+          postsAtKill = posts;
+          const killedAt = Date.now();
+          await owner.primary.kill();
+          await cluster.waitForPromotion(replica!, owner.slot, 30_000);
+          promotedMs = Date.now() - killedAt;
+        },
+      });
+      expect(postsAtKill, 'posts when the primary was killed').toBeGreaterThan(0);
+      expect(postsAtKill).toBeLessThan(c.expected.valid.size);
+      expect(owner.primary.alive).toBe(false);
+      // The replica serves the slot now, and the cluster knows it.
+      const now = await cluster.slotOwner(c.prefix);
+      expect(now.primary.port).toBe(replica!.port);
+      expect(promotedMs).toBeGreaterThan(0);
+      // Both workers lived through it, and each lost its connection when the primary died.
+      expect(c.workers).toHaveLength(2);
+      for (const w of c.workers) {
+        expect(w.stderr.some((l) => l.includes('Redis connection lost'))).toBe(true);
+      }
+      await expectSynced(c, run);
+      await expectSecondRunWritesNothing(c);
+    },
+  );
+});

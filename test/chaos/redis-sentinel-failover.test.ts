@@ -1,0 +1,75 @@
+/**
+ * Chaos: a Sentinel-managed primary (one replica, three sentinels with
+ * `down-after-milliseconds` 1 s) SIGKILLed while two worker processes write
+ * a 2,000-row sync. Sentinel promotes the replica; the workers, connected
+ * through the sentinels (REDIS_SENTINELS, REDIS_SENTINEL_NAME), find the new
+ * primary and finish the run, with every valid row on the platform once and
+ * a second run that writes nothing.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  expectSecondRunWritesNothing,
+  expectSynced,
+  requests,
+  sandboxStats,
+  useChaos,
+} from '../harness/chaos.js';
+import { startRedisSentinel, type RedisSentinelTopology } from '../harness/redis-topology.js';
+
+const groups: RedisSentinelTopology[] = [];
+// After-hooks run in reverse order: the world (workers) closes first, then the group.
+afterEach(async () => {
+  await Promise.all(groups.splice(0).map((g) => g.close()));
+});
+const chaos = useChaos();
+
+describe('chaos: a Sentinel-managed primary killed mid-run', () => {
+  it(
+    'Sentinel promotes the replica, the run completes with every row once, a second run writes nothing',
+    { timeout: 120_000 },
+    async () => {
+      const group = await startRedisSentinel({ downAfterMs: 1_000, failoverTimeoutMs: 5_000 });
+      groups.push(group);
+      expect(await group.primaryAddress()).toBe(group.primary.address);
+      const c = await chaos({
+        sandbox: { latencyMs: 10, seed: 42 },
+        redis: {
+          env: { REDIS_SENTINELS: group.seeds, REDIS_SENTINEL_NAME: group.name },
+          connect: () => group.connect(),
+        },
+        env: { PLATFORM_RATE_LIMIT: 200 },
+      });
+      await c.startWorker();
+      await c.startWorker();
+      const runId = await c.enqueue();
+
+      let postsAtKill = -1;
+      let promotedMs = 0;
+      const run = await c.waitForRun(runId, {
+        timeoutMs: 90_000,
+        onPoll: async () => {
+          if (postsAtKill >= 0) return;
+          const posts = requests(await sandboxStats(c), 'POST', '/companies');
+          if (posts < c.expected.valid.size / 3) return;
+          postsAtKill = posts;
+          const killedAt = Date.now();
+          await group.primary.kill();
+          await group.waitForPromotion(group.replica, 30_000);
+          promotedMs = Date.now() - killedAt;
+        },
+      });
+      expect(postsAtKill, 'posts when the primary was killed').toBeGreaterThan(0);
+      expect(postsAtKill).toBeLessThan(c.expected.valid.size);
+      expect(group.primary.alive).toBe(false);
+      expect(await group.primaryAddress()).toBe(group.replica.address);
+      expect(promotedMs).toBeGreaterThan(0);
+      // Both workers lived through it, and each lost its connection when the primary died.
+      expect(c.workers).toHaveLength(2);
+      for (const w of c.workers) {
+        expect(w.stderr.some((l) => l.includes('Redis connection lost'))).toBe(true);
+      }
+      await expectSynced(c, run);
+      await expectSecondRunWritesNothing(c);
+    },
+  );
+});
