@@ -101,7 +101,7 @@ const UNTRACKED_COLUMNS: Column[] = [
   { header: 'KIND' },
   { header: 'IDENTITY', maxWidth: 48 },
   { header: 'IN STATE', align: 'right' },
-  { header: 'REASON', maxWidth: 100 },
+  { header: 'REASON', maxWidth: 200 },
 ];
 
 /** The report for people: a summary line, then a table per finding kind. */
