@@ -179,8 +179,15 @@ function reasonOf(err: unknown): string {
   // A cluster that could not be reached says why through its last node's error.
   if (e?.lastNodeError) return reasonOf(e.lastNodeError);
   if (e?.code) return e.code;
-  const msg = e instanceof Error ? e.message : String(err);
-  return msg.split('\n')[0] ?? 'error';
+  const msg = (e instanceof Error ? e.message : String(err)).split('\n')[0] ?? 'error';
+  // ioredis says "All sentinels are unreachable" also when they answered with an error.
+  const sentinels = /^All sentinels are unreachable.*Last error: (.*)$/.exec(msg);
+  if (sentinels) {
+    return sentinels[1] === 'Connection is closed.'
+      ? 'no sentinel answered'
+      : `sentinels: ${sentinels[1]}`;
+  }
+  return msg;
 }
 
 /**

@@ -109,7 +109,7 @@ describe('Redis Cluster', () => {
     }
   });
 
-  it('a producer refuses a cluster it cannot reach, at once, naming the nodes', async () => {
+  it('a producer refuses a cluster or sentinels it cannot reach, at once, naming them', async () => {
     const port = await freePort();
     const config = loadConfig({ REDIS_CLUSTER_NODES: `127.0.0.1:${port}` });
     const started = Date.now();
@@ -118,6 +118,15 @@ describe('Redis Cluster', () => {
     expect(err).toBeInstanceOf(RedisUnavailableError);
     expect((err as Error).message).toBe(
       `Redis at redis://127.0.0.1:${port} (cluster) is not reachable (ECONNREFUSED)`,
+    );
+    const sentinels = loadConfig({
+      REDIS_SENTINELS: `127.0.0.1:${port}`,
+      REDIS_SENTINEL_NAME: 'mymaster',
+    });
+    expect(
+      ((await connectProducer(sentinels.redis).catch((e: unknown) => e)) as Error).message,
+    ).toBe(
+      `Redis at redis://127.0.0.1:${port}/0 (sentinel mymaster) is not reachable (no sentinel answered)`,
     );
   });
 });
@@ -135,6 +144,19 @@ describe('Redis Sentinel', () => {
     const all = (await group.primary.call('KEYS', '*')) as string[];
     expect(all.length).toBeGreaterThan(10);
     expect(all.filter((k) => !k.startsWith(h.prefix))).toEqual([]);
+
+    // A name the sentinels do not monitor: a producer says so at once.
+    const wrong = loadConfig({
+      REDIS_SENTINELS: group.seeds,
+      REDIS_SENTINEL_NAME: 'no-such-primary',
+    });
+    const started = Date.now();
+    const err = await connectProducer(wrong.redis).catch((e: unknown) => e);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as Error).message).toBe(
+      `Redis at redis://${group.seeds}/0 (sentinel no-such-primary) is not reachable (sentinels: ERR No such master with that name)`,
+    );
   });
 });
 
