@@ -144,6 +144,8 @@ export async function submitRun(
   deps: Pick<RunDeps, 'store' | 'runQueue'>,
   run: PreparedRun,
 ): Promise<StartedRun> {
+  // State of a layout this release cannot use: refused before anything is enqueued.
+  await deps.store.assertLayout();
   let { runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data);
   if (attached) {
     // A run that has ended (a 401 fails it from a write) may still hold the

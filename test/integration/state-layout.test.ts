@@ -65,7 +65,15 @@ describe('state of layout 1, as the previous release left it', () => {
     expect(before.size).toBe(100);
     for (const v of before.values()) expect(v.split('.')).toHaveLength(3);
 
-    // This release refuses the old layout, naming the command to run.
+    for (const [job, mapping, file] of [
+      ['hubspot-companies', 'layout1-hubspot', 'hubspot-companies.csv'],
+      ['salesforce-accounts', 'layout1-salesforce', 'salesforce-accounts.csv'],
+    ] as const) {
+      h.writeJob(job, { entity: 'companies', source: { path: join(LAYOUT1_DIR, file) }, mapping });
+    }
+
+    // This release refuses the old layout, naming the command to run: no worker
+    // starts, no run is enqueued, nothing is read.
     await expect(h.startWorkers()).rejects.toMatchObject({
       code: 'state.layout-old',
       message: expect.stringContaining('run `crm-sync migrate`'),
@@ -73,6 +81,10 @@ describe('state of layout 1, as the previous release left it', () => {
     await expect(h.store.lookup('companies', [{ keys: ['x:1'] }])).rejects.toMatchObject({
       code: 'state.layout-old',
     });
+    await expect(h.enqueue('hubspot-companies')).rejects.toMatchObject({
+      code: 'state.layout-old',
+    });
+    expect(await h.producer.runQueue.count()).toBe(0);
 
     const report = await migrateAs(redis, h.prefix);
     expect(report).toMatchObject({ outcome: 'migrated', from: 1, to: 2, abandonedRuns: [] });
@@ -114,12 +126,6 @@ describe('state of layout 1, as the previous release left it', () => {
     expect(await h.stateSnapshot()).toEqual(snapshot);
 
     // The jobs that wrote it sync the same exports: nothing to write, every record kept.
-    for (const [job, mapping, file] of [
-      ['hubspot-companies', 'layout1-hubspot', 'hubspot-companies.csv'],
-      ['salesforce-accounts', 'layout1-salesforce', 'salesforce-accounts.csv'],
-    ] as const) {
-      h.writeJob(job, { entity: 'companies', source: { path: join(LAYOUT1_DIR, file) }, mapping });
-    }
     const stats = await h.stats();
     const hub = await h.runJob('hubspot-companies');
     expect(hub.status).toBe('completed');
