@@ -3,10 +3,15 @@
  * id) and job names by users, and either can be long; record state stores a
  * *number* instead (a few bytes, base36), assigned once per name in one hash
  * (`<prefix>:runs:ids`, `<prefix>:jobs:ids`: `r:<name>` → n, `s:<n>` → name).
- * Numbers never change once given, so they are cached for the process.
+ * Numbers never change once given, so they are cached for the process: the
+ * most recent `cacheSize` names (a worker numbers every run it writes for, so
+ * an unbounded cache would grow with every run for as long as it lives).
  */
 import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
+
+/** Names cached per process by default: far more than the runs writing at once. */
+export const NUMBERING_CACHE_SIZE = 10_000;
 
 const ASSIGN = `
 local n = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
@@ -25,7 +30,13 @@ export class Numbering {
     private readonly redis: RedisClient,
     readonly key: string,
     private readonly noun: string,
+    private readonly cacheSize: number = NUMBERING_CACHE_SIZE,
   ) {}
+
+  /** Names cached now (at most `cacheSize`). */
+  get cachedCount(): number {
+    return this.numbers.size;
+  }
 
   /** The number of `name`, assigning the next one on first use. */
   async numberOf(name: string): Promise<number> {
@@ -76,7 +87,13 @@ export class Numbering {
   }
 
   private remember(name: string, n: number): void {
+    // First cached, first forgotten: a number is needed while its run writes.
     this.numbers.set(name, n);
     this.names.set(n, name);
+    while (this.numbers.size > this.cacheSize) {
+      const [oldest, number] = this.numbers.entries().next().value as [string, number];
+      this.numbers.delete(oldest);
+      this.names.delete(number);
+    }
   }
 }

@@ -142,4 +142,23 @@ describe('run retention', () => {
     expect(worker.removeOnComplete).toMatchObject({ count: 7 });
     expect(runJobOptions().removeOnComplete).toMatchObject({ count: 1_000 });
   });
+
+  it('caches the numbers of the most recent runs only, in a long-lived process', async () => {
+    const prefix = randomPrefix();
+    const key = `${prefix}:runs:ids`;
+    try {
+      const numbers = new Numbering(redis, key, 'run', 3);
+      const given: number[] = [];
+      for (let i = 1; i <= 10; i++) given.push(await numbers.numberOf(`run-${i}`));
+      expect(numbers.cachedCount).toBe(3);
+      expect(numbers.cached('run-1')).toBeUndefined();
+      expect(numbers.cached('run-10')).toBe(given[9]);
+      // A number no longer cached is read again, unchanged.
+      expect(await numbers.numberOf('run-1')).toBe(given[0]);
+      expect(await numbers.namesOf([given[1]!, given[9]!])).toEqual(['run-2', 'run-10']);
+      expect(numbers.cachedCount).toBe(3);
+    } finally {
+      await redis.unlink(key);
+    }
+  });
 });
