@@ -151,6 +151,9 @@ export interface FinishReply {
 
 const UNKNOWN = RunField.counter('pendingCreates');
 
+/** A script defined on the connection; its first argument is the number of keys. */
+type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
+
 export class WriteSteps {
   constructor(
     private readonly redis: RedisClient,
@@ -160,14 +163,23 @@ export class WriteSteps {
     private readonly now: () => number,
   ) {}
 
+  /**
+   * A script as a command of the connection (defined once): ioredis sends
+   * EVALSHA, and the script's text only when Redis does not know it yet.
+   */
+  private script(name: string, lua: string): (...args: (string | number)[]) => Promise<unknown> {
+    const r = this.redis as unknown as Record<string, ScriptCall | undefined>;
+    if (!r[name]) this.redis.defineCommand(name, { lua });
+    return (r[name] as ScriptCall).bind(this.redis);
+  }
+
   async claim(req: ClaimRequest): Promise<WriteClaim> {
     const k = this.keys;
     const createKeys = req.createKeys ?? [];
     const pendingValue =
       req.createKeys === undefined ? '' : packPending({ runId: req.runId, since: this.now() });
     const reply = (await redisCall('claiming a write', () =>
-      this.redis.eval(
-        CLAIM,
+      this.script('crmSyncClaimWrite', CLAIM)(
         4 + createKeys.length,
         k.run(req.runId),
         k.settled(req.runId),
@@ -248,7 +260,12 @@ export class WriteSteps {
       }
     }
     const reply = (await redisCall('settling writes', () =>
-      this.redis.eval(FINISH, fixed.length + buckets.size, ...fixed, ...buckets.keys(), ...args),
+      this.script('crmSyncFinishWrites', FINISH)(
+        fixed.length + buckets.size,
+        ...fixed,
+        ...buckets.keys(),
+        ...args,
+      ),
     )) as number[];
     return {
       settled: reply[0]!,

@@ -1,0 +1,233 @@
+/**
+ * The cost of one platform write, steady state, with ONE `crm-sync worker`
+ * process on a private redis-server, the run enqueued with
+ * `crm-sync run JOB --wait --json` (the worker plans it too):
+ *
+ * - "cost": 5,000 companies, the sandbox at 5,000 requests/s and no latency,
+ *   so the worker is the bottleneck: its CPU per write and the Redis
+ *   commands per write are the whole cost of a write.
+ * - "1,000/s": 20,000 companies at R = 1,000/s, L = 20 ms: the rate one
+ *   worker reaches on this machine, sandbox included, against R.
+ *
+ * Every 200 ms the bench samples the successful writes the sandbox counted,
+ * the worker's CPU (/proc) and the commands redis-server has run (the sum of
+ * `calls` in INFO commandstats, which counts the commands a Lua script runs
+ * as well as the script call); figures are over the steady part, 10% to 90%
+ * of the writes.
+ *
+ * BENCH_COST_ROWS and BENCH_COST_RATE_ROWS shrink the two cases.
+ */
+import { Redis } from 'ioredis';
+import type { BenchTable, Scenario } from '../run.js';
+import {
+  cliEnv,
+  jobsDir,
+  openBenchRedis,
+  processCpuSeconds,
+  requireBuild,
+  startWorker,
+  syncRun,
+} from '../lib/cli.js';
+import { ensureSyncExport } from '../lib/exports.js';
+import { int, loadAverage, percent, ratio } from '../lib/measure.js';
+import { BENCH_API_KEY, startMeteredSandbox } from '../lib/meter.js';
+import { sleep } from '../../src/sleep.js';
+
+const COST_ROWS = Number(process.env.BENCH_COST_ROWS ?? 5_000);
+const RATE_ROWS = Number(process.env.BENCH_COST_RATE_ROWS ?? 20_000);
+
+interface Case {
+  label: string;
+  rows: number;
+  rate: number;
+  latencyMs: number;
+}
+
+const CASES: Case[] = [
+  { label: 'cost', rows: COST_ROWS, rate: 5_000, latencyMs: 0 },
+  { label: '1,000/s', rows: RATE_ROWS, rate: 1_000, latencyMs: 20 },
+];
+
+/** Targets of the write cost. */
+const TARGET = { cpuMsPerWrite: 0.5, commandsPerWrite: 20, rateShare: 0.9 };
+
+interface Point {
+  t: number;
+  writes: number;
+  rateLimited: number;
+  cpuS: number;
+  commands: number;
+}
+
+interface Steady {
+  rate: number;
+  cpuMsPerWrite: number;
+  commandsPerWrite: number;
+  /** The same over the whole write phase: from the last sample before the first write to the end. */
+  phaseCpuMsPerWrite: number;
+  phaseCommandsPerWrite: number;
+  writes: number;
+  rateLimited: number;
+  workerCpuS: number;
+}
+
+/** Commands redis-server has run, those inside scripts included. */
+async function commandCalls(redis: Redis): Promise<number> {
+  const info = await redis.info('commandstats');
+  let calls = 0;
+  for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
+  return calls;
+}
+
+/** The point where the writes first reached `count`, interpolated between samples. */
+function at(points: readonly Point[], count: number): Point {
+  for (let i = 1; i < points.length; i++) {
+    const a = points[i - 1]!;
+    const b = points[i]!;
+    if (b.writes >= count) {
+      const f = b.writes === a.writes ? 1 : (count - a.writes) / (b.writes - a.writes);
+      const mix = (x: number, y: number): number => x + f * (y - x);
+      return {
+        t: mix(a.t, b.t),
+        writes: count,
+        rateLimited: mix(a.rateLimited, b.rateLimited),
+        cpuS: mix(a.cpuS, b.cpuS),
+        commands: mix(a.commands, b.commands),
+      };
+    }
+  }
+  throw new Error(`the writes never reached ${count}`);
+}
+
+function steadyOf(points: readonly Point[]): Steady {
+  const first = points[0]!;
+  const last = points[points.length - 1]!;
+  const writes = last.writes - first.writes;
+  const p10 = at(points, first.writes + 0.1 * writes);
+  const p90 = at(points, first.writes + 0.9 * writes);
+  const n = p90.writes - p10.writes;
+  const start = points.filter((p) => p.writes === first.writes).pop()!;
+  return {
+    rate: n / ((p90.t - p10.t) / 1000),
+    cpuMsPerWrite: ((p90.cpuS - p10.cpuS) * 1000) / n,
+    commandsPerWrite: (p90.commands - p10.commands) / n,
+    phaseCpuMsPerWrite: ((last.cpuS - start.cpuS) * 1000) / writes,
+    phaseCommandsPerWrite: (last.commands - start.commands) / writes,
+    writes,
+    rateLimited: last.rateLimited - first.rateLimited,
+    workerCpuS: last.cpuS - first.cpuS,
+  };
+}
+
+async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Steady> {
+  const path = await ensureSyncExport(c.rows, false);
+  const jobs = jobsDir();
+  jobs.write('companies', path);
+  const sandbox = await startMeteredSandbox({ rateLimit: c.rate, latencyMs: c.latencyMs });
+  const env = cliEnv({
+    redisUrl,
+    prefix,
+    baseUrl: sandbox.url,
+    apiKey: BENCH_API_KEY,
+    rateLimit: c.rate,
+    jobs: jobs.dir,
+  });
+  const worker = startWorker(env);
+  const redis = new Redis(redisUrl);
+  const points: Point[] = [];
+  let going = true;
+  const t0 = performance.now();
+  const sampler = (async () => {
+    while (going) {
+      const [totals, commands] = await Promise.all([sandbox.totals(), commandCalls(redis)]);
+      points.push({
+        t: performance.now() - t0,
+        writes: totals.writes,
+        rateLimited: totals.rateLimited,
+        cpuS: processCpuSeconds(worker.child.pid),
+        commands,
+      });
+      await sleep(200);
+    }
+  })();
+  try {
+    const summary = await syncRun('companies', env, {
+      withWorker: false,
+      timeoutMs: Math.max(180_000, (c.rows / c.rate) * 8_000),
+    });
+    if (summary.counts.created !== c.rows) {
+      throw new Error(`${c.label}: created ${summary.counts.created} of ${c.rows}`);
+    }
+    going = false;
+    await sampler;
+    return steadyOf(points);
+  } finally {
+    going = false;
+    await sampler.catch(() => undefined);
+    redis.disconnect();
+    await worker.stop();
+    await sandbox.close();
+    jobs.remove();
+  }
+}
+
+const scenario: Scenario = {
+  name: 'sync-cost',
+  description: `worker CPU and Redis commands per write, one worker: ${int(COST_ROWS)} companies at 5,000/s and L = 0; ${int(RATE_ROWS)} at R = 1,000/s, L = 20 ms`,
+  async run(): Promise<BenchTable[]> {
+    requireBuild();
+    const load0 = await loadAverage();
+    const redis = await openBenchRedis();
+    const rows: (string | number)[][] = [];
+    try {
+      for (const c of CASES) {
+        const s = await runCase(c, redis.url, redis.prefix(`cost-${c.rate}`));
+        rows.push([
+          `${int(c.rows)} companies, R = ${int(c.rate)}/s, L = ${c.latencyMs} ms`,
+          int(s.rate),
+          ratio(s.rate / c.rate),
+          s.cpuMsPerWrite.toFixed(3),
+          ratio(s.cpuMsPerWrite / TARGET.cpuMsPerWrite),
+          s.commandsPerWrite.toFixed(1),
+          ratio(s.commandsPerWrite / TARGET.commandsPerWrite),
+          s.phaseCpuMsPerWrite.toFixed(3),
+          s.phaseCommandsPerWrite.toFixed(1),
+          int(s.rateLimited),
+          percent(s.rateLimited / Math.max(1, s.writes + s.rateLimited)),
+          s.workerCpuS.toFixed(1),
+        ]);
+      }
+    } finally {
+      await redis.close();
+    }
+    const load1 = await loadAverage();
+    return [
+      {
+        title: 'Cost of a write, one worker process, steady state (10% to 90% of the writes)',
+        columns: [
+          'case',
+          'steady writes/s',
+          'steady / R',
+          'worker CPU ms per write',
+          'CPU / target (0.5 ms)',
+          'Redis commands per write',
+          'commands / target (20)',
+          'CPU ms per write, write phase',
+          'commands per write, write phase',
+          '429s',
+          '429 share',
+          'worker CPU-s (whole run)',
+        ],
+        rows,
+        notes: [
+          '"Write phase" is from the last sample before the first write to the end of the run (the claims of the first writes and the verification included; planning not).',
+          "Worker CPU from /proc of the `crm-sync worker` process; Redis commands are the sum of `calls` in INFO commandstats (commands run by Lua scripts included), the sampler's own INFO calls among them (one per 200 ms).",
+          `Targets: at most ${TARGET.cpuMsPerWrite} ms of worker CPU and ${TARGET.commandsPerWrite} Redis commands per write; at R = 1,000/s, steady / R at least ${TARGET.rateShare}.`,
+          `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
+        ],
+      },
+    ];
+  },
+};
+
+export default scenario;
