@@ -139,6 +139,9 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
   });
 }
 
+/** How often one cluster node's errors are logged while it stays unreachable. */
+const NODE_ERROR_EVERY_MS = 60_000;
+
 export interface ConnectOptions {
   logger?: Logger;
 }
@@ -165,8 +168,20 @@ export function createRedis(
     logger.warn({ redis: t.display, role, code: reasonOf(err) }, 'Redis connection lost; retrying');
   };
   redis.on('error', onError);
-  // A cluster reports each node's faults apart; a lost node is an outage too.
-  if (redis instanceof Cluster) redis.on('node error', onError);
+  if (redis instanceof Cluster) {
+    // A cluster reports each node's faults apart, and stays ready while a
+    // replica takes over: one line per node a minute, not an outage.
+    const said = new Map<string, number>();
+    redis.on('node error', (err: NodeJS.ErrnoException, node: string) => {
+      const now = Date.now();
+      if (now - (said.get(node) ?? -Infinity) < NODE_ERROR_EVERY_MS) return;
+      said.set(node, now);
+      logger.warn(
+        { redis: t.display, role, node, code: reasonOf(err) },
+        'Redis cluster node unreachable; commands go to the node that holds the slot once the cluster says which',
+      );
+    });
+  }
   redis.on('ready', () => {
     if (down) logger.info({ redis: t.display, role }, 'Redis connection restored');
     down = false;

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   RECONNECT_CAP_MS,
   clientFor,
+  createRedis,
   type RedisClient,
   type RedisRole,
 } from '../../src/queue/connection.js';
@@ -122,5 +123,34 @@ describe('connection options per role', () => {
     const producer = build('producer', sentinel, true) as Redis;
     expect(producer.options.sentinelRetryStrategy?.(1)).toBeNull();
     expect(producer.options.failoverDetector).toBe(false);
+  });
+});
+
+describe('connection logs', () => {
+  it('a cluster node that fails is one line a minute per node; an outage of the cluster is one line', () => {
+    const lines: [string, Record<string, unknown>][] = [];
+    const log = (level: string) => (obj: Record<string, unknown>, msg: string) =>
+      lines.push([`${level} ${msg}`, obj]);
+    const logger = { warn: log('warn'), info: log('info'), debug: log('debug') };
+    // A producer is lazy: nothing connects; the events are emitted by the test.
+    const c = createRedis('producer', cluster, { logger: logger as never }) as Cluster;
+    open.push(c);
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    c.emit('node error', refused, '10.0.0.1:7000');
+    c.emit('node error', refused, '10.0.0.1:7000');
+    c.emit('node error', refused, '10.0.0.2:7000');
+    expect(lines.map(([m, o]) => [m.split(';')[0], o.node, o.code])).toEqual([
+      ['warn Redis cluster node unreachable', '10.0.0.1:7000', 'ECONNREFUSED'],
+      ['warn Redis cluster node unreachable', '10.0.0.2:7000', 'ECONNREFUSED'],
+    ]);
+    lines.length = 0;
+    c.emit('error', new Error('Failed to refresh slots cache.'));
+    c.emit('error', new Error('Failed to refresh slots cache.'));
+    c.emit('ready');
+    expect(lines.map(([m]) => m)).toEqual([
+      'warn Redis connection lost; retrying',
+      'info Redis connection restored',
+    ]);
+    expect(JSON.stringify(lines)).not.toContain('pw-1234');
   });
 });
