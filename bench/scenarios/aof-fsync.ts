@@ -1,7 +1,8 @@
 /**
  * What `appendfsync always` costs our write path against `everysec`: the
  * Redis side of a create (the pending claim before the request, the commit
- * of its identity keys and record state after the answer) on private
+ * of its identity keys and record state after the answer, as the write
+ * worker sends them: store.writes.claim, store.finishWrites) on private
  * redis-servers with AOF on, one per setting, on this machine's disk. Sent
  * one create at a time (the latency a single write sees) and 32 at once
  * (Redis fsyncs once per event-loop pass under `always`, so concurrent
@@ -22,13 +23,26 @@ type Mode = (typeof MODES)[number];
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** One create's Redis round trips: claim (Lua), then commit (one MULTI). */
+/**
+ * One create's Redis round trips, as the write worker makes them: the claim
+ * (run still taking writes, line not settled, identity keys marked pending;
+ * one script) and the finish (identity keys mapped to the new record, its
+ * state stored, pending cleared, the line settled; one script). The worker
+ * finishes the writes that ended meanwhile in one call; here each create
+ * finishes alone, the dearer case.
+ */
 async function create(store: StateStore, n: number, runId: string): Promise<void> {
   const keys = [`x:bench:${runId}:${n}`, `c:${runId}-${n}`];
-  const claim = await store.claimCreate('companies', keys, runId, Date.now());
-  if (claim !== 'claimed') throw new Error(`claim of ${keys[0]} answered ${claim}`);
-  await store.commit('companies', [
-    { keys, platformId: n + 1, hash: 'h'.repeat(22), runId, job: 'bench' },
+  const claim = await store.writes.claim({ runId, entity: 'companies', line: n, createKeys: keys });
+  if (claim !== 'go') throw new Error(`claim of ${keys[0]} answered ${claim}`);
+  await store.finishWrites(runId, 'companies', [
+    {
+      line: n,
+      outcome: 'created',
+      keys,
+      clearPending: true,
+      commit: { platformId: n + 1, hash: 'h'.repeat(22), job: 'bench' },
+    },
   ]);
 }
 
@@ -39,6 +53,13 @@ async function rate(
   inFlight: number,
   runId: string,
 ): Promise<number> {
+  await store.createRun({
+    id: runId,
+    job: 'bench',
+    entity: 'companies',
+    mode: 'upsert',
+    source: 'bench',
+  });
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -122,7 +143,7 @@ const scenario: Scenario = {
           row(`${IN_FLIGHT} (${CONCURRENT.toLocaleString('en-US')} creates)`, 'concurrent'),
         ],
         notes: [
-          'a create = StateStore.claimCreate (the pending claim, a Lua call) + StateStore.commit (identity keys, record state, pending cleared: one MULTI): the two Redis round trips of our write path that must be durable',
+          "a create = the write worker's claim (identity keys marked pending) + finish (identity keys, record state, pending cleared, line settled), one script each: the two Redis round trips of a create that must be durable; each create finishes alone (the worker batches finishes that end together)",
           'private redis-servers with appendonly yes, their data on the disk of tmpdir(); the platform request between claim and commit is left out',
         ],
       },
