@@ -65,6 +65,8 @@ export async function startSchedulerService(
     runQueue: queue,
     loadJob: jobLoader(config, jobsDir),
   };
+  // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
+  await deps.store.assertLayout();
 
   // Missed slots become alerts, delivered by a worker's alert worker.
   const alertQueue = createAlertQueue({

@@ -26,13 +26,17 @@ beforeAll(async () => {
 });
 
 describe('crm-sync migrate', () => {
-  it('the worker refuses layout 1 naming the command; migrate migrates, then has nothing to do', async () => {
+  it('the worker and the scheduler refuse layout 1 naming the command; migrate migrates, then has nothing to do', async () => {
     const worker = await runCli(['worker'], env, 60_000);
     expect(worker.code).toBe(1);
     expect(worker.stderr).toContain(
       `crm-sync: state under ${prefix} has layout 1; this crm-sync needs layout 2: ` +
         'stop every crm-sync worker of the older release, then run `crm-sync migrate`',
     );
+
+    const scheduler = await runCli(['scheduler'], env, 60_000);
+    expect(scheduler.code).toBe(1);
+    expect(scheduler.stderr).toContain('this crm-sync needs layout 2');
 
     const first = await runCli(['migrate'], env);
     expect(first.stderr).toBe('');

@@ -10,7 +10,12 @@ import { migrate, MigrationRefused } from '../../src/state/migrations.js';
 import { unpackRecord } from '../../src/state/packing.js';
 import { StateStore } from '../../src/state/store.js';
 import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
-import { LAYOUT1_DIR, loadLayout1, recreateCompanies } from '../harness/layout-fixture.js';
+import {
+  LAYOUT1_DIR,
+  loadLayout1,
+  readLayout1,
+  recreateCompanies,
+} from '../harness/layout-fixture.js';
 import { deleteByPrefix, randomPrefix, redisUrl } from '../harness/redis.js';
 
 const engine = useEngines();
@@ -235,6 +240,39 @@ describe('crm-sync migrate refuses while the older release could still write', (
     expect(report).toMatchObject({ outcome: 'migrated', from: 1 });
     expect(report.steps[0]?.counts).toMatchObject({ rewritten: 100 });
     await expect(new StateStore(redis, { prefix }).assertLayout()).resolves.toBeUndefined();
+  });
+
+  it('a record whose run record is gone keeps three parts (writer unknown); a second migrate at once is refused', async () => {
+    const { redis, prefix, keys } = await fixturePrefix();
+    const runs = await redis.zrange(keys.runsAll(), '0', '-1');
+    const gone = [];
+    for (const id of runs) {
+      if ((await redis.hget(keys.run(id), 'job')) === 'salesforce-accounts') gone.push(id);
+    }
+    expect(gone).toHaveLength(1);
+    await redis.del(keys.run(gone[0]!));
+
+    await redis.set(keys.migrationLock(), 'someone-else', 'PX', 10_000);
+    await expect(migrateAs(redis, prefix)).rejects.toThrow(/another crm-sync migrate is running/);
+    expect(await redis.hget(keys.meta(), 'version')).toBe('1');
+    await redis.del(keys.migrationLock());
+
+    const report = await migrateAs(redis, prefix);
+    expect(report.steps[0]?.counts).toEqual({ records: 100, rewritten: 50, writerUnknown: 50 });
+    const parts = [...(await recordStates(redis, keys)).values()].map((v) => v.split('.').length);
+    expect(parts.filter((n) => n === 3)).toHaveLength(50);
+    expect(parts.filter((n) => n === 4)).toHaveLength(50);
+    expect(await redis.exists(keys.migrationLock())).toBe(0);
+    // Read as before: a record with no known writer is no other job's.
+    const fixture = readLayout1();
+    const sf = fixture.companies.find((c) => String(c.external_id).startsWith('salesforce:'))!;
+    const store = new StateStore(redis, { prefix });
+    const [known] = await store.lookup('companies', [{ keys: [`x:${String(sf.external_id)}`] }], {
+      job: 'hubspot-companies',
+    });
+    expect(known).toMatchObject({ platformId: sf.id, storedHash: expect.any(String) });
+    expect(known?.writtenBy).toBeUndefined();
+    expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'current' });
   });
 
   it('a prefix with no state: nothing to migrate, and its first write records this layout', async () => {
