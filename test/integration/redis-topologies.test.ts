@@ -36,6 +36,8 @@ import {
 } from '../harness/engine.js';
 import { freePort, removeDir, startRedisServer } from '../harness/redis-server.js';
 import { callPort, startRedisCluster, startRedisSentinel } from '../harness/redis-topology.js';
+import { startScheduler } from '../../src/schedule/scheduler.js';
+import { lastSlotKey } from '../../src/schedule/slot.js';
 
 const engine = useEngines();
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -63,7 +65,7 @@ async function syncTwice(h: EngineHarness): Promise<void> {
 }
 
 describe('Redis Cluster', () => {
-  it('syncs through a seed that does not own the slot; every key on one primary; eviction policy read on each', async () => {
+  it('syncs through a seed that does not own the slot; every key on one primary; scheduler claims; eviction policy read on each', async () => {
     const cluster = await startRedisCluster({ primaries: 3 });
     cleanups.push(() => cluster.close());
     // The state's prefix, known before the engine starts, to pick a seed that does not own its slot.
@@ -88,6 +90,30 @@ describe('Redis Cluster', () => {
     expect(all.filter((k) => !k.startsWith(prefix))).toEqual([]);
     for (const n of primaries) {
       if (n.port !== owner.primary.port) expect(await n.call('DBSIZE')).toBe(0);
+    }
+
+    // The scheduler's slot claim (SET NX) and last-slot script, from two replicas.
+    const enqueued: string[] = [];
+    const enqueue = async (job: string, slot: string) => {
+      enqueued.push(`${job}@${slot}`);
+      return { runId: `run-${enqueued.length}`, attached: false };
+    };
+    const jobs = [{ name: 'companies', schedule: '0 3 * * *' }];
+    const replicas = [createRedis('worker', h.config.redis), createRedis('worker', h.config.redis)];
+    try {
+      const [a, b] = await Promise.all(
+        replicas.map((redis) => startScheduler({ jobs, redis, prefix, enqueue })),
+      );
+      const at = new Date('2026-11-23T03:00:00Z');
+      const outcomes = await Promise.all([a!.fire('companies', at), b!.fire('companies', at)]);
+      expect(outcomes.map((o) => o.outcome).sort()).toEqual(['claimed-elsewhere', 'enqueued']);
+      expect(enqueued).toHaveLength(1);
+      expect(await replicas[0]!.get(lastSlotKey(prefix, 'companies'))).toBe(
+        enqueued[0]!.split('@')[1],
+      );
+      await Promise.all([a!.stop(), b!.stop()]);
+    } finally {
+      await Promise.all(replicas.map((r) => closeRedis(r)));
     }
 
     // One primary (not the slot's owner) evicts: the warning names it.
