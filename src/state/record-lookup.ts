@@ -15,15 +15,19 @@ import { parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
 import { execAll, hgets } from './pipeline.js';
 
-// KEYS: the pending hash. ARGV: identity keys. Replies each key's pending create (nil for
-// none), or an empty list when the hash is empty.
-const PENDING_OF = `local out = {}
-if redis.call('EXISTS', KEYS[1]) == 0 then return out end
-for i = 1, #ARGV, 1000 do
-  local part = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-  for j = 1, #part do out[#out + 1] = part[j] end
+// KEYS: the pending hash, then the identity-map bucket of each key. ARGV: the keys. Replies
+// {ids, pending}: each key's platform id in our identity map (nil for none), and each key's
+// pending create (nil for none), or an empty list when no create is pending at all (the
+// usual case: the keys are sent once and the pending hash is not searched).
+const IDS_AND_PENDING = `local ids, pending = {}, {}
+for i = 1, #ARGV do ids[i] = redis.call('HGET', KEYS[i + 1], ARGV[i]) end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  for i = 1, #ARGV, 1000 do
+    local part = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+    for j = 1, #part do pending[#pending + 1] = part[j] end
+  end
 end
-return out`;
+return {ids, pending}`;
 
 /** How a lookup reads. */
 export interface LookupOptions {
@@ -69,17 +73,18 @@ export async function lookupRecords(
   const askJob = job !== undefined && from.jobNumbers.cached(job) === undefined;
   const p1 = from.redis.pipeline();
   p1.hgetall(k.index(entity));
-  hgets(
-    p1,
-    allKeys.map((key) => [k.ids(entity, k.idBucketOf(key)), key] as const),
+  p1.eval(
+    IDS_AND_PENDING,
+    1 + allKeys.length,
+    k.pending(entity),
+    ...allKeys.map((key) => k.ids(entity, k.idBucketOf(key))),
+    ...allKeys,
   );
-  // Pending creates are few and usually none: one hash, read only when it holds any.
-  p1.eval(PENDING_OF, 1, k.pending(entity), ...allKeys);
   if (askJob) p1.hget(from.jobNumbers.key, `r:${job}`);
-  const [indexHash, idValues, pendingValues, jobValue] = (await execAll(
+  const [indexHash, [idValues, pendingValues], jobValue] = (await execAll(
     p1,
     'looking up records',
-  )) as [Record<string, string>, (string | null)[], (string | null)[], string | null];
+  )) as [Record<string, string>, [(string | null)[], (string | null)[]], string | null];
   const index = listing ? null : readIndexInfo(indexHash);
   // Where a platform id's record state is, and (with a stored index) its listed values.
   const stateField = (id: number) => [k.recs(entity, k.recBucketOf(id)), String(id)] as const;
