@@ -24,6 +24,15 @@ import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys } from '../../src/sync/identity.js';
 
 const SIZES = [10_000, 100_000, 1_000_000];
+/** Planning rows per second (wall) the issue asks for. */
+const TARGET = 50_000;
+
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const user = Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
+  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+  return user + sys;
+}
 const run = promisify(execFile);
 
 interface ChildResult {
@@ -89,7 +98,9 @@ const scenario: Scenario = {
         const t0 = performance.now();
         const synced = await syncIntoState(store, path);
         const loadMs = performance.now() - t0;
+        const redis0 = await redisCpuSeconds(redis);
         const r = await planInChild(path, redisServer.url, prefix);
+        const redisCpu = (await redisCpuSeconds(redis)) - redis0;
         if (r.counts.read !== size || r.counts.unchanged !== size)
           throw new Error(
             `plan of ${size} rows: read ${r.counts.read}, unchanged ${r.counts.unchanged}`,
@@ -98,7 +109,9 @@ const scenario: Scenario = {
         rows.push([
           int(size),
           int(size / (r.wallMs / 1000)),
+          ratio(size / (r.wallMs / 1000) / TARGET),
           int(size / (r.cpuMs / 1000)),
+          int(size / redisCpu),
           seconds(r.wallMs),
           `${(r.maxRssKb / 1024).toFixed(0)} MiB`,
           ratio(r.maxRssKb / rss[0]!),
@@ -117,7 +130,9 @@ const scenario: Scenario = {
         columns: [
           'rows',
           'rows/s (wall)',
+          `vs ${int(TARGET)}/s`,
           'rows per CPU-s of the planner',
+          'rows per CPU-s of redis-server',
           'wall',
           'peak RSS',
           'peak vs 10k',
@@ -126,7 +141,7 @@ const scenario: Scenario = {
         rows,
         notes: [
           'Each plan runs in its own `node --import tsx` child (tsx adds about 60 MiB to every peak); peak from process.resourceUsage().maxRSS; batches of 500 rows; redis-server is private.',
-          'The planner waits on Redis for each batch (claims, then lookups, then planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second is the planner alone.',
+          'The planner maps and hashes a batch while the previous one is with Redis (claims and lookups at once, then the record state of the matched, then planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis bytes per synced record: see the state-memory section (131 bytes per company: identity map + record state).',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],

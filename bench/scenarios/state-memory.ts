@@ -10,9 +10,13 @@ import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys, type Entity } from '../../src/sync/identity.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
+import { firstSyncMemory, type FirstSyncMemory } from '../lib/first-sync-memory.js';
 
 const N = 100_000;
 const BATCH = 1000;
+/** Rows of the first-sync case, and its target: Redis bytes per planned row at peak. */
+const FIRST_SYNC_ROWS = 100_000;
+const FIRST_SYNC_TARGET = 200;
 
 function sfId(n: number): string {
   // An 18-character Salesforce account id.
@@ -201,11 +205,33 @@ function hashRates(): (string | number)[][] {
   ];
 }
 
+/** The first-sync rows: each moment's bytes over the empty server, per planned row and vs the target. */
+function firstSyncRows(keep: FirstSyncMemory, drop: FirstSyncMemory): (string | number)[][] {
+  const row = (moment: string, bytes: number, rows: number): (string | number)[] => [
+    moment,
+    `${(bytes / 1048576).toFixed(1)} MiB`,
+    (bytes / rows).toFixed(0),
+    (bytes / rows / FIRST_SYNC_TARGET).toFixed(2),
+  ];
+  const r = keep.rows;
+  return [
+    row('planning: used_memory_peak', keep.planningPeak, r),
+    row('… of it, identity claims after planning', keep.parts.claims, r),
+    row('… of it, planned writes after planning', keep.parts.plan, r),
+    row(`+ queue window (${keep.windowJobs} chunk jobs)`, keep.afterPlanning + keep.window, r),
+    row('+ record state of every write (scratch kept)', keep.peakAtEnd, r),
+    row('+ record state, planned writes dropped as committed', drop.peakAtEnd, drop.rows),
+  ];
+}
+
 const scenario: Scenario = {
   name: 'state-memory',
   description:
-    'Redis memory per synced record and per indexed platform record; lookup and hash throughput',
+    'Redis memory per synced record, per indexed platform record and per planned row of a first sync; lookup and hash throughput',
   async run(): Promise<BenchTable[]> {
+    // Each on a server of its own, so that its peak is its own.
+    const keep = await firstSyncMemory(FIRST_SYNC_ROWS, false);
+    const drop = await firstSyncMemory(FIRST_SYNC_ROWS, true);
     const server = await startRedisServer();
     const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     try {
@@ -244,6 +270,16 @@ const scenario: Scenario = {
             'state = identity map (every identity key → platform id) + record state (hash, synced at, run); target < 200 bytes',
             'index = identity map + the platform values of the request fields, as canonical JSON (values > 64 bytes leave listpack)',
             `redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1]}, default hash-max-listpack-entries 128 / -value 64`,
+          ],
+        },
+        {
+          title: `First sync of ${FIRST_SYNC_ROWS.toLocaleString('en-US')} companies: Redis over the empty server, per planned row (target ≤ ${FIRST_SYNC_TARGET} B)`,
+          columns: ['moment', 'Redis', 'bytes / planned row', 'vs target'],
+          rows: firstSyncRows(keep, drop),
+          notes: [
+            `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
+            'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
+            "Record state: every planned write then committed (platform ids made up), the run's scratch and the queue window still there; the write phase's own progress keys are not included.",
           ],
         },
         {

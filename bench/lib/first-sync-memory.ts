@@ -1,0 +1,185 @@
+/**
+ * Redis memory of a first sync, per planned row, on a private redis-server
+ * that holds nothing else. Three moments, each read from INFO memory against
+ * the empty server's `used_memory` (the baseline):
+ *
+ * 1. planning: a real planning pass (`planExport` with the run's Redis sink)
+ *    of the generated HubSpot export into empty state, so every row is a
+ *    planned create; `used_memory_peak` after it (CONFIG RESETSTAT zeroes the
+ *    peak before the baseline is read);
+ * 2. + queue window: the write jobs the enqueuer keeps waiting at most
+ *    (`maxWaitingWrites / writeChunk` chunk jobs, built by `writeChunks`,
+ *    added to a BullMQ write queue on the same Redis), plus as many again for
+ *    the completed jobs the queue retains (`RETENTION.writes.completed.count`,
+ *    approximated by waiting jobs of the same payload);
+ * 3. + record state: every planned write committed into state (as the write
+ *    phase leaves it at its end, before the run's scratch is cleared); with
+ *    `dropSettled`, each page's planned writes are dropped once committed
+ *    (`dropPlannedWrites`), as a write path that frees settled writes would.
+ *
+ * Not included: the write phase's own progress keys (settled lines) and
+ * worker connections; a chunk job's data is its lines, so a job of 50 lines
+ * is measured here with the same payload the enqueuer sends.
+ */
+import { Redis } from 'ioredis';
+import { ensureData } from '../crm-data.js';
+import { loadMapping } from '../../src/crm/presets.js';
+import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
+import { writeChunks } from '../../src/engine/payloads.js';
+import { planExport } from '../../src/engine/planning.js';
+import { redisPlanningSink } from '../../src/engine/planning-sink.js';
+import { silentLogger } from '../../src/log.js';
+import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
+import { CLAIM_BUCKETS } from '../../src/state/keys.js';
+import type { CommitEntry } from '../../src/state/records.js';
+import { StateStore } from '../../src/state/store.js';
+import type { WriteAction } from '../../src/sync/action.js';
+import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
+
+export interface FirstSyncMemory {
+  rows: number;
+  planned: number;
+  planMs: number;
+  /** Bytes over the empty server's baseline. */
+  planningPeak: number;
+  afterPlanning: number;
+  /** Bytes of each part of the run's scratch after planning (MEMORY USAGE, exact). */
+  parts: { claims: number; plan: number; failures: number; other: number };
+  windowJobs: number;
+  window: number;
+  withState: number;
+  peakAtEnd: number;
+  redisVersion: string;
+}
+
+async function memory(redis: Redis): Promise<{ used: number; peak: number }> {
+  const info = await redis.info('memory');
+  const num = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
+  return { used: num('used_memory'), peak: num('used_memory_peak') };
+}
+
+async function settled(redis: Redis): Promise<{ used: number; peak: number }> {
+  // Lazy frees and the allocator's bookkeeping settle within a moment.
+  await new Promise((r) => setTimeout(r, 300));
+  return memory(redis);
+}
+
+async function usage(redis: Redis, keys: readonly string[]): Promise<number> {
+  let total = 0;
+  for (let i = 0; i < keys.length; i += 2000) {
+    const p = redis.pipeline();
+    for (const k of keys.slice(i, i + 2000)) p.memory('USAGE', k, 'SAMPLES', '0');
+    for (const [, v] of (await p.exec()) ?? []) total += Number(v ?? 0);
+  }
+  return total;
+}
+
+export async function firstSyncMemory(
+  rows: number,
+  dropSettled: boolean,
+): Promise<FirstSyncMemory> {
+  const path = await ensureData('csv', rows);
+  const server = await startRedisServer();
+  const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  try {
+    const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
+    const store = new StateStore(redis);
+    const runId = 'run-20261123T160000Z-bench1';
+    await store.createRun({
+      id: runId,
+      job: 'bench',
+      entity: 'companies',
+      mode: 'upsert',
+      source: path,
+    });
+    await redis.config('RESETSTAT');
+    const base = await settled(redis);
+
+    const t0 = performance.now();
+    const counts = await planExport({
+      entity: 'companies',
+      mapping: loadMapping('hubspot-companies'),
+      source: { path },
+      env: {},
+      mode: 'upsert',
+      memberUpdates: false,
+      sink: redisPlanningSink(store, runId, 'companies', 'bench'),
+      logger: silentLogger,
+    });
+    const planMs = performance.now() - t0;
+    const planned = await store.countPlannedWrites(runId);
+    if (counts.read !== rows || planned !== counts.create)
+      throw new Error(`planned ${planned} of ${counts.read} rows (${counts.create} creates)`);
+    const afterPlan = await settled(redis);
+    const k = store.keys;
+    const claimKeys = Array.from({ length: CLAIM_BUCKETS }, (_, b) => k.claimBucket(runId, b));
+    const claims = await usage(redis, [...claimKeys, k.claims(runId)]);
+    const plan = await usage(redis, [k.plan(runId), k.planIndex(runId)]);
+    const failures = await usage(redis, [k.failures(runId)]);
+    const scratch = await usage(redis, [...k.scratch(runId), k.failures(runId), k.run(runId)]);
+
+    // The queue window, and as many retained completed jobs, with the enqueuer's payload.
+    const queue = createWriteQueue({ connection: redis });
+    const lines: number[] = [];
+    let cursor = '0';
+    const chunk = DEFAULT_ENGINE_SETTINGS.writeChunk;
+    const windowJobs =
+      Math.ceil(DEFAULT_ENGINE_SETTINGS.maxWaitingWrites / chunk) +
+      RETENTION.writes.completed.count;
+    do {
+      const page = await store.scanPlannedWrites(runId, cursor, 500);
+      cursor = page.cursor;
+      lines.push(...page.writes.map((w) => w.line));
+    } while (cursor !== '0' && lines.length < windowJobs * chunk);
+    const jobs = writeChunks(
+      { id: runId },
+      { entity: 'companies', createVia: 'companies' },
+      lines,
+      0,
+      chunk,
+    );
+    await queue.addBulk(jobs.slice(0, windowJobs));
+    const withWindow = await settled(redis);
+
+    // The write phase's end: every planned write committed into record state.
+    let id = 1_000_000;
+    cursor = '0';
+    do {
+      const page = await store.scanPlannedWrites(runId, cursor, 1000);
+      cursor = page.cursor;
+      const entries: CommitEntry[] = page.writes.map((w: WriteAction) => ({
+        keys: w.keys,
+        platformId: ++id,
+        hash: w.hash,
+        runId,
+        job: 'bench',
+      }));
+      await store.commit('companies', entries);
+      if (dropSettled)
+        await store.dropPlannedWrites(
+          runId,
+          page.writes.map((w) => w.line),
+        );
+    } while (cursor !== '0');
+    const end = await settled(redis);
+    await queue.close();
+
+    return {
+      rows,
+      planned,
+      planMs,
+      planningPeak: afterPlan.peak - base.used,
+      afterPlanning: afterPlan.used - base.used,
+      parts: { claims, plan, failures, other: scratch - claims - plan - failures },
+      windowJobs: Math.min(windowJobs, jobs.length),
+      window: withWindow.used - afterPlan.used,
+      withState: end.used - base.used,
+      peakAtEnd: end.peak - base.used,
+      redisVersion,
+    };
+  } finally {
+    redis.disconnect();
+    await server.stop();
+    removeDir(server.dir);
+  }
+}
