@@ -139,7 +139,7 @@ async function migrateLocked(
       `${stale.length} run(s) started by the older release have not ended (${stale.slice(0, 5).join(', ')}` +
         `${stale.length > 5 ? ', …' : ''}): let the older release's workers finish them, ` +
         'or run `crm-sync migrate --abandon-runs` to mark them failed (their unconfirmed creates ' +
-        'stay pending and are settled by the next run of their job)',
+        'stay pending until the next run lists the platform and settles them)',
     );
   }
   const abandonedRuns = stale.length > 0 ? await abandon(redis, keys, stale, opts) : [];
