@@ -57,6 +57,7 @@ interface Point {
   rateLimited: number;
   cpuS: number;
   commands: number;
+  byCommand: Map<string, number>;
 }
 
 interface Steady {
@@ -69,15 +70,19 @@ interface Steady {
   writes: number;
   rateLimited: number;
   workerCpuS: number;
+  /** Commands per write by name over the steady part (the nearest samples), most first. */
+  profile: [string, number][];
 }
 
-/** Commands redis-server has run, those inside scripts included. */
-async function commandCalls(redis: Redis): Promise<number> {
+/** Commands redis-server has run by name, those inside scripts included. */
+async function commandCalls(redis: Redis): Promise<Map<string, number>> {
   const info = await redis.info('commandstats');
-  let calls = 0;
-  for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
   return calls;
 }
+
+const sum = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
 
 /** The point where the writes first reached `count`, interpolated between samples. */
 function at(points: readonly Point[], count: number): Point {
@@ -93,6 +98,7 @@ function at(points: readonly Point[], count: number): Point {
         rateLimited: mix(a.rateLimited, b.rateLimited),
         cpuS: mix(a.cpuS, b.cpuS),
         commands: mix(a.commands, b.commands),
+        byCommand: f < 0.5 ? a.byCommand : b.byCommand,
       };
     }
   }
@@ -116,6 +122,13 @@ function steadyOf(points: readonly Point[]): Steady {
     writes,
     rateLimited: last.rateLimited - first.rateLimited,
     workerCpuS: last.cpuS - first.cpuS,
+    profile: [...p90.byCommand]
+      .map(([name, calls]): [string, number] => [
+        name,
+        (calls - (p10.byCommand.get(name) ?? 0)) / n,
+      ])
+      .filter(([, perWrite]) => perWrite >= 0.05)
+      .sort((a, b) => b[1] - a[1]),
   };
 }
 
@@ -145,7 +158,8 @@ async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Stead
         writes: totals.writes,
         rateLimited: totals.rateLimited,
         cpuS: processCpuSeconds(worker.child.pid),
-        commands,
+        commands: sum(commands),
+        byCommand: commands,
       });
       await sleep(200);
     }
@@ -179,9 +193,15 @@ const scenario: Scenario = {
     const load0 = await loadAverage();
     const redis = await openBenchRedis();
     const rows: (string | number)[][] = [];
+    const profiles: string[] = [];
     try {
       for (const c of CASES) {
         const s = await runCase(c, redis.url, redis.prefix(`cost-${c.rate}`));
+        profiles.push(
+          `Redis commands per write, ${c.label} (steady part): ${s.profile
+            .map(([name, perWrite]) => `${name} ${perWrite.toFixed(2)}`)
+            .join(', ')}.`,
+        );
         rows.push([
           `${int(c.rows)} companies, R = ${int(c.rate)}/s, L = ${c.latencyMs} ms`,
           int(s.rate),
@@ -223,6 +243,7 @@ const scenario: Scenario = {
           '"Write phase" is from the last sample before the first write to the end of the run (the claims of the first writes and the verification included; planning not).',
           "Worker CPU from /proc of the `crm-sync worker` process; Redis commands are the sum of `calls` in INFO commandstats (commands run by Lua scripts included), the sampler's own INFO calls among them (one per 200 ms).",
           `Targets: at most ${TARGET.cpuMsPerWrite} ms of worker CPU and ${TARGET.commandsPerWrite} Redis commands per write; at R = 1,000/s, steady / R at least ${TARGET.rateShare}.`,
+          ...profiles,
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],
       },

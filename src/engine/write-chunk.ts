@@ -46,15 +46,28 @@ export async function processWriteChunk(
     return result;
   }
   const actions = await ctx.store.plannedWritesOf(chunk.runId, chunk.lines);
-  const settler = new Settler(ctx, chunk);
+  const settler = settlerOf(ctx, chunk);
   let stopped: string | undefined;
+  let lockRenewedAt = Number.NEGATIVE_INFINITY;
   const scope: ChunkScope = {
     job,
     runId: chunk.runId,
     entity: chunk.entity,
     createVia: chunk.createVia,
     jobName: run.job,
-    ...(token !== undefined && { token }),
+    // The lock is checked and renewed with a create's claim unless a claim
+    // renewed it less than a tenth of its duration ago: it then still has
+    // nine tenths to run, and a worker starved past it is stopped by the
+    // check at its first claim after waking.
+    lock: () => {
+      if (token === undefined || Date.now() - lockRenewedAt < ctx.settings.lockMs / 10) {
+        return undefined;
+      }
+      return { key: `${job.queueQualifiedName}:${job.id}:lock`, token, ms: ctx.settings.lockMs };
+    },
+    renewed: (at) => {
+      lockRenewedAt = Math.max(lockRenewedAt, at);
+    },
     ...(signal && { signal }),
     finish: (w) => settler.add(w),
     stop: (why) => {
@@ -89,8 +102,8 @@ export async function processWriteChunk(
     // Without shared slots, one write at a time.
     if (!ctx.writeSlots) await p;
   }
+  // Each write has settled (or failed to) when its promise is done.
   await Promise.all(inFlight);
-  await settler.drained();
   // Anything but a platform answer (Redis down, a bug): the chunk's next attempt.
   if (failures.length > 0) throw failures[0];
   if (retries.length > 0) throw retries[0];
@@ -137,10 +150,26 @@ async function settleUnplanned(
   );
 }
 
+const settlers = new WeakMap<EngineContext, Map<string, Settler>>();
+
+/** The process's settler of the chunk's run and entity: every chunk of the run shares its batches. */
+function settlerOf(ctx: EngineContext, chunk: WriteChunk): Settler {
+  let byRun = settlers.get(ctx);
+  if (!byRun) settlers.set(ctx, (byRun = new Map()));
+  const key = `${chunk.entity} ${chunk.runId}`;
+  let settler = byRun.get(key);
+  if (!settler) {
+    settler = new Settler(ctx, chunk, () => byRun.delete(key));
+    byRun.set(key, settler);
+  }
+  return settler;
+}
+
 /**
- * Settles the chunk's writes in batches, one script round trip each: a
- * write that ends while a batch is in Redis waits for the next. The last
- * write of a round to settle wakes its run.
+ * Settles a run's writes in batches, one script round trip each: a write
+ * that ends while a batch is in Redis waits for the next, whichever chunk
+ * of the process it is in. The last write of a round to settle wakes its
+ * run. A settler with nothing left to do forgets itself.
  */
 class Settler {
   private queue: {
@@ -152,7 +181,8 @@ class Settler {
 
   constructor(
     private readonly ctx: EngineContext,
-    private readonly chunk: WriteChunk,
+    private readonly chunk: Pick<WriteChunk, 'runId' | 'entity'>,
+    private readonly idle: () => void,
   ) {}
 
   add(w: FinishedWrite): Promise<boolean> {
@@ -160,11 +190,6 @@ class Settler {
       this.queue.push({ w, done, fail });
       this.running ??= this.drain();
     });
-  }
-
-  /** Resolves once every write added so far is settled (or failed to). */
-  async drained(): Promise<void> {
-    while (this.running) await this.running;
   }
 
   private async drain(): Promise<void> {
@@ -181,7 +206,10 @@ class Settler {
           );
           batch.forEach((b, n) => b.done(reply.first[n] ?? false));
           if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
-            await this.ctx.wakeRun?.(this.chunk.runId);
+            // The run also checks on its writes by itself: a wake-up that fails only delays it.
+            await this.ctx.wakeRun?.(this.chunk.runId).catch((err: unknown) => {
+              this.ctx.logger.warn({ err, runId: this.chunk.runId }, 'could not wake the run');
+            });
           }
         } catch (err) {
           for (const b of batch) b.fail(err);
@@ -189,6 +217,8 @@ class Settler {
       }
     } finally {
       this.running = undefined;
+      if (this.queue.length > 0) this.running = this.drain();
+      else this.idle();
     }
   }
 }

@@ -40,7 +40,13 @@ export interface ChunkScope {
   createVia: 'companies' | 'customers';
   /** The run's job definition name: the record's writer. */
   jobName: string;
-  token?: string;
+  /**
+   * The chunk job's lock to check and renew with this claim, or undefined
+   * when it was renewed moments ago (see write-chunk.ts); `renewed(at)` notes
+   * a renewal asked for at `at` that succeeded.
+   */
+  lock(): { key: string; token: string; ms: number } | undefined;
+  renewed(at: number): void;
   signal?: AbortSignal;
   /** Settles (and commits) a write that ended; true when this settled its line. */
   finish(w: FinishedWrite): Promise<boolean>;
@@ -59,24 +65,21 @@ export async function runWrite(
 ): Promise<WriteEnd> {
   const operation = operationOf(a, scope);
   for (let rateLimited = 0; ; rateLimited++) {
+    // A worker starved past its lock wakes up after BullMQ handed the chunk
+    // to another worker, which may have sent this create already: send only
+    // while this attempt still holds the lock, renewed so that the request
+    // goes out well within it.
+    const lock = a.kind === 'create' ? scope.lock() : undefined;
+    const at = Date.now();
     const claim = await ctx.store.writes.claim({
       runId: scope.runId,
       entity: scope.entity,
       line: a.line,
       ...(a.kind === 'create' && { createKeys: a.keys }),
-      // A worker starved past its lock wakes up after BullMQ handed the chunk
-      // to another worker, which may have sent this create already: send only
-      // while this attempt still holds the lock, renewed so that the request
-      // goes out well within it.
-      ...(a.kind === 'create' &&
-        scope.token !== undefined && {
-          lock: {
-            key: `${scope.job.queueQualifiedName}:${scope.job.id}:lock`,
-            token: scope.token,
-            ms: ctx.settings.lockMs,
-          },
-        }),
+      ...(lock && { lock }),
     });
+    // The script checks the lock after the run and the settled line: only these answers passed it.
+    if (lock && (claim === 'go' || claim === 'pending' || claim === 'exists')) scope.renewed(at);
     switch (claim) {
       case 'ended':
         scope.stop('the run has ended');
