@@ -17,7 +17,7 @@ import {
   DEFAULT_OPS_HOST,
   DEFAULT_PLATFORM_TIMEOUT_MS,
   DEFAULT_PREFIX,
-  DEFAULT_RATE_LIMIT,
+  DEFAULT_RATE_LIMIT_MAX,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_WORKER_LOCK_MS,
 } from './defaults.js';
@@ -78,7 +78,8 @@ export const EnvSchema = z.object({
   PLATFORM_BASE_URL: z.url().optional(),
   PLATFORM_API_KEY: z.string().min(1).optional(),
   PLATFORM_API_KEY_FILE: z.string().min(1).optional(),
-  PLATFORM_RATE_LIMIT: z.coerce.number().positive().default(DEFAULT_RATE_LIMIT),
+  PLATFORM_RATE_LIMIT: z.union([z.literal('auto'), z.coerce.number().positive()]).default('auto'),
+  PLATFORM_RATE_LIMIT_MAX: z.coerce.number().positive().default(DEFAULT_RATE_LIMIT_MAX),
   PLATFORM_TIMEOUT_MS: positiveInt.default(DEFAULT_PLATFORM_TIMEOUT_MS),
   CRM_SYNC_JOBS_DIR: z.string().min(1).default('./jobs'),
   CRM_SYNC_MAPPINGS_DIR: z.string().min(1).default('./config/mappings'),
@@ -120,7 +121,18 @@ export interface Config {
   /** The Redis target as logs and messages show it: addresses, never a password. */
   redisUrl: string;
   prefix: string;
-  platform: { baseUrl?: string; apiKey?: string; rateLimit: number; timeoutMs: number };
+  platform: {
+    baseUrl?: string;
+    apiKey?: string;
+    /**
+     * `auto`: the rate is learned (src/platform/rate-learner.ts), at most
+     * `rateLimit`; `fixed`: requests go at `rateLimit` (less the pacer's margin).
+     */
+    rateMode: 'auto' | 'fixed';
+    /** The most requests per second: PLATFORM_RATE_LIMIT, or PLATFORM_RATE_LIMIT_MAX with auto. */
+    rateLimit: number;
+    timeoutMs: number;
+  };
   jobsDir: string;
   mappingsDir: string;
   logLevel: string;
@@ -220,7 +232,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     platform: {
       ...(e.PLATFORM_BASE_URL !== undefined && { baseUrl: e.PLATFORM_BASE_URL }),
       ...(apiKey !== undefined && { apiKey }),
-      rateLimit: e.PLATFORM_RATE_LIMIT,
+      rateMode: e.PLATFORM_RATE_LIMIT === 'auto' ? 'auto' : 'fixed',
+      rateLimit:
+        e.PLATFORM_RATE_LIMIT === 'auto' ? e.PLATFORM_RATE_LIMIT_MAX : e.PLATFORM_RATE_LIMIT,
       timeoutMs: e.PLATFORM_TIMEOUT_MS,
     },
     jobsDir: e.CRM_SYNC_JOBS_DIR,

@@ -10,8 +10,18 @@
  */
 export const DEFAULT_PREFIX = '{crm-sync}';
 
-/** Requests per second to the platform, all workers together (PLATFORM_RATE_LIMIT). */
+/**
+ * Requests per second to the platform, all workers together, for a module
+ * given no settings (a library caller, a test). The service's default is
+ * `PLATFORM_RATE_LIMIT=auto`: learned, below DEFAULT_RATE_LIMIT_MAX.
+ */
 export const DEFAULT_RATE_LIMIT = 10;
+
+/** The most `PLATFORM_RATE_LIMIT=auto` goes to (PLATFORM_RATE_LIMIT_MAX); write concurrency is sized for it. */
+export const DEFAULT_RATE_LIMIT_MAX = 200;
+
+/** Where `auto` starts when nothing was learned yet: low, so a strict platform sees few 429s. */
+export const DEFAULT_RATE_LIMIT_START = 5;
 
 /** The platform latency write concurrency is sized for (PLATFORM_LATENCY_HINT_MS). */
 export const DEFAULT_LATENCY_HINT_MS = 200;

@@ -14,6 +14,7 @@ import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.j
 import { startWorkerService } from '../engine/worker-service.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
+import { describeRate, readPacerState } from '../queue/pacer-store.js';
 import type { StateStore } from '../state/store.js';
 import { MODES, type Action, type Mode } from '../sync/action.js';
 import { cliRuntime, exitCodeOf, formatSummary, jobsOption, openProducer } from './runtime.js';
@@ -75,7 +76,7 @@ export function registerRunCommands(program: Command): void {
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {
-        const summary = await watch(producer.store, runId, flags);
+        const summary = await watch(producer.store, runId, { ...flags, prefix: config.prefix });
         process.exitCode = summary ? (flags.wait ? exitCodeOf(summary.status) : 0) : 1;
       } finally {
         await producer.close();
@@ -116,7 +117,11 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
       else process.stderr.write(`follow it with: crm-sync show ${runId} --wait\n`);
       return 0;
     }
-    const summary = await watch(producer.store, runId, { wait: true, json: flags.json === true });
+    const summary = await watch(producer.store, runId, {
+      wait: true,
+      json: flags.json === true,
+      prefix: config.prefix,
+    });
     return summary ? exitCodeOf(summary.status) : 1;
   } finally {
     await shutdown.shutdown('run finished');
@@ -127,7 +132,7 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
 export async function watch(
   store: StateStore,
   runId: string,
-  flags: { wait?: boolean; json?: boolean },
+  flags: { wait?: boolean; json?: boolean; prefix?: string },
 ): Promise<RunSummary | null> {
   let bar: SingleBar | undefined;
   const run = flags.wait
@@ -156,6 +161,11 @@ export async function watch(
   }
   const summary = runSummary(run);
   process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${formatSummary(summary)}\n`);
+  if (!flags.json && flags.prefix !== undefined) {
+    // The rate the workers share (learned with PLATFORM_RATE_LIMIT=auto), beside the run it paced.
+    const rate = await readPacerState(store.connection, flags.prefix).catch(() => undefined);
+    process.stderr.write(`${describeRate(rate)}\n`);
+  }
   return summary;
 }
 

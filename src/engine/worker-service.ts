@@ -18,7 +18,8 @@ import type { Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
 import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
-import { applyGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
+import { clearGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
+import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
 import {
   createRunQueue,
   createWriteQueue,
@@ -32,7 +33,7 @@ import { createEngineContext, type EngineContext, type EngineSettings } from './
 import type { RunJobData, WriteChunkData } from './payloads.js';
 import { processRun } from './run.js';
 import { processWriteChunk, settleAbandoned } from './write-chunk.js';
-import { SpacingGate, WriteSlots } from './write-slots.js';
+import { WriteSlots } from './write-slots.js';
 
 export interface WorkerServiceOptions {
   config: Config;
@@ -74,6 +75,20 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     latencyMs: config.writes.latencyHintMs,
     ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
   });
+  // Every platform request of every replica takes its turn here (src/queue/pacer.ts).
+  const pacer = new RedisPacer({
+    redis,
+    prefix: config.prefix,
+    mode: pacerModeOf(config.platform),
+    logger,
+    onRate: (rate, source) => {
+      opts.metrics?.platformRate.set(rate);
+      logger.info({ rate: Math.round(rate * 100) / 100, source }, 'platform rate');
+    },
+  });
+  await pacer.start();
+  opts.metrics?.platformRate.set(pacer.rate);
+  shutdown.register('platform pacer', () => pacer.stop());
   const client = new PlatformClient({
     baseUrl: platform.baseUrl,
     apiKey: platform.apiKey,
@@ -81,6 +96,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // A socket for every write in flight, plus the listing: fewer would cap the rate below the limit.
     maxSockets: concurrency + 2,
     logger,
+    pacer,
   });
   shutdown.register('platform client', () => client.close());
 
@@ -92,7 +108,8 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     retry: config.retry,
   });
   shutdown.register('writes queue', () => writeQueue.close());
-  await applyGlobalRateLimit(writeQueue, config.platform.rateLimit);
+  // Job starts are not paced any more (requests are): a limit an earlier release set would hold them.
+  await clearGlobalRateLimit(writeQueue);
   const alertQueue = createAlertQueue({ ...settings, alerts: config.alerts });
   shutdown.register('alerts queue', () => alertQueue.close());
   const loadJobOf = (name: string) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
@@ -117,7 +134,6 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     writeQueue,
     // Every write of the process shares the slots, whichever chunk it is in.
     writeSlots: new WriteSlots(concurrency),
-    writePacing: new SpacingGate(config.platform.rateLimit),
     loadJob: loadJobOf,
     onRunEnd: (run) => alerts.runEnded(run),
     sourceEnv: config.sourceEnv,
@@ -190,7 +206,15 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // Stop taking jobs, let the ones in flight finish until the deadline, then abort them.
     shutdown.register(name, workerCloser(w));
   }
-  logger.info({ concurrency, rateLimit: config.platform.rateLimit, jobsDir }, 'workers running');
+  logger.info(
+    {
+      concurrency,
+      rateLimit: config.platform.rateLimit,
+      rateMode: config.platform.rateMode,
+      jobsDir,
+    },
+    'workers running',
+  );
   return {
     ctx,
     runQueue,

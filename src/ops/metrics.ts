@@ -23,6 +23,8 @@ export interface Metrics {
   writes: Counter<'operation' | 'status'>;
   /** 429 answers from the platform. */
   rateLimited: Counter<'operation'>;
+  /** Requests per second the pacer spaces platform requests at (learned with `auto`), all replicas together. */
+  platformRate: Gauge;
   /** Jobs per queue and state, read from Redis on each scrape. */
   queueDepth: Gauge<'queue' | 'state'>;
   /** Wall time of finished runs, seconds. Labels: job, status. */
@@ -76,6 +78,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       name: 'crm_sync_platform_rate_limited_total',
       help: '429 answers received from the platform',
       labelNames: ['operation'],
+      registers: [registry],
+    }),
+    platformRate: new Gauge({
+      name: 'crm_sync_platform_rate',
+      help: 'Requests per second the pacer lets through to the platform, all replicas together (learned with PLATFORM_RATE_LIMIT=auto)',
       registers: [registry],
     }),
     queueDepth,

@@ -12,8 +12,11 @@
 import type { LearnerState, RateSource } from '../platform/rate-learner.js';
 import type { RedisClient } from './connection.js';
 
-/** How far ahead a process books turns. */
-export const HORIZON_MS = 100;
+/**
+ * A booking's span: a process books this much of the schedule at once (its
+ * callers permitting), and books again when less than half of it is left.
+ */
+export const HORIZON_MS = 200;
 export const LOG_SLOTS = 128;
 
 export const pacerKey = (prefix: string): string => `${prefix}:pacer`;
@@ -57,7 +60,7 @@ if op == 'set' then
   if #ARGV < 5 then return 1 end
   local v = redis.call('HGET', key, 'v') or '0'
   if ARGV[2] ~= '-' and ARGV[2] ~= v then return 0 end
-  for i = 4, #ARGV, 2 do redis.call('HSET', key, ARGV[i], ARGV[i + 1]) end
+  redis.call('HSET', key, unpack(ARGV, 4))
   redis.call('HINCRBY', key, 'v', 1)
   return 1
 end
@@ -70,14 +73,18 @@ local total = (tonumber(f[3]) or 0) + ok
 local interval = 1000 / rate
 local first = math.max(tat, now, nb)
 local n = 0
+local writes = {}
 if want > 0 then
-  n = math.floor((now + ${HORIZON_MS} - first) / interval) + 1
-  if n < 1 then n = 1 end
-  if n > want then n = want end
-  redis.call('HSET', key, 'tat', tostring(first + n * interval))
+  n = math.min(want, math.floor(${HORIZON_MS} / interval) + 1)
+  writes[#writes + 1] = 'tat'
+  writes[#writes + 1] = tostring(first + n * interval)
 end
 if ok > 0 then
-  redis.call('HSET', key, 'ok', total)
+  writes[#writes + 1] = 'ok'
+  writes[#writes + 1] = tostring(total)
+end
+if #writes > 0 then redis.call('HSET', key, unpack(writes)) end
+if ok > 0 then
   local sec = math.floor(now / 1000)
   local slot = sec % ${LOG_SLOTS}
   local cur = redis.call('HGET', logKey, slot)
@@ -128,4 +135,22 @@ export async function readPacerState(
   const values = await redis.hmget(pacerKey(prefix), ...STATE_FIELDS, 'notBefore');
   const st = stateOf(values.slice(0, STATE_FIELDS.length).map((v) => v ?? ''));
   return st && { ...st, notBefore: Number(values.at(-1) ?? 0) };
+}
+
+/** One line for people: the shared rate and where it came from. */
+export function describeRate(
+  st: (LearnerState & { notBefore: number }) | undefined,
+  now = Date.now(),
+): string {
+  if (!st) return 'platform rate: not learned yet (PLATFORM_RATE_LIMIT=auto starts low)';
+  const r = (x: number) => (Math.round(x * 10) / 10).toString();
+  const how =
+    st.source === 'policy'
+      ? `as the platform states (${r(st.ceiling)}/s)`
+      : st.ceiling > 0
+        ? `learned; the platform's limit was met near ${r(st.ceiling)}/s`
+        : 'learning; no 429 met yet';
+  const held =
+    st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
+  return `platform rate: ${r(st.rate)}/s (${how}${held})`;
 }

@@ -21,6 +21,7 @@
  * request is delayed on its way (a sliding window counts arrivals).
  */
 import { setTimeout as delay } from 'node:timers/promises';
+import { DEFAULT_RATE_LIMIT_START } from '../defaults.js';
 import type { Logger } from '../log.js';
 import {
   initialState,
@@ -64,8 +65,12 @@ export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & Le
 
 /** Below a stated or configured limit by this share, for the jitter of requests on their way. */
 export const FIXED_MARGIN = 0.95;
-/** Lateness of a turn that moves the turns after it. */
-const LATE_MS = 5;
+/**
+ * Lateness of a turn that moves the turns after it. Less is absorbed by the
+ * margin under the limit (5% of a 1 s window is 50 ms); more would let a
+ * window hold the late request and a full period of later ones.
+ */
+const LATE_MS = 25;
 
 export interface PacerOptions {
   redis: RedisClient;
@@ -227,7 +232,7 @@ export class RedisPacer implements Pacer {
       this.timer = setTimeout(() => this.pump(), Math.max(0, this.turns[0]! - now));
     }
     const last = this.turns.at(-1);
-    const booked = last === undefined || last - now < HORIZON_MS;
+    const booked = last === undefined || last - now < HORIZON_MS / 2;
     if (!this.fetching && this.waiters.length > this.turns.length && booked) {
       this.fetching = true;
       this.fetch(this.waiters.length - this.turns.length)
@@ -338,6 +343,13 @@ export class RedisPacer implements Pacer {
     }
     return log;
   }
+}
+
+/** The pacer's mode for the config's `platform` settings (PLATFORM_RATE_LIMIT, PLATFORM_RATE_LIMIT_MAX). */
+export function pacerModeOf(p: { rateMode: 'auto' | 'fixed'; rateLimit: number }): PacerMode {
+  if (p.rateMode === 'fixed') return { kind: 'fixed', rate: p.rateLimit };
+  const start = Math.min(DEFAULT_RATE_LIMIT_START, p.rateLimit);
+  return { kind: 'auto', start, min: Math.min(1, start), max: p.rateLimit };
 }
 
 /** The rate a fixed PLATFORM_RATE_LIMIT is paced at. */

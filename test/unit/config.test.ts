@@ -10,7 +10,23 @@ describe('loadConfig', () => {
     const c = loadConfig({});
     expect(c.redisUrl).toBe('redis://127.0.0.1:6379');
     expect(c.prefix).toBe('{crm-sync}');
-    expect(c.platform.rateLimit).toBe(10);
+    // The rate is learned, up to PLATFORM_RATE_LIMIT_MAX.
+    expect(c.platform).toMatchObject({ rateMode: 'auto', rateLimit: 200 });
+  });
+
+  it('reads PLATFORM_RATE_LIMIT as auto (capped by PLATFORM_RATE_LIMIT_MAX) or a fixed number', () => {
+    expect(loadConfig({ PLATFORM_RATE_LIMIT_MAX: '50' }).platform).toMatchObject({
+      rateMode: 'auto',
+      rateLimit: 50,
+    });
+    expect(loadConfig({ PLATFORM_RATE_LIMIT: '12.5' }).platform).toMatchObject({
+      rateMode: 'fixed',
+      rateLimit: 12.5,
+    });
+    for (const bad of ['fast', '0', 'Auto']) {
+      expect(() => loadConfig({ PLATFORM_RATE_LIMIT: bad }), bad).toThrow(/PLATFORM_RATE_LIMIT/);
+    }
+    expect(() => loadConfig({ PLATFORM_RATE_LIMIT_MAX: '-3' })).toThrow(/PLATFORM_RATE_LIMIT_MAX/);
   });
 
   it('lists every bad variable at once, without echoing values', () => {
