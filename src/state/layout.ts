@@ -12,8 +12,10 @@
  * A prefix with no layout record holds no record state: the record is
  * written (HSETNX) before the first record or listing is stored.
  */
-import { StateError } from './errors.js';
-import { LAYOUT_VERSION, type Buckets } from './keys.js';
+import type { RedisClient } from '../queue/connection.js';
+import { redisCall, StateError } from './errors.js';
+import { LAYOUT_VERSION, type Buckets, type KeyLayout } from './keys.js';
+import { execAll } from './pipeline.js';
 
 /** Fields of the layout record. */
 export const LayoutField = {
@@ -94,4 +96,60 @@ export function layoutProblem(
     );
   }
   return undefined;
+}
+
+/** The layout check of one store: refuses state this release cannot use, once per process. */
+export class LayoutCheck {
+  private checked: Promise<void> | undefined;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeyLayout,
+  ) {}
+
+  /**
+   * The check for writes: the first use of a prefix records the layout
+   * version and bucket counts (HSETNX); later uses compare them, so a store
+   * built with other bucket counts, or state of another layout version, fails
+   * loudly instead of being misread. Once per process.
+   */
+  check(): Promise<void> {
+    this.checked ??= this.record().catch((err: unknown) => {
+      this.checked = undefined;
+      throw err;
+    });
+    return this.checked;
+  }
+
+  /**
+   * The check for reads and for processes before they start: compares a
+   * recorded layout but records none. With nothing recorded, nothing was ever
+   * stored under any layout, so there is nothing to misread; the check is then
+   * repeated on the next call (one extra round trip per call until the first
+   * write).
+   */
+  async assertRead(): Promise<void> {
+    if (this.checked) return this.checked;
+    const have: Record<string, string> = await redisCall('checking the state layout', () =>
+      this.redis.hgetall(this.keys.meta()),
+    );
+    if (Object.keys(have).length === 0) return;
+    this.compare(have);
+    this.checked = Promise.resolve();
+  }
+
+  private async record(): Promise<void> {
+    const p = this.redis.pipeline();
+    for (const [f, v] of Object.entries(newLayout(this.keys.buckets))) {
+      p.hsetnx(this.keys.meta(), f, v);
+    }
+    p.hgetall(this.keys.meta());
+    const out = await execAll(p, 'checking the state layout');
+    this.compare(out[out.length - 1] as Record<string, string>);
+  }
+
+  private compare(have: Record<string, string>): void {
+    const problem = layoutProblem(this.keys.prefix, have, this.keys.buckets);
+    if (problem) throw problem;
+  }
 }

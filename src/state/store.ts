@@ -20,8 +20,7 @@ import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, RunField, type Buckets } from './keys.js';
-import { layoutProblem, newLayout } from './layout.js';
-import { execAll } from './pipeline.js';
+import { LayoutCheck } from './layout.js';
 import { JobLocks } from './lock.js';
 import {
   PlatformIndex,
@@ -84,7 +83,7 @@ export class StateStore {
   private readonly retention: RunRetention;
   private readonly scratch: RunScratch;
   private readonly locks: JobLocks;
-  private layoutChecked: Promise<void> | undefined;
+  private readonly layout: LayoutCheck;
 
   /**
    * @param connection The store's Redis connection. Public only for what is
@@ -113,6 +112,7 @@ export class StateStore {
     this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
+    this.layout = new LayoutCheck(connection, this.keys);
     this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now);
   }
 
@@ -144,7 +144,7 @@ export class StateStore {
 
   /** Records confirmed writes (and adoptions); clears pending creates of their keys. */
   async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
-    await this.checkLayout();
+    await this.layout.check();
     return this.records.commit(entity, entries);
   }
 
@@ -154,7 +154,7 @@ export class StateStore {
     entity: Entity,
     writes: readonly FinishedWrite[],
   ): Promise<FinishReply> {
-    await this.checkLayout();
+    await this.layout.check();
     return this.writes.finish(runId, entity, writes);
   }
 
@@ -210,12 +210,12 @@ export class StateStore {
     entity: Entity,
     pages: AsyncIterable<readonly PlatformRecord[]>,
   ): Promise<IndexInfo> {
-    await this.checkLayout();
+    await this.layout.check();
     return this.index.replace(entity, pages);
   }
 
   async beginIndex(entity: Entity): Promise<IndexBuild> {
-    await this.checkLayout();
+    await this.layout.check();
     return this.index.begin(entity);
   }
 
@@ -359,48 +359,11 @@ export class StateStore {
   // ---- layout --------------------------------------------------------------------
 
   /**
-   * The first use of a prefix records the layout version and bucket counts;
-   * later uses check them (src/state/layout.ts), so a store built with other
-   * bucket counts, or state of another layout version, fails loudly instead
-   * of being misread. Once per process.
+   * Refuses (StateError saying what to do) state of a layout this release
+   * cannot use; records none. Reads call it, and workers and the scheduler
+   * before they start (see LayoutCheck in layout.ts).
    */
-  private checkLayout(): Promise<void> {
-    this.layoutChecked ??= this.doCheckLayout().catch((err: unknown) => {
-      this.layoutChecked = undefined;
-      throw err;
-    });
-    return this.layoutChecked;
-  }
-
-  /**
-   * The check for reads, and for workers before they take a job: refuses
-   * (StateError saying what to do) a layout this release cannot use, but
-   * records none. With nothing recorded, nothing was ever stored under any
-   * layout, so there is nothing to misread; the check is then repeated on the
-   * next call (one extra round trip per call until the first write).
-   */
-  async assertLayout(): Promise<void> {
-    if (this.layoutChecked) return this.layoutChecked;
-    const have: Record<string, string> = await redisCall('checking the state layout', () =>
-      this.connection.hgetall(this.keys.meta()),
-    );
-    if (Object.keys(have).length === 0) return;
-    this.compareLayout(have);
-    this.layoutChecked = Promise.resolve();
-  }
-
-  private async doCheckLayout(): Promise<void> {
-    const p = this.connection.pipeline();
-    for (const [f, v] of Object.entries(newLayout(this.keys.buckets))) {
-      p.hsetnx(this.keys.meta(), f, v);
-    }
-    p.hgetall(this.keys.meta());
-    const out = await execAll(p, 'checking the state layout');
-    this.compareLayout(out[out.length - 1] as Record<string, string>);
-  }
-
-  private compareLayout(have: Record<string, string>): void {
-    const problem = layoutProblem(this.keys.prefix, have, this.keys.buckets);
-    if (problem) throw problem;
+  assertLayout(): Promise<void> {
+    return this.layout.assertRead();
   }
 }
