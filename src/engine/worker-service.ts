@@ -17,7 +17,13 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
-import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
+import {
+  checkEvictionPolicy,
+  checkTopology,
+  closeRedis,
+  createRedis,
+  whenReady,
+} from '../queue/connection.js';
 import { clearGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
 import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
 import {
@@ -68,6 +74,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   shutdown.register('state redis', () => closeRedis(stateRedis));
   logger.info({ redis: config.redisUrl }, 'waiting for Redis');
   await Promise.all([whenReady(redis), whenReady(stateRedis)]);
+  await checkTopology(redis, config.redis);
   await checkEvictionPolicy(redis, logger);
 
   const concurrency = writeConcurrency({

@@ -11,6 +11,7 @@
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { ConfigError } from '../config.js';
 import { registerSecret, silentLogger, type Logger } from '../log.js';
 import { redisSecretsOf, targetFromUrl, type RedisTarget, type RedisTls } from './redis-target.js';
 
@@ -255,6 +256,12 @@ export async function connectProducer(
     if (t.kind === 'cluster') cause = (await seedFailure(t)) ?? cause;
     throw new RedisUnavailableError(t.display, reasonOf(cause), { cause });
   }
+  try {
+    await checkTopology(redis, t);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
   // Connected: from now on reconnect after blips like any other role.
   if (redis instanceof Cluster) {
     redis.options.clusterRetryStrategy = reconnectDelay;
@@ -287,6 +294,25 @@ export async function whenReady(redis: RedisClient): Promise<void> {
     redis.once('ready', onReady);
     redis.once('end', onEnd);
   });
+}
+
+/**
+ * A target of one node that reaches a Redis Cluster node works only for the
+ * slots that node holds and fails on the others (MOVED): refused, with the
+ * setting to use instead, before anything is written.
+ */
+export async function checkTopology(redis: RedisClient, target: RedisTarget): Promise<void> {
+  if (target.kind !== 'single') return;
+  // A user not allowed INFO cannot be told; the commands' MOVED replies will say it.
+  const info = await redis
+    .info('cluster')
+    .catch((err: Error) => (err.message.startsWith('NOPERM') ? '' : Promise.reject(err)));
+  if (/^cluster_enabled:1\b/m.test(info)) {
+    const { host, port } = target.node;
+    throw new ConfigError([
+      `REDIS_URL: ${target.display} is a Redis Cluster node; set REDIS_CLUSTER_NODES=${host}:${port} (and keep REDIS_URL only for credentials and scheme, or unset it)`,
+    ]);
+  }
 }
 
 /**

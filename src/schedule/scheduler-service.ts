@@ -14,7 +14,13 @@ import { jobLoader, startRun } from '../engine/run-service.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Shutdown } from '../ops/shutdown.js';
-import { checkEvictionPolicy, closeRedis, createRedis, whenReady } from '../queue/connection.js';
+import {
+  checkEvictionPolicy,
+  checkTopology,
+  closeRedis,
+  createRedis,
+  whenReady,
+} from '../queue/connection.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';
 import { StateStore } from '../state/store.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
@@ -52,6 +58,7 @@ export async function startSchedulerService(
   shutdown.register('scheduler redis', () => closeRedis(redis));
   logger.info({ redis: config.redisUrl }, 'waiting for Redis');
   await whenReady(redis);
+  await checkTopology(redis, config.redis);
   await checkEvictionPolicy(redis, logger);
 
   const queue = createRunQueue<RunJobData>({

@@ -14,8 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { redactSecrets } from '../../src/log.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { startWorkerService } from '../../src/engine/worker-service.js';
+import { createShutdown } from '../../src/ops/shutdown.js';
+import { redactSecrets, silentLogger } from '../../src/log.js';
 import {
   RedisUnavailableError,
   checkEvictionPolicy,
@@ -114,6 +116,30 @@ describe('Redis Cluster', () => {
       await Promise.all([a!.stop(), b!.stop()]);
     } finally {
       await Promise.all(replicas.map((r) => closeRedis(r)));
+    }
+
+    // REDIS_URL alone at a cluster node (MOVED for other slots): refused at start, by the
+    // producer and by the worker service, with the setting to use.
+    const asSingle = loadConfig({
+      ...h.config.sourceEnv,
+      REDIS_URL: `redis://${seed}`,
+      REDIS_CLUSTER_NODES: '',
+    });
+    const refusal = `REDIS_URL: redis://${seed} is a Redis Cluster node; set REDIS_CLUSTER_NODES=${seed}`;
+    const byProducer = await connectProducer(asSingle.redis).catch((e: unknown) => e);
+    expect(byProducer).toBeInstanceOf(ConfigError);
+    expect((byProducer as ConfigError).problems[0]).toContain(refusal);
+    const shutdown = createShutdown(silentLogger, { deadlineMs: 2_000 });
+    try {
+      const byWorker = await startWorkerService({
+        config: asSingle,
+        logger: silentLogger,
+        shutdown,
+      }).catch((e: unknown) => e);
+      expect(byWorker).toBeInstanceOf(ConfigError);
+      expect((byWorker as ConfigError).problems[0]).toContain(refusal);
+    } finally {
+      await shutdown.shutdown('test');
     }
 
     // One primary (not the slot's owner) evicts: the warning names it.
