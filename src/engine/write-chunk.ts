@@ -48,26 +48,14 @@ export async function processWriteChunk(
   const actions = await ctx.store.plannedWritesOf(chunk.runId, chunk.lines);
   const settler = settlerOf(ctx, chunk);
   let stopped: string | undefined;
-  let lockRenewedAt = Number.NEGATIVE_INFINITY;
+  const lock = new ChunkLock(ctx, job, token);
   const scope: ChunkScope = {
     job,
     runId: chunk.runId,
     entity: chunk.entity,
     createVia: chunk.createVia,
     jobName: run.job,
-    // The lock is checked and renewed with a create's claim unless a claim
-    // renewed it less than a tenth of its duration ago: it then still has
-    // nine tenths to run, and a worker starved past it is stopped by the
-    // check at its first claim after waking.
-    lock: () => {
-      if (token === undefined || Date.now() - lockRenewedAt < ctx.settings.lockMs / 10) {
-        return undefined;
-      }
-      return { key: `${job.queueQualifiedName}:${job.id}:lock`, token, ms: ctx.settings.lockMs };
-    },
-    renewed: (at) => {
-      lockRenewedAt = Math.max(lockRenewedAt, at);
-    },
+    holdsLock: () => lock.holds(),
     ...(signal && { signal }),
     finish: (w) => settler.add(w),
     stop: (why) => {
@@ -148,6 +136,42 @@ async function settleUnplanned(
       count(first ? 'failed' : 'skipped');
     }),
   );
+}
+
+/**
+ * The chunk job's lock as the creates of the chunk see it. It is checked and
+ * renewed before a create unless a renewal that began less than a tenth of
+ * its duration ago succeeded: the lock then has nine tenths left, and a
+ * worker starved past it is stopped by the check at its first create after
+ * waking. Creates that need a check while one is on its way wait for it.
+ */
+class ChunkLock {
+  private renewedAt = Number.NEGATIVE_INFINITY;
+  private checking: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    private readonly job: Job,
+    private readonly token: string | undefined,
+  ) {}
+
+  async holds(): Promise<boolean> {
+    const { token, ctx } = this;
+    if (token === undefined) return true;
+    if (Date.now() - this.renewedAt < ctx.settings.lockMs / 10) return true;
+    this.checking ??= (async () => {
+      const at = Date.now();
+      try {
+        const key = `${this.job.queueQualifiedName}:${this.job.id}:lock`;
+        const held = await ctx.store.writes.renewLock(key, token, ctx.settings.lockMs);
+        if (held) this.renewedAt = at;
+        return held;
+      } finally {
+        this.checking = undefined;
+      }
+    })();
+    return this.checking;
+  }
 }
 
 const settlers = new WeakMap<EngineContext, Map<string, Settler>>();

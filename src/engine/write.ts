@@ -40,13 +40,8 @@ export interface ChunkScope {
   createVia: 'companies' | 'customers';
   /** The run's job definition name: the record's writer. */
   jobName: string;
-  /**
-   * The chunk job's lock to check and renew with this claim, or undefined
-   * when it was renewed moments ago (see write-chunk.ts); `renewed(at)` notes
-   * a renewal asked for at `at` that succeeded.
-   */
-  lock(): { key: string; token: string; ms: number } | undefined;
-  renewed(at: number): void;
+  /** Whether the chunk job's lock is still this worker's, renewed if need be (see write-chunk.ts). */
+  holdsLock(): Promise<boolean>;
   signal?: AbortSignal;
   /** Settles (and commits) a write that ended; true when this settled its line. */
   finish(w: FinishedWrite): Promise<boolean>;
@@ -66,30 +61,26 @@ export async function runWrite(
   const operation = operationOf(a, scope);
   for (let rateLimited = 0; ; rateLimited++) {
     // A worker starved past its lock wakes up after BullMQ handed the chunk
-    // to another worker, which may have sent this create already: send only
-    // while this attempt still holds the lock, renewed so that the request
-    // goes out well within it.
-    const lock = a.kind === 'create' ? scope.lock() : undefined;
-    const at = Date.now();
+    // to another worker, which may have sent this create already: claim and
+    // send only while this attempt still holds the lock, renewed so that the
+    // request goes out well within it.
+    if (a.kind === 'create' && !(await scope.holdsLock())) {
+      ctx.logger.warn(
+        { runId: scope.runId, line: a.line },
+        'write lock lost; another worker has it',
+      );
+      scope.stop('the chunk lock is lost');
+      return { result: 'skipped' };
+    }
     const claim = await ctx.store.writes.claim({
       runId: scope.runId,
       entity: scope.entity,
       line: a.line,
       ...(a.kind === 'create' && { createKeys: a.keys }),
-      ...(lock && { lock }),
     });
-    // The script checks the lock after the run and the settled line: only these answers passed it.
-    if (lock && (claim === 'go' || claim === 'pending' || claim === 'exists')) scope.renewed(at);
     switch (claim) {
       case 'ended':
         scope.stop('the run has ended');
-        return { result: 'skipped' };
-      case 'lost':
-        ctx.logger.warn(
-          { runId: scope.runId, line: a.line },
-          'write lock lost; another worker has it',
-        );
-        scope.stop('the chunk lock is lost');
         return { result: 'skipped' };
       case 'settled':
         return { result: 'skipped' };

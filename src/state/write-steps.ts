@@ -3,11 +3,9 @@
  * so that a write costs a handful of Redis commands:
  *
  * - `claim`, before the request: is the run still taking writes, has this
- *   line settled already, does the chunk job still hold its lock (renewed
- *   here, as BullMQ's extendLock does, so the create goes out well within
- *   it), and for a create the atomic claim of its identity keys (refused
- *   when a key is pending or already mapped; otherwise every key is marked
- *   pending).
+ *   line settled already, and for a create the atomic claim of its
+ *   identity keys (refused when a key is pending or already mapped;
+ *   otherwise every key is marked pending).
  * - `finish`, after the answer, for a batch of writes that ended meanwhile:
  *   records the confirmed ones (identity keys → platform id, the record's
  *   state, their pending marks cleared: the same entries `RecordStates.commit`
@@ -25,26 +23,29 @@ import { packPending, packRecord } from './packing.js';
 import type { WriteOutcome } from './progress.js';
 import type { FailureRow, RunCounter } from './runs.js';
 
-// KEYS: run hash, settled set, chunk job lock ('' for none), pending hash, then (creates) the
-// identity-map bucket of each key. ARGV: line, lock token, lock ms, pending value ('' for an
-// update), then the identity keys.
+// KEYS: run hash, settled set, pending hash, then (creates) the identity-map bucket of each
+// key. ARGV: line, pending value ('' for an update), then the identity keys.
 const CLAIM = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'failed' or status == 'completed' then return 'ended' end
 if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 'settled' end
-if KEYS[3] ~= '' then
-  if redis.call('GET', KEYS[3]) ~= ARGV[2] then return 'lost' end
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
-end
-if ARGV[4] == '' then return 'go' end
-for i = 5, #ARGV do
-  if redis.call('HEXISTS', KEYS[4], ARGV[i]) == 1 then return 'pending' end
-  if redis.call('HEXISTS', KEYS[i], ARGV[i]) == 1 then return 'exists' end
+if ARGV[2] == '' then return 'go' end
+for i = 3, #ARGV do
+  if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 1 then return 'pending' end
+  if redis.call('HEXISTS', KEYS[i + 1], ARGV[i]) == 1 then return 'exists' end
 end
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i]; fields[#fields + 1] = ARGV[4] end
-redis.call('HSET', KEYS[4], unpack(fields))
+for i = 3, #ARGV do fields[#fields + 1] = ARGV[i]; fields[#fields + 1] = ARGV[2] end
+redis.call('HSET', KEYS[3], unpack(fields))
 return 'go'
+`;
+
+// KEYS: a job's lock. ARGV: the holder's token, lock ms. As BullMQ's own extendLock: renewed
+// only while the token still holds it.
+const RENEW_LOCK = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
 `;
 
 // KEYS: settled set, run hash, failures list, unknown-creates set, pending hash, entity info,
@@ -111,8 +112,6 @@ export type WriteClaim =
   | 'ended'
   /** This line has settled in this round. */
   | 'settled'
-  /** The chunk job's lock is another worker's now. */
-  | 'lost'
   /** A create of one of its keys is pending (outcome unknown). */
   | 'pending'
   /** One of its keys maps to a platform record already. */
@@ -126,8 +125,6 @@ export interface ClaimRequest {
   line: number;
   /** Identity keys of a create (marked pending); none for an update. */
   createKeys?: readonly string[];
-  /** The chunk job's lock key and token, checked and renewed before a create. */
-  lock?: { key: string; token: string; ms: number };
 }
 
 /** A write that has ended, to settle (and commit, when it was confirmed). */
@@ -180,20 +177,28 @@ export class WriteSteps {
       req.createKeys === undefined ? '' : packPending({ runId: req.runId, since: this.now() });
     const reply = (await redisCall('claiming a write', () =>
       this.script('crmSyncClaimWrite', CLAIM)(
-        4 + createKeys.length,
+        3 + createKeys.length,
         k.run(req.runId),
         k.settled(req.runId),
-        req.lock?.key ?? '',
         k.pending(req.entity),
         ...createKeys.map((key) => k.ids(req.entity, k.idBucketOf(key))),
         String(req.line),
-        req.lock?.token ?? '',
-        String(req.lock?.ms ?? 0),
         pendingValue,
         ...createKeys,
       ),
     )) as WriteClaim;
     return reply;
+  }
+
+  /**
+   * Renews a queue job's lock (`key`, BullMQ's `<queue>:<id>:lock`) for `ms`
+   * while `token` holds it; false when another worker holds it now.
+   */
+  async renewLock(key: string, token: string, ms: number): Promise<boolean> {
+    const n = await redisCall('renewing a write lock', () =>
+      this.script('crmSyncRenewLock', RENEW_LOCK)(1, key, token, String(ms)),
+    );
+    return n === 1;
   }
 
   async finish(
