@@ -213,7 +213,7 @@ describe('Redis Sentinel', () => {
 });
 
 describe('an ACL user with its password in a file', () => {
-  it('syncs as that user; a wrong password fails fast without being printed', async () => {
+  it('syncs as that user, allowed only the keys under the prefix; a wrong password fails fast without being printed', async () => {
     const server = await startRedisServer();
     cleanups.push(async () => {
       await server.stop();
@@ -222,6 +222,8 @@ describe('an ACL user with its password in a file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'crm-sync-acl-'));
     cleanups.push(() => removeDir(dir));
     const password = 'acl-file-pass-6f2k';
+    // The user may touch only keys under crm-sync's prefix.
+    const prefix = `{crm-sync-acl-${Date.now().toString(36)}}`;
     await callPort(
       server.port,
       'ACL',
@@ -229,7 +231,7 @@ describe('an ACL user with its password in a file', () => {
       'crm-sync',
       'on',
       `>${password}`,
-      '~*',
+      `~${prefix}*`,
       '&*',
       '+@all',
     );
@@ -241,6 +243,7 @@ describe('an ACL user with its password in a file', () => {
       REDIS_URL: server.url,
       REDIS_USERNAME: 'crm-sync',
       REDIS_PASSWORD_FILE: passwordFile,
+      CRM_SYNC_PREFIX: prefix,
     };
 
     const h = await engine({ env });
