@@ -66,7 +66,7 @@ export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & Le
 /** Below a stated or configured limit by this share, for the jitter of requests on their way. */
 export const FIXED_MARGIN = 0.95;
 /**
- * Lateness of a turn that moves the turns after it. Less is absorbed by the
+ * Lateness of a turn beyond which the turns after it move (by the excess). Less is absorbed by the
  * margin under the limit (5% of a 1 s window is 50 ms); more would let a
  * window hold the late request and a full period of later ones.
  */
@@ -222,7 +222,7 @@ export class RedisPacer implements Pacer {
       // A turn taken late (a busy event loop) goes out late: the turns after
       // it must move as much, or a window would hold it and a full period more.
       const late = now - this.turns.shift()!;
-      if (late > LATE_MS) this.late = Math.max(this.late, late);
+      if (late > LATE_MS) this.late = Math.max(this.late, late - LATE_MS);
       const w = this.waiters.shift()!;
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
       w.resolve();

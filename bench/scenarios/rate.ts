@@ -1,0 +1,153 @@
+/**
+ * A limit that learns: first syncs of generated HubSpot companies against a
+ * sandbox that throttles as a DRF platform does (a sliding log per key),
+ * L = 50 ms, by the built CLI (`crm-sync run JOB --with-worker --wait`), each
+ * on a fresh sandbox and a fresh Redis prefix (so `auto` starts from nothing):
+ *
+ * (a) PLATFORM_RATE_LIMIT=auto, true limit 100/s;
+ * (b) auto, true limit 3000/m (50/s over a minute's window);
+ * (c) PLATFORM_RATE_LIMIT=100 against the 100/s sliding window;
+ * (d) PLATFORM_RATE_LIMIT=100 against the sandbox's fixed window (for comparison).
+ *
+ * Figures from what the platform saw (its stats, sampled every 200 ms): the
+ * write rate between 10% and 90% of the writes over the limit, the 429s'
+ * share of all requests, and the rate the pacer holds at the end (Redis).
+ * BENCH_RATE_ROWS sets the export size (default 20,000); BENCH_RATE_CASES
+ * picks cases (e.g. `a,c`); BENCH_RATE_CONCURRENCY sets WRITE_CONCURRENCY.
+ */
+import { Redis } from 'ioredis';
+import type { BenchTable, Scenario } from '../run.js';
+import { cliEnv, jobsDir, openBenchRedis, requireBuild, syncRun } from '../lib/cli.js';
+import { ensureSyncExport } from '../lib/exports.js';
+import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
+import { BENCH_API_KEY, startMeteredSandbox, writePhase } from '../lib/meter.js';
+import { readPacerState } from '../../src/queue/pacer-store.js';
+import { fixedPace } from '../../src/queue/pacer.js';
+
+const LATENCY_MS = 50;
+const ROWS = Number(process.env.BENCH_RATE_ROWS ?? 20_000);
+
+interface Case {
+  id: string;
+  what: string;
+  /** The sandbox's limit, as DRF writes it, and its per-second equivalent. */
+  limit: string;
+  perSecond: number;
+  mode: 'sliding' | 'fixed';
+  /** PLATFORM_RATE_LIMIT. */
+  setting: string;
+}
+
+const CASES: Case[] = [
+  { id: 'a', what: 'auto', limit: '100/s', perSecond: 100, mode: 'sliding', setting: 'auto' },
+  { id: 'b', what: 'auto', limit: '3000/m', perSecond: 50, mode: 'sliding', setting: 'auto' },
+  { id: 'c', what: 'fixed 100', limit: '100/s', perSecond: 100, mode: 'sliding', setting: '100' },
+  {
+    id: 'd',
+    what: 'fixed 100, fixed-window sandbox',
+    limit: '100/s',
+    perSecond: 100,
+    mode: 'fixed',
+    setting: '100',
+  },
+];
+
+export default {
+  name: 'rate',
+  description: `first sync of ${ROWS.toLocaleString('en-US')} companies, L = ${LATENCY_MS} ms, against a DRF sliding-window sandbox: PLATFORM_RATE_LIMIT=auto and fixed`,
+  async run(): Promise<BenchTable[]> {
+    requireBuild();
+    const wanted = (process.env.BENCH_RATE_CASES ?? 'a,b,c,d').split(',');
+    const source = await ensureSyncExport(ROWS, false);
+    const load0 = await loadAverage();
+    const redis = await openBenchRedis();
+    const admin = new Redis(redis.url);
+    const jobs = jobsDir();
+    jobs.write('companies', source);
+    const rows: (string | number)[][] = [];
+    try {
+      for (const c of CASES.filter((x) => wanted.includes(x.id))) {
+        const sandbox = await startMeteredSandbox({
+          rateLimit: c.limit,
+          rateLimitMode: c.mode,
+          latencyMs: LATENCY_MS,
+        });
+        try {
+          const prefix = redis.prefix(`rate-${c.id}`);
+          const env = cliEnv({
+            redisUrl: redis.url,
+            prefix,
+            baseUrl: sandbox.url,
+            apiKey: BENCH_API_KEY,
+            rateLimit: 0,
+            jobs: jobs.dir,
+            extra: {
+              PLATFORM_RATE_LIMIT: c.setting,
+              PLATFORM_LATENCY_HINT_MS: String(LATENCY_MS),
+              ...(process.env.BENCH_RATE_CONCURRENCY && {
+                WRITE_CONCURRENCY: process.env.BENCH_RATE_CONCURRENCY,
+              }),
+            },
+          });
+          const before = await sandbox.totals();
+          const rec = sandbox.record(200);
+          const summary = await syncRun('companies', env, {
+            withWorker: true,
+            timeoutMs: Math.max(300_000, (ROWS / c.perSecond) * 4_000),
+          });
+          const samples = await rec.stop();
+          const after = await sandbox.totals();
+          const phase = writePhase(samples);
+          const requests = after.requests - before.requests;
+          const limited = after.rateLimited - before.rateLimited;
+          if (summary.counts.created !== ROWS)
+            throw new Error(`case ${c.id}: created ${summary.counts.created} of ${ROWS}`);
+          const st = await readPacerState(admin, prefix);
+          rows.push([
+            `(${c.id}) ${c.what}`,
+            `${c.limit} ${c.mode}`,
+            ratio(phase.steadyRate, 1),
+            ratio(phase.steadyRate / c.perSecond),
+            ratio(phase.overallRate / c.perSecond),
+            int(limited),
+            percent(limited / requests),
+            c.setting === 'auto'
+              ? `${st ? ratio(st.rate, 1) : 'n/a'}/s (limit met near ${st ? ratio(st.ceiling, 1) : 'n/a'}/s)`
+              : `${ratio(fixedPace(Number(c.setting)), 1)}/s (fixed)`,
+            seconds(summary.wallMs),
+          ]);
+          process.stderr.write(`rate ${c.id}: ${rows.at(-1)!.join(' | ')}\n`);
+        } finally {
+          await sandbox.close();
+        }
+      }
+    } finally {
+      jobs.remove();
+      admin.disconnect();
+      await redis.close();
+    }
+    const load1 = await loadAverage();
+    return [
+      {
+        title: `First sync of ${ROWS.toLocaleString('en-US')} companies against a DRF throttle, L = ${LATENCY_MS} ms`,
+        columns: [
+          'PLATFORM_RATE_LIMIT',
+          'sandbox limit',
+          'steady writes/s',
+          'steady / limit',
+          'overall / limit',
+          '429s',
+          '429 share of requests',
+          'pacer rate at the end',
+          'wall time',
+        ],
+        rows,
+        notes: [
+          'steady: writes the sandbox accepted between 10% and 90% of them, per second; overall: first write to last',
+          'each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced 5% under PLATFORM_RATE_LIMIT',
+          `PLATFORM_LATENCY_HINT_MS=${LATENCY_MS}; load average ${load0} before, ${load1} after`,
+        ],
+      },
+    ];
+  },
+} satisfies Scenario;
