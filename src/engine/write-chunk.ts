@@ -17,7 +17,8 @@
 import { setMaxListeners } from 'node:events';
 import type { Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
-import type { FinishedWrite } from '../state/write-steps.js';
+import type { ClaimRequest, FinishedWrite, WriteClaim } from '../state/write-steps.js';
+import { Batcher } from './batcher.js';
 import type { WriteAction } from '../sync/action.js';
 import type { EngineContext } from './context.js';
 import { WriteChunkData, type WriteChunk } from './payloads.js';
@@ -46,7 +47,7 @@ export async function processWriteChunk(
     return result;
   }
   const actions = await ctx.store.plannedWritesOf(chunk.runId, chunk.lines);
-  const settler = settlerOf(ctx, chunk);
+  const runBatches = batchesOf(ctx, chunk);
   let stopped: string | undefined;
   const lock = new ChunkLock(ctx, job, token);
   const scope: ChunkScope = {
@@ -57,12 +58,13 @@ export async function processWriteChunk(
     jobName: run.job,
     holdsLock: () => lock.holds(),
     ...(signal && { signal }),
-    finish: (w) => settler.add(w),
+    claim: (c) => runBatches.claim.add(c),
+    finish: (w) => runBatches.finish.add(w),
     stop: (why) => {
       stopped ??= why;
     },
   };
-  await settleUnplanned(chunk, actions, settler, count);
+  await settleUnplanned(chunk, actions, runBatches.finish, count);
 
   const retries: unknown[] = [];
   const failures: unknown[] = [];
@@ -114,14 +116,14 @@ function parseChunk(job: Job): WriteChunk {
 async function settleUnplanned(
   chunk: WriteChunk,
   actions: readonly WriteAction[],
-  settler: Settler,
+  finish: Batcher<FinishedWrite, boolean>,
   count: (r: WriteResult) => void,
 ): Promise<void> {
   const planned = new Set(actions.map((a) => a.line));
   const missing = chunk.lines.filter((l) => !planned.has(l));
   await Promise.all(
     missing.map(async (line) => {
-      const first = await settler.add({
+      const first = await finish.add({
         line,
         outcome: 'failed',
         keys: [],
@@ -174,79 +176,53 @@ class ChunkLock {
   }
 }
 
-const settlers = new WeakMap<EngineContext, Map<string, Settler>>();
-
-/** The process's settler of the chunk's run and entity: every chunk of the run shares its batches. */
-function settlerOf(ctx: EngineContext, chunk: WriteChunk): Settler {
-  let byRun = settlers.get(ctx);
-  if (!byRun) settlers.set(ctx, (byRun = new Map()));
-  const key = `${chunk.entity} ${chunk.runId}`;
-  let settler = byRun.get(key);
-  if (!settler) {
-    settler = new Settler(ctx, chunk, () => byRun.delete(key));
-    byRun.set(key, settler);
-  }
-  return settler;
+/** The batches of one run's writes in this process: every chunk of the run shares them. */
+interface RunBatches {
+  claim: Batcher<ClaimItem, WriteClaim>;
+  finish: Batcher<FinishedWrite, boolean>;
 }
+
+type ClaimItem = Omit<ClaimRequest, 'runId' | 'entity'>;
+
+const batches = new WeakMap<EngineContext, Map<string, RunBatches>>();
 
 /**
- * Settles a run's writes in batches, one script round trip each: a write
- * that ends while a batch is in Redis waits for the next, whichever chunk
- * of the process it is in. The last write of a round to settle wakes its
- * run. A settler with nothing left to do forgets itself.
+ * The process's batches of the chunk's run and entity: the claims that
+ * arrive while one batch is in Redis go in the next (one script, the run
+ * read once), and so do the writes that end (one script: committed and
+ * settled). The last write of a round to settle wakes its run. Batches
+ * with nothing left to do are forgotten.
  */
-class Settler {
-  private queue: {
-    w: FinishedWrite;
-    done: (first: boolean) => void;
-    fail: (e: unknown) => void;
-  }[] = [];
-  private running: Promise<void> | undefined;
-
-  constructor(
-    private readonly ctx: EngineContext,
-    private readonly chunk: Pick<WriteChunk, 'runId' | 'entity'>,
-    private readonly idle: () => void,
-  ) {}
-
-  add(w: FinishedWrite): Promise<boolean> {
-    return new Promise<boolean>((done, fail) => {
-      this.queue.push({ w, done, fail });
-      this.running ??= this.drain();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    // Let the writes that end in this turn of the event loop join the first batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, 200);
-        try {
-          const reply = await this.ctx.store.finishWrites(
-            this.chunk.runId,
-            this.chunk.entity,
-            batch.map((b) => b.w),
-          );
-          batch.forEach((b, n) => b.done(reply.first[n] ?? false));
-          if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
-            // The run also checks on its writes by itself: a wake-up that fails only delays it.
-            await this.ctx.wakeRun?.(this.chunk.runId).catch((err: unknown) => {
-              this.ctx.logger.warn({ err, runId: this.chunk.runId }, 'could not wake the run');
-            });
-          }
-        } catch (err) {
-          for (const b of batch) b.fail(err);
+function batchesOf(ctx: EngineContext, chunk: WriteChunk): RunBatches {
+  let byRun = batches.get(ctx);
+  if (!byRun) batches.set(ctx, (byRun = new Map()));
+  const key = `${chunk.entity} ${chunk.runId}`;
+  const known = byRun.get(key);
+  if (known) return known;
+  const { runId, entity } = chunk;
+  const idle = (): void => {
+    if (!made.claim.busy && !made.finish.busy) byRun.delete(key);
+  };
+  const made: RunBatches = {
+    claim: new Batcher((items) => ctx.store.writes.claimAll(runId, entity, items), 200, idle),
+    finish: new Batcher(
+      async (writes) => {
+        const reply = await ctx.store.finishWrites(runId, entity, writes);
+        if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
+          // The run also checks on its writes by itself: a wake-up that fails only delays it.
+          await ctx.wakeRun?.(runId).catch((err: unknown) => {
+            ctx.logger.warn({ err, runId }, 'could not wake the run');
+          });
         }
-      }
-    } finally {
-      this.running = undefined;
-      if (this.queue.length > 0) this.running = this.drain();
-      else this.idle();
-    }
-  }
+        return reply.first;
+      },
+      200,
+      idle,
+    ),
+  };
+  byRun.set(key, made);
+  return made;
 }
-
 /**
  * A chunk job BullMQ gave up on (its last attempt threw something that is
  * not a platform answer, or its payload was unreadable): its lines not

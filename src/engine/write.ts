@@ -24,7 +24,7 @@ import type { CallOptions } from '../platform/client.js';
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
 import type { WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
-import type { FinishedWrite } from '../state/write-steps.js';
+import type { ClaimRequest, FinishedWrite, WriteClaim } from '../state/write-steps.js';
 import type { EngineContext } from './context.js';
 import type { WriteOutcome } from '../state/progress.js';
 import { endRun } from './run-end.js';
@@ -43,6 +43,8 @@ export interface ChunkScope {
   /** Whether the chunk job's lock is still this worker's, renewed if need be (see write-chunk.ts). */
   holdsLock(): Promise<boolean>;
   signal?: AbortSignal;
+  /** Claims a write before its request (in a batch of the run's claims: see write-chunk.ts). */
+  claim(c: Omit<ClaimRequest, 'runId' | 'entity'>): Promise<WriteClaim>;
   /** Settles (and commits) a write that ended; true when this settled its line. */
   finish(w: FinishedWrite): Promise<boolean>;
   /** Starts no more writes of the chunk (the run ended, the lock is lost, a 401). */
@@ -72,9 +74,7 @@ export async function runWrite(
       scope.stop('the chunk lock is lost');
       return { result: 'skipped' };
     }
-    const claim = await ctx.store.writes.claim({
-      runId: scope.runId,
-      entity: scope.entity,
+    const claim = await scope.claim({
       line: a.line,
       ...(a.kind === 'create' && { createKeys: a.keys }),
     });

@@ -23,21 +23,38 @@ import { packPending, packRecord } from './packing.js';
 import type { WriteOutcome } from './progress.js';
 import type { FailureRow, RunCounter } from './runs.js';
 
-// KEYS: run hash, settled set, pending hash, then (creates) the identity-map bucket of each
-// key. ARGV: line, pending value ('' for an update), then the identity keys.
+// KEYS: run hash, settled set, pending hash, then identity-map buckets. ARGV: the pending
+// value, then per write: line, '1' for a create ('0' for an update), its number of identity
+// keys n, then n pairs (bucket index in KEYS, key). Replies one answer per write, in order.
 const CLAIM = `
 local status = redis.call('HGET', KEYS[1], 'status')
-if not status or status == 'failed' or status == 'completed' then return 'ended' end
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then return 'settled' end
-if ARGV[2] == '' then return 'go' end
-for i = 3, #ARGV do
-  if redis.call('HEXISTS', KEYS[3], ARGV[i]) == 1 then return 'pending' end
-  if redis.call('HEXISTS', KEYS[i + 1], ARGV[i]) == 1 then return 'exists' end
+local ended = (not status) or status == 'failed' or status == 'completed'
+local out = {}
+local i = 2
+while i <= #ARGV do
+  local line, create, n = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local first, last = i + 3, i + 2 + 2 * n
+  i = last + 1
+  local r
+  if ended then r = 'ended'
+  elseif redis.call('SISMEMBER', KEYS[2], line) == 1 then r = 'settled'
+  elseif create == '0' then r = 'go'
+  else
+    for j = first, last, 2 do
+      local key = ARGV[j + 1]
+      if redis.call('HEXISTS', KEYS[3], key) == 1 then r = 'pending' break end
+      if redis.call('HEXISTS', KEYS[tonumber(ARGV[j])], key) == 1 then r = 'exists' break end
+    end
+    if not r then
+      local fields = {}
+      for j = first, last, 2 do fields[#fields + 1] = ARGV[j + 1]; fields[#fields + 1] = ARGV[1] end
+      if #fields > 0 then redis.call('HSET', KEYS[3], unpack(fields)) end
+      r = 'go'
+    end
+  end
+  out[#out + 1] = r
 end
-local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i]; fields[#fields + 1] = ARGV[2] end
-redis.call('HSET', KEYS[3], unpack(fields))
-return 'go'
+return out
 `;
 
 // KEYS: a job's lock. ARGV: the holder's token, lock ms. As BullMQ's own extendLock: renewed
@@ -170,24 +187,45 @@ export class WriteSteps {
     return (r[name] as ScriptCall).bind(this.redis);
   }
 
+  /** Claims one write (see `claimAll`). */
   async claim(req: ClaimRequest): Promise<WriteClaim> {
+    const [answer] = await this.claimAll(req.runId, req.entity, [req]);
+    return answer!;
+  }
+
+  /**
+   * Claims writes of one run and entity in one script, each on its own and in
+   * order (a later one sees what an earlier one marked pending): the run is
+   * read once for them all.
+   */
+  async claimAll(
+    runId: string,
+    entity: Entity,
+    reqs: readonly Omit<ClaimRequest, 'runId' | 'entity'>[],
+  ): Promise<WriteClaim[]> {
+    if (reqs.length === 0) return [];
     const k = this.keys;
-    const createKeys = req.createKeys ?? [];
-    const pendingValue =
-      req.createKeys === undefined ? '' : packPending({ runId: req.runId, since: this.now() });
-    const reply = (await redisCall('claiming a write', () =>
-      this.script('crmSyncClaimWrite', CLAIM)(
-        3 + createKeys.length,
-        k.run(req.runId),
-        k.settled(req.runId),
-        k.pending(req.entity),
-        ...createKeys.map((key) => k.ids(req.entity, k.idBucketOf(key))),
-        String(req.line),
-        pendingValue,
-        ...createKeys,
+    const fixed = [k.run(runId), k.settled(runId), k.pending(entity)];
+    const buckets = new Map<string, number>();
+    const args: string[] = [packPending({ runId, since: this.now() })];
+    for (const req of reqs) {
+      const keys = req.createKeys ?? [];
+      args.push(String(req.line), req.createKeys ? '1' : '0', String(keys.length));
+      for (const key of keys) {
+        const bucket = k.ids(entity, k.idBucketOf(key));
+        let ix = buckets.get(bucket);
+        if (ix === undefined) buckets.set(bucket, (ix = fixed.length + buckets.size + 1));
+        args.push(String(ix), key);
+      }
+    }
+    return (await redisCall('claiming writes', () =>
+      this.script('crmSyncClaimWrites', CLAIM)(
+        fixed.length + buckets.size,
+        ...fixed,
+        ...buckets.keys(),
+        ...args,
       ),
-    )) as WriteClaim;
-    return reply;
+    )) as WriteClaim[];
   }
 
   /**
