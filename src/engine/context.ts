@@ -14,7 +14,7 @@ import type { RetrySettings } from '../platform/retry-policy.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
-import type { WritePacing, WriteSlots } from './write-slots.js';
+import type { WriteSlots } from './write-slots.js';
 import type { RunProgress } from '../state/progress.js';
 import type { RunRecord } from '../state/runs.js';
 
@@ -59,8 +59,6 @@ export interface EngineContext {
   writeQueue: TypedQueue<WriteChunkData>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
   writeSlots?: WriteSlots;
-  /** The process's own pacing of writes, while the platform client paces none. */
-  writePacing?: WritePacing;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */
   loadJob(name: string): JobDefinition;
   /** Where a URL source's credentials and `${NAME}` references are read (config's `sourceEnv`). */

@@ -10,8 +10,8 @@
  *
  * What a fault leads to is the retry policy's decision (src/platform/retry-policy.ts),
  * asked in-process by `withRetry` and once more here when the request gave
- * up: a 429 waits out its Retry-After and goes again in-process (held by the
- * request pacing), up to the policy's cap; a 401 fails the run at once; a
+ * up: a 429 goes again in-process, held by the client's pacer until its
+ * Retry-After has passed, up to the policy's cap; a 401 fails the run at once; a
  * create that may have applied is left pending; a final refusal is recorded
  * as rejected; a transient fault is left unsettled for the chunk job's next
  * attempt, and past the last one the write is recorded as failed.
@@ -106,10 +106,10 @@ export async function runWrite(
       }
       const d = decideWrite(ctx, scope, a, err, rateLimited);
       if (d.action === 'pause-queue') {
-        // A 429 was not applied: the create may go again, once the wait is over
-        // (every write of the process waits with it).
+        // A 429 was not applied: the create may go again. The client's pacer
+        // has noted the Retry-After: it holds this request, and every other
+        // of every replica, until then.
         if (a.kind === 'create') await ctx.store.clearPending(scope.entity, a.keys);
-        ctx.writePacing?.hold(d.delayMs);
         continue;
       }
       return onError(ctx, scope, a, err, d);
@@ -127,29 +127,24 @@ function operationOf(a: WriteAction, scope: ChunkScope): string {
 
 async function send(ctx: EngineContext, scope: ChunkScope, a: WriteAction): Promise<WriteEnd> {
   const call: CallOptions = scope.signal ? { signal: scope.signal } : {};
-  const paced = async (): Promise<void> => ctx.writePacing?.acquire(scope.signal);
   if (a.kind === 'update') {
     const id = a.platformId;
     await withRetry(
-      async () => {
-        await paced();
-        return scope.entity === 'members'
+      () =>
+        scope.entity === 'members'
           ? ctx.client.updateMember(id, a.body as MemberRequest, call)
-          : ctx.client.updateCompany(id, a.body as CompanyRequest, call);
-      },
+          : ctx.client.updateCompany(id, a.body as CompanyRequest, call),
       { operation: 'update', settings: ctx.settings.retry, ...call },
     );
     return settle(scope, a, 'updated', true, id);
   }
   const record = await withRetry(
-    async () => {
-      await paced();
-      return scope.entity === 'members'
+    () =>
+      scope.entity === 'members'
         ? ctx.client.createMember(a.body as MemberRequest, call)
         : scope.createVia === 'customers'
           ? ctx.client.createCustomer(a.body as CompanyRequest, call)
-          : ctx.client.createCompany(a.body as CompanyRequest, call);
-    },
+          : ctx.client.createCompany(a.body as CompanyRequest, call),
     { operation: 'create', settings: ctx.settings.retry, ...call },
   );
   if (typeof record.id !== 'number') {

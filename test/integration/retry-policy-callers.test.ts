@@ -58,7 +58,6 @@ interface Scripted {
   /** The company names sent, in order. */
   sent: string[];
   rateLimit: ReturnType<typeof vi.fn>;
-  hold: ReturnType<typeof vi.fn>;
 }
 
 /**
@@ -88,21 +87,19 @@ function scripted(
     companiesPage: answer,
   } as unknown as PlatformClient;
   const rateLimit = vi.fn(async () => undefined);
-  const hold = vi.fn();
   const ctx = createEngineContext({
     logger: silentLogger,
     store,
     client,
     writeQueue: { rateLimit } as unknown as TypedQueue<WriteChunkData>,
     writeSlots: new WriteSlots(4),
-    writePacing: { acquire: async () => undefined, hold },
     loadJob: () => {
       throw new Error('not used');
     },
     sourceEnv: {},
     settings: { retry: settings, rateLimit: 1_000 },
   });
-  return { ctx, calls: () => calls, sent, rateLimit, hold };
+  return { ctx, calls: () => calls, sent, rateLimit };
 }
 
 let n = 0;
@@ -171,15 +168,14 @@ function expected(err: unknown, kind: 'create' | 'update', job: Job, rateLimited
 }
 
 describe('the write processor follows the policy', () => {
-  it('a 429 holds every write for Retry-After and goes again in-process, counted, with no queue pause; the create may go again', async () => {
+  it('a 429 goes again in-process (held by the client pacer), counted, with no queue pause; the create may go again', async () => {
     let calls = 0;
     const err = () => status(429, '', { 'retry-after': '3' });
-    const { ctx, hold, rateLimit } = scripted(() => (++calls <= 2 ? err() : null));
+    const { ctx, rateLimit } = scripted(() => (++calls <= 2 ? err() : null));
     const { job, runId, keys } = await chunkJob('create');
     expect(expected(err(), 'create', job)).toEqual({ action: 'pause-queue', delayMs: 3_000 });
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ created: 1 });
     expect(calls).toBe(3);
-    expect(hold.mock.calls).toEqual([[3_000], [3_000]]);
     expect(rateLimit).not.toHaveBeenCalled();
     expect(await store.pending('companies', keys)).toBeNull();
     expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
@@ -191,11 +187,10 @@ describe('the write processor follows the policy', () => {
   it('give-up after the 429 cap: the write is recorded failed with the reason', async () => {
     const capped = { ...S, rateLimitMaxRetries: 2 };
     const err = () => status(429, '', { 'retry-after': '1' });
-    const { ctx, calls, hold } = scripted(err, capped);
+    const { ctx, calls } = scripted(err, capped);
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     expect(calls()).toBe(3);
-    expect(hold).toHaveBeenCalledTimes(2);
     const [row] = await store.listFailures(runId);
     expect(row?.reason).toMatch(/^rate limited by the platform 3 times in a row/);
     expect(await store.pending('companies', keys)).toBeNull();
