@@ -1,8 +1,8 @@
 /**
  * Calls that arrive while the previous batch is on its way go together in
  * the next: `add(item)` resolves with the item's answer from `run(items)`,
- * one call per batch. The first item waits for the end of the event loop's
- * turn, so that everything added in the same turn joins it. A batch that
+ * one call per batch. The first item of a batch waits `waitMs` (at least the
+ * end of the event loop's turn), so that what arrives meanwhile joins it. A batch that
  * fails rejects each of its items with the error.
  */
 export class Batcher<In, Out> {
@@ -12,6 +12,7 @@ export class Batcher<In, Out> {
   constructor(
     private readonly run: (items: In[]) => Promise<Out[]>,
     private readonly maxBatch = 200,
+    private readonly waitMs = 0,
     /** Called when the last batch is done and nothing waits. */
     private readonly idle: () => void = () => undefined,
   ) {}
@@ -29,7 +30,9 @@ export class Batcher<In, Out> {
   }
 
   private async drain(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) =>
+      this.waitMs > 0 ? setTimeout(resolve, this.waitMs) : setImmediate(resolve),
+    );
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {

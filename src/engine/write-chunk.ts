@@ -184,6 +184,14 @@ interface RunBatches {
 
 type ClaimItem = Omit<ClaimRequest, 'runId' | 'entity'>;
 
+/**
+ * How long the first claim or settle of a batch waits for others: paced
+ * writes end one at a time (one a millisecond at 1,000/s), and every script
+ * call costs the worker a socket write; a few milliseconds on each write
+ * cost nothing while the write slots cover rate × latency.
+ */
+const BATCH_WAIT_MS = 5;
+
 const batches = new WeakMap<EngineContext, Map<string, RunBatches>>();
 
 /**
@@ -204,7 +212,12 @@ function batchesOf(ctx: EngineContext, chunk: WriteChunk): RunBatches {
     if (!made.claim.busy && !made.finish.busy) byRun.delete(key);
   };
   const made: RunBatches = {
-    claim: new Batcher((items) => ctx.store.writes.claimAll(runId, entity, items), 200, idle),
+    claim: new Batcher(
+      (items) => ctx.store.writes.claimAll(runId, entity, items),
+      200,
+      BATCH_WAIT_MS,
+      idle,
+    ),
     finish: new Batcher(
       async (writes) => {
         const reply = await ctx.store.finishWrites(runId, entity, writes);
@@ -217,6 +230,7 @@ function batchesOf(ctx: EngineContext, chunk: WriteChunk): RunBatches {
         return reply.first;
       },
       200,
+      BATCH_WAIT_MS,
       idle,
     ),
   };
