@@ -134,8 +134,12 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
     ...(target.sentinelPassword !== undefined && { sentinelPassword: target.sentinelPassword }),
     // Ask the sentinels again after each round through all of them, like a node reconnect.
     sentinelRetryStrategy: failFast ? () => null : reconnectDelay,
-    // Listen to the sentinels for +switch-master, to move without waiting for an error.
-    failoverDetector: role !== 'producer',
+    // No +switch-master listener (ioredis's failoverDetector): when it fires while
+    // a reconnect is asking the sentinels, ioredis ends the connection for good
+    // (the Sentinel failover chaos test caught workers stalled that way). A
+    // failover needs no listener: Sentinel kills the clients of the nodes it
+    // reconfigures, a dead primary drops them, and READONLY reconnects.
+    failoverDetector: false,
     ...(tls && { enableTLSForSentinelMode: true, sentinelTLS: tls }),
   });
 }
