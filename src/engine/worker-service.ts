@@ -119,6 +119,15 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   await clearGlobalRateLimit(writeQueue);
   const alertQueue = createAlertQueue({ ...settings, alerts: config.alerts });
   shutdown.register('alerts queue', () => alertQueue.close());
+  for (const [name, q] of [
+    ['runs queue', runQueue],
+    ['writes queue', writeQueue],
+    ['alerts queue', alertQueue],
+  ] as const) {
+    // A queue passes on its connection's faults; with no listener BullMQ prints
+    // them raw on stderr. The outage itself is logged once by the connection.
+    q.on('error', (err) => logger.debug({ err, queue: name }, 'queue connection error'));
+  }
   const loadJobOf = (name: string) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
   const store = new StateStore(stateRedis, {
     prefix: config.prefix,
