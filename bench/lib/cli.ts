@@ -169,16 +169,25 @@ function watchCpu(child: ChildProcess): { last(): number; stop(): void } {
   return { last: () => last, stop: () => clearInterval(timer) };
 }
 
-/** CPU seconds redis-server has used and commands it has processed (INFO). */
-export async function redisCounters(url: string): Promise<{ cpuS: number; commands: number }> {
+/**
+ * CPU seconds redis-server has used, commands it has processed (INFO), and
+ * `calls`: the sum of INFO commandstats, which counts the commands Lua
+ * scripts run as well as the script calls.
+ */
+export async function redisCounters(
+  url: string,
+): Promise<{ cpuS: number; commands: number; calls: number }> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   try {
-    const info = await redis.info();
+    const info = await redis.info('all');
     const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
+    let calls = 0;
+    for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
     return {
       cpuS: field('used_cpu_user') + field('used_cpu_sys'),
       commands: field('total_commands_processed'),
+      calls,
     };
   } finally {
     redis.disconnect();

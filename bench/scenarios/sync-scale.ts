@@ -75,7 +75,9 @@ const scenario: Scenario = {
             percent(totals.rateLimited / totals.requests),
             seconds(summary.wallMs),
             workerCpu.toFixed(1),
+            ((workerCpu * 1000) / ROWS).toFixed(2),
             (redis1.cpuS - redis0.cpuS).toFixed(1),
+            ((redis1.calls - redis0.calls) / ROWS).toFixed(1),
           ]);
         } finally {
           await Promise.all(workers.map((w) => w.stop()));
@@ -100,12 +102,15 @@ const scenario: Scenario = {
           '429 share',
           'wall (enqueue to end)',
           'workers CPU-s (sum)',
+          'workers CPU ms per write',
           'redis CPU-s',
+          'Redis commands per write',
         ],
         rows,
         notes: [
           'Workers are `node dist/cli.js worker` with OPS_PORT=0; the run is enqueued by `crm-sync run companies --wait --json` and planned by whichever worker takes it.',
           'Rates are successful POSTs per second as the sandbox counted them, sampled every 200 ms; "steady" is 10% to 90% of the writes.',
+          'Per write: the whole run (planning, writes, verification) over the rows; Redis commands are the sum of INFO commandstats (commands inside Lua scripts counted).',
           'Target (issue 6.4): the aggregate rate within 5% of R (steady / R between 0.95 and 1.05), whatever the number of workers.',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],
