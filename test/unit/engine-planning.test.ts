@@ -1,0 +1,98 @@
+/**
+ * The planning pass prepares a batch while the previous one is with the
+ * sink: the sink still sees one batch at a time, in export order, with
+ * duplicates across batches withdrawn as before; a sink that fails ends the
+ * pass with its error, and nothing reaches the sink after it.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { COLUMNS, companyRow, csvCell } from '../../bench/crm-data.js';
+import { loadMapping } from '../../src/crm/presets.js';
+import { planExport, type PlanningSink } from '../../src/engine/planning.js';
+import { silentLogger } from '../../src/log.js';
+import type { Action } from '../../src/sync/action.js';
+import { MemoryClaims } from '../../src/sync/claims.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'planning-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** 35 companies; the 33rd repeats the 3rd's record id (a duplicate two batches later). */
+function exportFile(): string {
+  const rows = Array.from({ length: 35 }, (_, i) => companyRow(i === 32 ? 2 : i));
+  const path = join(dir, 'companies.csv');
+  const text = [COLUMNS, ...rows].map((r) => r.map((c) => csvCell(c)).join(',')).join('\n');
+  writeFileSync(path, `${text}\n`);
+  return path;
+}
+
+/** A sink that records every call and checks that no two are under way at once. */
+function recordingSink(failOnClaim?: number) {
+  const claims = new MemoryClaims();
+  const calls: string[] = [];
+  const accepted: Action[] = [];
+  const withdrawn: number[] = [];
+  let busy = 0;
+  let claimCalls = 0;
+  const step = async <T>(name: string, f: () => T): Promise<T> => {
+    calls.push(name);
+    busy++;
+    // A claim and a lookup of one batch may overlap; two batches may not.
+    expect(busy).toBeLessThanOrEqual(name === 'claim' || name === 'lookup' ? 2 : 1);
+    await new Promise((r) => setTimeout(r, 2));
+    busy--;
+    return f();
+  };
+  const sink: PlanningSink = {
+    claim: (entries) =>
+      step('claim', () => {
+        if (++claimCalls === failOnClaim) throw new Error('redis went away');
+        return claims.claim(entries);
+      }),
+    lookup: (records) => step('lookup', () => records.map(() => ({}))),
+    accept: (actions) => step('accept', () => void accepted.push(...actions)),
+    withdraw: (rows) =>
+      step('withdraw', () => void withdrawn.push(...rows.map((r) => r.conflict.line))),
+  };
+  return { sink, calls, accepted, withdrawn };
+}
+
+const base = {
+  entity: 'companies' as const,
+  mapping: loadMapping('hubspot-companies'),
+  env: {},
+  mode: 'upsert' as const,
+  memberUpdates: false,
+  logger: silentLogger,
+  batchSize: 10,
+};
+
+describe('planning pass', () => {
+  it('hands the sink one batch at a time, in export order, and withdraws an earlier duplicate', async () => {
+    const rec = recordingSink();
+    const counts = await planExport({ ...base, source: { path: exportFile() }, sink: rec.sink });
+    expect(counts.read).toBe(35);
+    expect(counts.create).toBe(33);
+    expect(counts.conflict).toBe(2);
+    // Lines in export order: a batch never overtakes the one before it.
+    const lines = rec.accepted.map((a) => a.line);
+    expect(lines).toEqual([...lines].sort((a, b) => a - b));
+    expect(lines).toHaveLength(35);
+    // The 3rd company (line 5: the first one's description holds a line break) was planned
+    // in the first batch and withdrawn in the fourth, where its duplicate came.
+    expect(rec.withdrawn).toEqual([5]);
+    expect(rec.accepted.find((a) => a.kind === 'conflict')).toMatchObject({ otherLines: [5] });
+    expect(rec.calls.filter((c) => c === 'accept')).toHaveLength(4);
+  });
+
+  it('ends with the error of a sink that fails, and sends nothing after it', async () => {
+    const rec = recordingSink(2);
+    await expect(
+      planExport({ ...base, source: { path: exportFile() }, sink: rec.sink }),
+    ).rejects.toThrow('redis went away');
+    // The first batch was accepted; the second failed at its claim; no third batch came.
+    expect(rec.calls.filter((c) => c === 'accept')).toHaveLength(1);
+    expect(rec.calls.filter((c) => c === 'claim')).toHaveLength(2);
+  });
+});
