@@ -89,6 +89,8 @@ export function redisPlanningSink(
         store.commit(entity, adopted),
       ]);
     },
+    // Duplicates are decided; the claims' memory is freed before the writes begin.
+    finish: () => store.releaseClaims(runId),
     async withdraw(rows) {
       await store.dropPlannedWrites(
         runId,

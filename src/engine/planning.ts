@@ -44,6 +44,8 @@ export interface PlanningSink {
    * with a later row: `was` is what they had been planned as.
    */
   withdraw(rows: readonly Withdrawn[]): Promise<void>;
+  /** Called once every row of the export is planned (not when planning stops early). */
+  finish?(): Promise<void>;
 }
 
 /** A field left out of a row's body because its value failed (the row was still planned). */
@@ -154,7 +156,7 @@ interface Prepared {
  * other, in export order.
  */
 export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
-  const { mapping } = opts;
+  const { mapping, sink } = opts;
   const counts = emptyCounts();
   const kinds = new LineKinds();
   const paths = opts.checkPaths && new PathCoverage(mapping.paths);
@@ -190,6 +192,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
       inFlight.catch(() => undefined);
     }
     await inFlight;
+    await sink.finish?.();
   } finally {
     // A failed read leaves nothing of this pass running behind it.
     await inFlight?.catch(() => undefined);

@@ -32,7 +32,8 @@ import { PlannedWrites } from './planned-writes.js';
 const CLAIM = `
 local others, lines, records, seen = {}, {}, {}, {}
 local anyConflict = redis.call('EXISTS', KEYS[1]) == 1
-local fresh = redis.call('EXISTS', KEYS[2]) == 0
+local marker = redis.call('GET', KEYS[2])
+local fresh = marker == false or marker == 'released'
 if fresh then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
 local function involve(line)
   if not anyConflict or seen[line] then return end
@@ -68,6 +69,9 @@ return {others, lines, records, fresh and 1 or 0}
 const HOLDERS = `local out = {}
 for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
 return out`;
+
+/** The claims marker's value once the claims are released. */
+const RELEASED = 'released';
 
 export class RunScratch {
   private readonly planned: PlannedWrites;
@@ -153,9 +157,33 @@ export class RunScratch {
     return this.expiry.buckets;
   }
 
-  /** The line that claimed each key in this run (null where none did), aligned with `keys`. */
+  /**
+   * Frees the run's identity claims once the whole export is planned: only
+   * planning decides by them. The marker stays (as `released`), so that
+   * `claimHolders` answers from the planned writes from then on.
+   */
+  async releaseClaims(runId: string): Promise<void> {
+    const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
+      this.keys.claimBucket(runId, b),
+    );
+    const tx = this.redis.multi();
+    tx.set(this.keys.claims(runId), RELEASED, 'PX', this.ttlMs);
+    tx.unlink(...buckets);
+    await execAll(tx, 'releasing identity claims');
+  }
+
+  /**
+   * The line that claimed each key in this run (null where none did), aligned
+   * with `keys`. Once the claims are released (planning over), the line of the
+   * planned write carrying the key, which is the line that claimed it: a row
+   * with a planned write holds every one of its keys.
+   */
   async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
     if (keys.length === 0) return [];
+    const marker: string | null = await redisCall('reading identity claims', () =>
+      this.redis.get(this.keys.claims(runId)),
+    );
+    if (marker === RELEASED) return this.plannedHolders(runId, keys);
     const names = claimNames(keys);
     const values: (string | null)[] = (await redisCall('reading identity claims', () =>
       this.redis.eval(
@@ -166,6 +194,20 @@ export class RunScratch {
       ),
     )) as (string | null)[];
     return values.map((v) => (v === null || v === undefined ? null : Number(v)));
+  }
+
+  /** The line of the planned write carrying each key (null where none does): a full scan. */
+  private async plannedHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
+    const wanted = new Set(keys);
+    const lineOf = new Map<string, number>();
+    let cursor = '0';
+    do {
+      const page = await this.planned.scan(runId, cursor, 5000);
+      cursor = page.cursor;
+      for (const w of page.writes)
+        for (const key of w.keys) if (wanted.has(key) && !lineOf.has(key)) lineOf.set(key, w.line);
+    } while (cursor !== '0');
+    return keys.map((key) => lineOf.get(key) ?? null);
   }
 
   /** Stores write actions of the run (compactly: see planned-writes.ts). */

@@ -306,6 +306,11 @@ export class StateStore {
     return this.scratch.claimHolders(runId, keys);
   }
 
+  /** Frees the run's identity claims once its whole export is planned (see RunScratch). */
+  releaseClaims(runId: string): Promise<void> {
+    return this.scratch.releaseClaims(runId);
+  }
+
   savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
     return this.scratch.savePlannedWrites(runId, actions);
   }

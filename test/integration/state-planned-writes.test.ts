@@ -1,10 +1,12 @@
 /**
  * Planned writes in run scratch, stored as deflated chunks of lines: pages in
  * line order, a drop while scanning skips nothing, a chunk left empty is
- * removed, every key has a TTL, and a planned company write takes a fraction
- * of its JSON in Redis.
+ * removed, every key has a TTL, claim holders are answered from them once
+ * the claims are released, and a planned company write takes a fraction of
+ * its JSON in Redis.
  */
 import { describe, expect, it } from 'vitest';
+import { CLAIM_BUCKETS } from '../../src/state/keys.js';
 import { CHUNK_LINES } from '../../src/state/planned-writes.js';
 import { StateStore } from '../../src/state/store.js';
 import type { WriteAction } from '../../src/sync/action.js';
@@ -77,6 +79,24 @@ describe('planned writes', () => {
     expect(await store.plannedWritesOf(run, [2, 3, 4])).toEqual([write(2), write(4)]);
     expect(await redis.pttl(store.keys.plan(run))).toBeGreaterThan(0);
     expect(await redis.pttl(store.keys.planIndex(run))).toBeGreaterThan(0);
+  });
+
+  it('answers claim holders from the planned writes once the claims are released', async () => {
+    const run = 'pw-release';
+    const writes = [2, 3, 5].map(write);
+    await store.claimIdentities(run, [
+      ...writes.map((w) => ({ line: w.line, keys: w.keys })),
+      { line: 4, keys: ['x:unchanged'] },
+    ]);
+    await store.savePlannedWrites(run, writes);
+    const asked = [writes[1]!.keys[1]!, 'x:unchanged', writes[2]!.keys[0]!, 'x:nobody'];
+    expect(await store.claimHolders(run, asked)).toEqual([3, 4, 5, null]);
+    await store.releaseClaims(run);
+    const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) => store.keys.claimBucket(run, b));
+    expect(await redis.exists(...buckets)).toBe(0);
+    expect(await redis.pttl(store.keys.claims(run))).toBeGreaterThan(0);
+    // A row without a planned write (unchanged) is no longer named; the writes' rows are.
+    expect(await store.claimHolders(run, asked)).toEqual([3, null, 5, null]);
   });
 
   it('keeps a planned company write in well under a fifth of its JSON', async () => {
