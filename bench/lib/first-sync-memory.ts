@@ -26,7 +26,7 @@ import { ensureData } from '../crm-data.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
 import { writeChunks } from '../../src/engine/payloads.js';
-import { planExport } from '../../src/engine/planning.js';
+import { planExport, type PlanningSink } from '../../src/engine/planning.js';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { silentLogger } from '../../src/log.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
@@ -43,7 +43,10 @@ export interface FirstSyncMemory {
   /** Bytes over the empty server's baseline. */
   planningPeak: number;
   afterPlanning: number;
-  /** Bytes of each part of the run's scratch after planning (MEMORY USAGE, exact). */
+  /**
+   * Bytes of each part of the run's scratch (MEMORY USAGE, exact): the claims
+   * as planning ends (then freed), the rest after planning.
+   */
   parts: { claims: number; plan: number; failures: number; other: number };
   windowJobs: number;
   window: number;
@@ -95,6 +98,18 @@ export async function firstSyncMemory(
     await redis.config('RESETSTAT');
     const base = await settled(redis);
 
+    const k = store.keys;
+    const claimKeys = Array.from({ length: CLAIM_BUCKETS }, (_, b) => k.claimBucket(runId, b));
+    // The claims at their largest: measured as planning ends, before the sink frees them.
+    const real = redisPlanningSink(store, runId, 'companies', 'bench');
+    let claims = 0;
+    const sink: PlanningSink = {
+      ...real,
+      finish: async () => {
+        claims = await usage(redis, claimKeys);
+        await real.finish?.();
+      },
+    };
     const t0 = performance.now();
     const counts = await planExport({
       entity: 'companies',
@@ -103,7 +118,7 @@ export async function firstSyncMemory(
       env: {},
       mode: 'upsert',
       memberUpdates: false,
-      sink: redisPlanningSink(store, runId, 'companies', 'bench'),
+      sink,
       logger: silentLogger,
     });
     const planMs = performance.now() - t0;
@@ -111,9 +126,6 @@ export async function firstSyncMemory(
     if (counts.read !== rows || planned !== counts.create)
       throw new Error(`planned ${planned} of ${counts.read} rows (${counts.create} creates)`);
     const afterPlan = await settled(redis);
-    const k = store.keys;
-    const claimKeys = Array.from({ length: CLAIM_BUCKETS }, (_, b) => k.claimBucket(runId, b));
-    const claims = await usage(redis, [...claimKeys, k.claims(runId)]);
     const plan = await usage(redis, [k.plan(runId), k.planIndex(runId)]);
     const failures = await usage(redis, [k.failures(runId)]);
     const scratch = await usage(redis, [...k.scratch(runId), k.failures(runId), k.run(runId)]);
@@ -170,7 +182,7 @@ export async function firstSyncMemory(
       planMs,
       planningPeak: afterPlan.peak - base.used,
       afterPlanning: afterPlan.used - base.used,
-      parts: { claims, plan, failures, other: scratch - claims - plan - failures },
+      parts: { claims, plan, failures, other: scratch - plan - failures },
       windowJobs: Math.min(windowJobs, jobs.length),
       window: withWindow.used - afterPlan.used,
       withState: end.used - base.used,

@@ -216,7 +216,7 @@ function firstSyncRows(keep: FirstSyncMemory, drop: FirstSyncMemory): (string | 
   const r = keep.rows;
   return [
     row('planning: used_memory_peak', keep.planningPeak, r),
-    row('… of it, identity claims after planning', keep.parts.claims, r),
+    row('… of it, identity claims as planning ends (freed then)', keep.parts.claims, r),
     row('… of it, planned writes after planning', keep.parts.plan, r),
     row(`+ queue window (${keep.windowJobs} chunk jobs)`, keep.afterPlanning + keep.window, r),
     row('+ record state of every write (scratch kept)', keep.peakAtEnd, r),

@@ -166,10 +166,15 @@ export class RunScratch {
     const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
       this.keys.claimBucket(runId, b),
     );
-    const tx = this.redis.multi();
-    tx.set(this.keys.claims(runId), RELEASED, 'PX', this.ttlMs);
-    tx.unlink(...buckets);
-    await execAll(tx, 'releasing identity claims');
+    // The marker first: a release cut off midway leaves buckets to their TTL, never a reader
+    // that trusts half the claims. Small UNLINKs: one of 16,384 keys would hold a megabyte
+    // of arguments in Redis at the moment the run's scratch is largest.
+    await redisCall('releasing identity claims', () =>
+      this.redis.set(this.keys.claims(runId), RELEASED, 'PX', this.ttlMs),
+    );
+    const p = this.redis.pipeline();
+    for (const part of chunks(buckets, 1024)) p.unlink(...part);
+    await execAll(p, 'releasing identity claims');
   }
 
   /**
