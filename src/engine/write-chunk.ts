@@ -97,7 +97,9 @@ export async function processWriteChunk(
   // Anything but a platform answer (Redis down, a bug): the chunk's next attempt.
   if (failures.length > 0) throw failures[0];
   if (retries.length > 0) throw retries[0];
-  if (stopped !== undefined && signal?.aborted) throw signal.reason;
+  // A shutdown: the writes not begun are the chunk's next attempt's, which BullMQ
+  // hands to a worker once this one has gone (the job must not complete).
+  if (signal?.aborted) throw signal.reason ?? new Error('write chunk aborted');
   if (stopped !== undefined) ctx.logger.info({ runId: chunk.runId, jobId: job.id }, stopped);
   return result;
 }

@@ -356,6 +356,16 @@ describe('a chunk of writes', () => {
     expect(await store.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
   });
 
+  it('a chunk stopped by a shutdown before its writes began is no completed chunk: it throws, its lines unsettled', async () => {
+    const { ctx, calls } = scripted(() => null);
+    const { job, runId, lines } = await chunkJob('create', {}, 3);
+    const stop = new AbortController();
+    stop.abort(new Error('shutting down'));
+    await expect(processWriteChunk(ctx, job, stop.signal)).rejects.toThrow('shutting down');
+    expect(calls()).toBe(0);
+    expect(await store.progress.unsettledOf(runId, lines)).toEqual(lines);
+  });
+
   it("sends no create once the chunk lock is another worker's", async () => {
     const { ctx, calls } = scripted(() => null);
     const { job, keys } = await chunkJob('create', {}, 2);
