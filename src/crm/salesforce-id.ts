@@ -2,7 +2,7 @@
  * Salesforce record ids. The API uses 18 characters; reports often show the
  * case-sensitive 15-character form. The 18-character form appends a checksum
  * of three characters that encodes the case of the first 15, so ids are only
- * compared in the 18-character form (CRM-EXPORTS.md, "Salesforce").
+ * compared in the 18-character form (see docs/MAPPING.md, Salesforce presets).
  */
 
 const SUFFIX_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ012345';

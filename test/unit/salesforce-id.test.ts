@@ -6,7 +6,7 @@ describe('toSalesforceId18', () => {
     ['001M000000qfPyS', '001M000000qfPySIAU'],
     ['0036000000QKv5T', '0036000000QKv5TAAT'],
     ['00558000001N0Ke', '00558000001N0KeAAK'],
-  ])('appends the checksum of the CRM-EXPORTS.md example %s', (id15, id18) => {
+  ])('appends the checksum Salesforce gives for the 15-character id %s', (id15, id18) => {
     expect(salesforceChecksum(id15)).toBe(id18.slice(15));
     expect(toSalesforceId18(id15)).toEqual({ ok: true, id: id18 });
   });
