@@ -12,6 +12,7 @@
  * never an address. Nothing falls back to a default address in those modes.
  */
 import { readFileSync } from 'node:fs';
+import { hashTag } from '../state/keys.js';
 
 export interface RedisAddress {
   host: string;
@@ -61,18 +62,6 @@ export interface RedisEnv {
   tlsCaFile?: string;
   tlsServername?: string;
   prefix: string;
-}
-
-/**
- * The hash tag Redis Cluster hashes a key by: the text between the first `{`
- * and the first `}` after it, when not empty. Every key crm-sync writes starts
- * with the prefix, so the prefix's tag is every key's.
- */
-export function hashTagOf(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : undefined;
 }
 
 /** `host:port,host:port` (IPv6 as `[::1]:port`), or a problem naming the variable. */
@@ -139,13 +128,23 @@ function parseUrl(url: string, problems: string[]): UrlParts | undefined {
     problems.push(`REDIS_URL: the path must be a database number, not /${path}`);
     return undefined;
   }
+  let username: string | undefined;
+  let password: string | undefined;
+  try {
+    if (u.username !== '') username = decodeURIComponent(u.username);
+    if (u.password !== '') password = decodeURIComponent(u.password);
+  } catch {
+    // A `%` not followed by two hex digits; the message never shows the value.
+    problems.push('REDIS_URL: user or password has invalid %-encoding');
+    return undefined;
+  }
   return {
     tls: u.protocol === 'rediss:',
     host: u.hostname.replace(/^\[(.*)\]$/, '$1'),
     port: u.port === '' ? 6379 : Number(u.port),
     db,
-    ...(u.username !== '' && { username: decodeURIComponent(u.username) }),
-    ...(u.password !== '' && { password: decodeURIComponent(u.password) }),
+    ...(username !== undefined && { username }),
+    ...(password !== undefined && { password }),
   };
 }
 
@@ -228,7 +227,7 @@ export function redisTargetOf(env: RedisEnv): { target?: RedisTarget; problems: 
     if (given && url !== undefined && url.db !== 0) {
       problems.push(`REDIS_URL: database ${url.db} does not exist on Redis Cluster (only 0)`);
     }
-    if (hashTagOf(env.prefix) === undefined) {
+    if (hashTag(env.prefix) === undefined) {
       problems.push(
         `CRM_SYNC_PREFIX: "${env.prefix}" has no hash tag; Redis Cluster needs one ({name}) so that every key shares a slot`,
       );
@@ -273,12 +272,17 @@ export function redisTargetOf(env: RedisEnv): { target?: RedisTarget; problems: 
   return problems.length > 0 ? { problems } : { target: target!, problems };
 }
 
-/** The URL with any user name and password removed, for messages and logs. */
+/**
+ * The URL with its user name, password, query and fragment removed, for
+ * messages and logs (a query could carry a credential, e.g. `?password=`).
+ */
 export function safeRedisUrl(url: string): string {
   try {
     const u = new URL(url);
     u.username = '';
     u.password = '';
+    u.search = '';
+    u.hash = '';
     return u.toString().replace(/\/$/, '');
   } catch {
     return 'redis://[unparseable URL]';
@@ -298,9 +302,12 @@ export function redisSecretsOf(target: RedisTarget | undefined, url?: string): s
   if (url !== undefined) {
     try {
       const u = new URL(url);
-      if (u.password) out.push(u.password, decodeURIComponent(u.password));
+      if (u.password) {
+        out.push(u.password);
+        out.push(decodeURIComponent(u.password));
+      }
     } catch {
-      // An unparseable URL is reported by validation; it holds no password to hide.
+      // A URL that does not parse or decode is reported by validation; what it holds is kept.
     }
   }
   return out;

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { redactSecrets } from '../../src/log.js';
-import { hashTagOf, parseAddresses } from '../../src/queue/redis-target.js';
+import { parseAddresses, safeRedisUrl } from '../../src/queue/redis-target.js';
+import { hashTag } from '../../src/state/keys.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cfg-redis-'));
 function file(name: string, text: string): string {
@@ -95,6 +96,22 @@ describe('Redis settings: one node', () => {
     expect(problems({ REDIS_URL: 'redis://h:1/main' })).toEqual([
       'REDIS_URL: the path must be a database number, not /main',
     ]);
+  });
+
+  it('refuses a user or password with a malformed %-escape, naming REDIS_URL, never the value', () => {
+    for (const url of ['redis://:p%zz-secret-7@host:6379', 'redis://us%4-er:pw@host:6379']) {
+      const msgs = problems({ REDIS_URL: url });
+      expect(msgs).toEqual(['REDIS_URL: user or password has invalid %-encoding']);
+      expect(msgs.join('\n')).not.toMatch(/p%zz|secret-7|us%4/);
+    }
+  });
+
+  it('shows the URL without its query or fragment (a query could carry a password)', () => {
+    const c = loadConfig({ REDIS_URL: 'redis://h.example:6380/2?password=q-secret-3#frag-x' });
+    expect(c.redisUrl).toBe('redis://h.example:6380/2');
+    expect(c.redis.display).toBe('redis://h.example:6380/2');
+    expect(safeRedisUrl('rediss://u:pw-9@h:1/0?password=q-secret-3&x=1#f')).toBe('rediss://h:1/0');
+    expect(safeRedisUrl('redis://h:1?password=q-secret-3')).toBe('redis://h:1');
   });
 });
 
@@ -236,11 +253,11 @@ describe('Redis settings: Sentinel', () => {
 
 describe('hash tags and addresses', () => {
   it('finds the tag Redis Cluster hashes by', () => {
-    expect(hashTagOf('{crm-sync}')).toBe('crm-sync');
-    expect(hashTagOf('app:{t}:x')).toBe('t');
-    expect(hashTagOf('{}x{y}')).toBeUndefined();
-    expect(hashTagOf('{open')).toBeUndefined();
-    expect(hashTagOf('plain')).toBeUndefined();
+    expect(hashTag('{crm-sync}')).toBe('crm-sync');
+    expect(hashTag('app:{t}:x')).toBe('t');
+    expect(hashTag('{}x{y}')).toBeUndefined();
+    expect(hashTag('{open')).toBeUndefined();
+    expect(hashTag('plain')).toBeUndefined();
   });
 
   it('parses host:port lists, IPv6 in brackets, and refuses ports out of range', () => {
