@@ -131,6 +131,8 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
     ...common,
     sentinels: target.sentinels,
     name: target.name,
+    // The sentinels get their password only (as their `default` user: no sentinel
+    // ACL user) and, below, the data nodes' TLS settings (OPERATIONS says so).
     ...(target.sentinelPassword !== undefined && { sentinelPassword: target.sentinelPassword }),
     // Ask the sentinels again after each round through all of them, like a node reconnect.
     sentinelRetryStrategy: failFast ? () => null : reconnectDelay,

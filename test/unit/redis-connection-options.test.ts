@@ -47,6 +47,7 @@ const sentinel: RedisTarget = {
   sentinels: [node],
   name: 'mymaster',
   db: 1,
+  username: 'u',
   password: 'pw-1234',
   sentinelPassword: 'spw-1234',
   tls,
@@ -120,6 +121,11 @@ describe('connection options per role', () => {
       tls: { ca: [tls.ca], servername: 'r.test' },
       sentinelTLS: { ca: [tls.ca], servername: 'r.test' },
     });
+    // What OPERATIONS documents: the ACL user is the data nodes' only (the sentinels
+    // get REDIS_SENTINEL_PASSWORD as their default user), and the same TLS settings.
+    expect(worker.options.username).toBe('u');
+    expect(worker.options.sentinelUsername).toBeUndefined();
+    expect(worker.options.sentinelTLS).toEqual(worker.options.tls);
     expect(worker.options.sentinelRetryStrategy?.(3)).toBe(400);
     const producer = build('producer', sentinel, true) as Redis;
     expect(producer.options.sentinelRetryStrategy?.(1)).toBeNull();
