@@ -109,7 +109,8 @@ export async function runWrite(
         // A 429 was not applied: the create may go again. The client's pacer
         // has noted the Retry-After: it holds this request, and every other
         // of every replica, until then.
-        if (a.kind === 'create') await ctx.store.clearPending(scope.entity, a.keys);
+        if (a.kind === 'create')
+          await ctx.store.writes.release(scope.runId, scope.entity, a.line, a.keys);
         continue;
       }
       return onError(ctx, scope, a, err, d);
@@ -210,7 +211,7 @@ async function onError(
     case 'pause-queue':
       throw new Error('a 429 is retried by the write itself');
     case 'fail-run':
-      if (clear) await ctx.store.clearPending(scope.entity, a.keys);
+      if (clear) await ctx.store.writes.release(scope.runId, scope.entity, a.line, a.keys);
       scope.stop(d.reason);
       await failRun(ctx, scope.runId, d.reason);
       return { result: 'skipped' };
@@ -238,7 +239,7 @@ async function onError(
       // a bug) says nothing of whether a create landed: its mark stays, and
       // the next attempt finds it pending.
       if (clear && err instanceof PlatformError) {
-        await ctx.store.clearPending(scope.entity, a.keys);
+        await ctx.store.writes.release(scope.runId, scope.entity, a.line, a.keys);
       }
       return { retry: err };
   }

@@ -331,7 +331,8 @@ export class Runs {
   }
 }
 
-function storable(r: FailureRow): FailureRow {
+/** A failure row as it is stored: its reason scrubbed of secrets, a long value cut. */
+export function storable(r: FailureRow): FailureRow {
   const out: FailureRow = { line: r.line, kind: r.kind, reason: scrubText(r.reason) };
   if (r.field !== undefined) out.field = r.field;
   if (r.identity !== undefined) out.identity = r.identity;

@@ -21,7 +21,7 @@ import { RunField, type KeyLayout } from './keys.js';
 import type { Numbering } from './numbering.js';
 import { packPending, packRecord } from './packing.js';
 import type { WriteOutcome } from './progress.js';
-import type { FailureRow, RunCounter } from './runs.js';
+import { storable, type FailureRow, type RunCounter } from './runs.js';
 
 // KEYS: run hash, settled set, pending hash, then identity-map buckets. ARGV: the pending
 // value, then per write: line, '1' for a create ('0' for an update), its number of identity
@@ -57,6 +57,14 @@ end
 return out
 `;
 
+// KEYS: settled set, pending hash. ARGV: line, then the create's identity keys. Releases the
+// pending marks of a create that did not land, unless its line has settled meanwhile (another
+// attempt, which took the chunk over, settled it pending: finalize verifies those marks).
+const RELEASE = `
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
+return redis.call('HDEL', KEYS[2], unpack(ARGV, 2))
+`;
+
 // KEYS: a job's lock. ARGV: the holder's token, lock ms. As BullMQ's own extendLock: renewed
 // only while the token still holds it.
 const RENEW_LOCK = `
@@ -85,17 +93,20 @@ for e = 1, count do
   local line, counter, failure = ARGV[a], ARGV[a + 1], ARGV[a + 2]
   local recIx, id, rec, n = tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6])
   a = a + 7
+  local first = redis.call('SADD', KEYS[1], line) == 1
   for j = 1, n do
     local ix, key = tonumber(ARGV[a]), ARGV[a + 1]
     a = a + 2
     if recIx > 0 then redis.call('HSET', KEYS[ix], key, id) end
-    clear[#clear + 1] = key
+    -- A create that did not land releases its marks only while its line is unsettled: once
+    -- another attempt settled it (pending), the marks are what finalize verifies.
+    if recIx > 0 or first then clear[#clear + 1] = key end
   end
   if recIx > 0 then
     committed = true
     added = added + redis.call('HSET', KEYS[recIx], id, rec)
   end
-  if redis.call('SADD', KEYS[1], line) == 0 then
+  if not first then
     firsts[#firsts + 1] = 0
     if counter ~= unknown and redis.call('SREM', KEYS[4], line) == 1 then
       add(unknown, -1)
@@ -229,6 +240,30 @@ export class WriteSteps {
   }
 
   /**
+   * Releases the pending marks a create's claim set, when the platform
+   * answered that it did not apply (a 429, a refusal, a transient fault), so
+   * the create may go again; kept when the line has settled meanwhile.
+   */
+  async release(
+    runId: string,
+    entity: Entity,
+    line: number,
+    keys: readonly string[],
+  ): Promise<void> {
+    if (keys.length === 0) return;
+    const k = this.keys;
+    await redisCall('releasing a create claim', () =>
+      this.script('crmSyncReleaseClaim', RELEASE)(
+        2,
+        k.settled(runId),
+        k.pending(entity),
+        String(line),
+        ...keys,
+      ),
+    );
+  }
+
+  /**
    * Renews a queue job's lock (`key`, BullMQ's `<queue>:<id>:lock`) for `ms`
    * while `token` holds it; false when another worker holds it now.
    */
@@ -285,7 +320,7 @@ export class WriteSteps {
       args.push(
         String(w.line),
         counter,
-        w.failure ? JSON.stringify(w.failure) : '',
+        w.failure ? JSON.stringify(storable(w.failure)) : '',
         c ? String(indexOf(k.recs(entity, k.recBucketOf(c.platformId)))) : '0',
         c ? String(c.platformId) : '',
         c
