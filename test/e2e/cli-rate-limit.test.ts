@@ -1,19 +1,18 @@
 /**
- * Two worker processes share one PLATFORM_RATE_LIMIT: against a sandbox with
- * 50 ms latency, the aggregate POST rate over the steady part of a run (from
- * 20% to 80% of the writes, read from the sandbox's stats) is within 10% of
- * the limit, on both sides, and both workers take part. A loose bound on a
+ * Two worker processes share one PLATFORM_RATE_LIMIT through the pacer in
+ * Redis: against a sandbox that throttles as DRF does (a sliding window of
+ * the same 20 requests per second) with 50 ms latency, no request is
+ * refused, and the aggregate POST rate over the steady part of a run (from
+ * 20% to 80% of the writes, read from the sandbox's stats) is under the
+ * limit and within 15% of it; both workers take part. A loose bound on a
  * shared machine, not a benchmark.
  *
- * Why the lower bound holds on a loaded two-core machine: each worker runs
- * ceil(20 × 0.05 × 1.5) + 2 = 4 writes at once, so 8 writes of 50 ms are in
- * flight, several times the 20 a second the limit lets start: the limiter,
- * not the machine, sets the pace, and a window's 20 writes start well within
- * its second. What a loaded machine costs is the moment a worker notices a
- * new window, a few percent. The steady part lasts about 18 s (18 windows),
- * and the rate is the slope of a line fitted to every sample in it: writes
- * come in a burst at the start of each window, so the rate between two
- * single samples could be a whole window's 20 writes (8%) off.
+ * Why the lower bound holds on a loaded two-core machine: requests are paced
+ * at 19/s (5% under the limit); each worker keeps ceil(20 × 0.05 × 1.5) + 2
+ * = 4 writes in flight, 8 together, several times the one a 50 ms write
+ * needs at that pace, so the pacer, not the machine, sets the pace. The
+ * steady part lasts about 18 s and the rate is the slope of a line fitted to
+ * every sample in it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -50,8 +49,13 @@ afterAll(async () => {
 });
 
 describe('two workers, one rate limit', () => {
-  it('the aggregate POST rate is within 10% of PLATFORM_RATE_LIMIT, above and below', async () => {
-    const sandbox = await startSandboxProcess(apiKey, ['--latency', '50']);
+  it('no 429 from a sliding window at the same limit; the aggregate POST rate is just under it', async () => {
+    const sandbox = await startSandboxProcess(apiKey, [
+      '--latency',
+      '50',
+      '--rate-limit',
+      `${LIMIT}/s`,
+    ]);
     const env = cliEnv({
       REDIS_URL: redisUrl,
       CRM_SYNC_PREFIX: prefix,
@@ -80,8 +84,10 @@ describe('two workers, one rate limit', () => {
     expect(steady.length).toBeGreaterThan(20);
     const rate = slope(steady.map((s) => [s.at / 1000, s.posts]));
     const shown = `steady POST rate ${rate.toFixed(1)}/s, limit ${LIMIT}/s`;
-    expect(rate, shown).toBeLessThanOrEqual(LIMIT * 1.1);
-    expect(rate, shown).toBeGreaterThanOrEqual(LIMIT * 0.9);
+    expect(rate, shown).toBeLessThanOrEqual(LIMIT * 1.02);
+    expect(rate, shown).toBeGreaterThanOrEqual(LIMIT * 0.85);
+    const stats = await sandboxStats(sandbox.url);
+    expect(stats.filter((e) => e.status === 429)).toEqual([]);
 
     // Both processes wrote: each logged POSTs of its own.
     for (const w of workers) {

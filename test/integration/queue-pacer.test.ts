@@ -9,7 +9,12 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PlatformClient } from '../../src/platform/client.js';
 import { RateLimitedError } from '../../src/platform/errors.js';
 import { closeRedis, createRedis } from '../../src/queue/connection.js';
-import { readPacerState, RedisPacer, type PacerMode } from '../../src/queue/pacer.js';
+import { pacerKey, readPacerState, RedisPacer, type PacerMode } from '../../src/queue/pacer.js';
+import { loadConfig } from '../../src/config.js';
+import { startWorkerService } from '../../src/engine/worker-service.js';
+import { silentLogger } from '../../src/log.js';
+import { createMetrics } from '../../src/ops/metrics.js';
+import { createShutdown } from '../../src/ops/shutdown.js';
 import { useRedis } from '../harness/redis.js';
 
 const { url, prefix: base } = useRedis();
@@ -140,5 +145,41 @@ describe('pacer: auto', () => {
     // A new process on the same Redis carries on from the learned rate.
     const c = await pacerOn(0, prefix, mode);
     expect(c.rate).toBeCloseTo(st!.rate, 5);
+  });
+});
+
+describe('worker service', () => {
+  it('paces with what an earlier process learned, and shows it on /metrics', async () => {
+    const sb = await sandbox('50/s');
+    const prefix = prefixOf();
+    const mode = { kind: 'auto', start: 5, min: 1, max: 200 } as const;
+    // An earlier worker learned 42/s and stopped: its state is in the pacer's hash.
+    const earlier = await pacerOn(0, prefix, mode);
+    earlier.stop();
+    await redis[0].hset(pacerKey(prefix), { rate: 42, ceiling: 44, source: 'limited' });
+
+    const metrics = createMetrics({ defaultMetrics: false });
+    const shutdown = createShutdown(silentLogger, { deadlineMs: 2_000 });
+    try {
+      const config = loadConfig({
+        REDIS_URL: url,
+        CRM_SYNC_PREFIX: prefix,
+        PLATFORM_BASE_URL: sb.url,
+        PLATFORM_API_KEY: KEY,
+        LOG_LEVEL: 'silent',
+      });
+      expect(config.platform).toMatchObject({ rateMode: 'auto', rateLimit: 200 });
+      const service = await startWorkerService({ config, logger: silentLogger, shutdown, metrics });
+      const text = await metrics.registry.metrics();
+      expect(text).toMatch(/^crm_sync_platform_rate 42$/m);
+      // The client paces through it: two requests at 42/s are about 24 ms apart at least.
+      const t0 = performance.now();
+      await service.ctx.client.getAccount();
+      await service.ctx.client.getAccount();
+      await service.ctx.client.getAccount();
+      expect(performance.now() - t0).toBeGreaterThan(40);
+    } finally {
+      await shutdown.shutdown('test');
+    }
   });
 });
