@@ -1,39 +1,18 @@
 /**
  * A run's progress in Redis, kept exact under at-least-once delivery: a write
- * job may be processed twice (a worker killed after the request, before the
- * job was marked done), so each write settles once per run and line, in one
- * Lua script that also counts its outcome and records its failure row. Built
- * by the StateStore over its connection and key layout (`store.progress`).
+ * may be processed twice (a worker killed after the request, before its chunk
+ * was marked done), so each write settles once per run and line (the settle
+ * itself is the write's finish script, src/state/write-steps.ts); here are the
+ * reads and the corrections around it: settled lines, creates confirmed by
+ * listing, lines sent again, counts. Built by the StateStore over its
+ * connection and key layout (`store.progress`).
  */
 import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
-import type { FailureRow, RunCounter, RunCounts } from './runs.js';
+import type { RunCounter, RunCounts } from './runs.js';
 import { RUN_COUNTERS } from './runs.js';
-
-// KEYS: settled set, run hash, failures list, unknown-creates set. ARGV: line, counter field,
-// failure JSON ('' for none), then the fields of the unknown-creates, settled and planned
-// counters. Returns {settled, planned} after this call, or {-1, planned} when the line had
-// settled before. A line settled as an unknown create and answered later (its attempt was
-// handed to another worker while waiting for the platform) takes the answer's counter then,
-// once: the finalize's listing no longer sees it pending.
-const SETTLE = `
-local unknown, settledField, plannedField = ARGV[4], ARGV[5], ARGV[6]
-if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then
-  if ARGV[2] ~= unknown and redis.call('SREM', KEYS[4], ARGV[1]) == 1 then
-    redis.call('HINCRBY', KEYS[2], unknown, -1)
-    redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-    if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
-  end
-  return {-1, tonumber(redis.call('HGET', KEYS[2], plannedField) or '0')}
-end
-if ARGV[2] == unknown then redis.call('SADD', KEYS[4], ARGV[1]) end
-redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-local settled = redis.call('HINCRBY', KEYS[2], settledField, 1)
-if ARGV[3] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[3]) end
-return {settled, tonumber(redis.call('HGET', KEYS[2], plannedField) or '0')}
-`;
 
 // KEYS: unknown-creates set, run hash. ARGV: the unknown-creates and created counter fields,
 // then the lines found on the platform.
@@ -58,38 +37,6 @@ export class RunProgress {
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
   ) {}
-
-  /**
-   * Settles one write of a run. `pending` adds to no counter: the write is
-   * settled for this round and its create is verified at finalize.
-   */
-  async settle(
-    runId: string,
-    line: number,
-    outcome: WriteOutcome,
-    failure?: FailureRow,
-  ): Promise<{ first: boolean; settled: number; planned: number }> {
-    const counter =
-      outcome === 'pending' ? UNKNOWN : RunField.counter(outcome satisfies RunCounter);
-    const k = this.keys;
-    const reply: [number, number] = (await redisCall('settling a write', () =>
-      this.redis.eval(
-        SETTLE,
-        4,
-        k.settled(runId),
-        k.run(runId),
-        k.failures(runId),
-        k.unknownCreates(runId),
-        String(line),
-        counter,
-        failure ? JSON.stringify(failure) : '',
-        UNKNOWN,
-        RunField.counter('writesSettled' satisfies RunCounter),
-        RunField.counter('writesPlanned' satisfies RunCounter),
-      ),
-    )) as [number, number];
-    return { first: reply[0] !== -1, settled: Math.max(reply[0], 0), planned: reply[1] };
-  }
 
   /** Whether this write of the run has settled (a job added again after a crash is then a no-op). */
   async isSettled(runId: string, line: number): Promise<boolean> {

@@ -4,6 +4,7 @@ import { hashTag } from '../../src/state/keys.js';
 import { claimNames } from '../../src/state/claim-digest.js';
 import { stripCredentials, scrubText } from '../../src/state/redaction.js';
 import type { FailureRow } from '../../src/state/runs.js';
+import type { WriteOutcome } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
 import { useRedis } from '../harness/redis.js';
 
@@ -271,31 +272,30 @@ describe('run scratch', () => {
   });
 });
 
+/** Settles one write as the write path does (its finish script), committing nothing. */
+function settle(run: string, line: number, outcome: WriteOutcome, failure?: FailureRow) {
+  return store.finishWrites(run, 'companies', [
+    { line, outcome, keys: [], clearPending: false, ...(failure && { failure }) },
+  ]);
+}
+
 describe('run progress', () => {
   it('settles each write once, counts late answers to unknown creates once, and resets', async () => {
     const run = 'progress-run';
     await store.createRun({ ...base, id: run, job: 'progress' });
     await store.progress.setCounts(run, { writesPlanned: 3 });
-    expect(await store.progress.settle(run, 2, 'created')).toEqual({
-      first: true,
-      settled: 1,
-      planned: 3,
-    });
-    // The same job processed again (at-least-once delivery): no second count.
-    expect(await store.progress.settle(run, 2, 'created')).toEqual({
-      first: false,
-      settled: 0,
-      planned: 3,
-    });
+    expect(await settle(run, 2, 'created')).toEqual({ first: [true], settled: 1, planned: 3 });
+    // The same chunk processed again (at-least-once delivery): no second count.
+    expect(await settle(run, 2, 'created')).toEqual({ first: [false], settled: 1, planned: 3 });
     expect(await store.progress.isSettled(run, 2)).toBe(true);
     const failure: FailureRow = { line: 3, kind: 'rejected', reason: 'platform said 400' };
-    await store.progress.settle(run, 3, 'rejected', failure);
+    await settle(run, 3, 'rejected', failure);
     // Line 4's create has an unknown outcome; its late answer counts it once, as created.
-    await store.progress.settle(run, 4, 'pending');
-    await store.progress.settle(run, 4, 'created');
+    await settle(run, 4, 'pending');
+    await settle(run, 4, 'created');
     await store.progress.confirmCreated(run, [4]);
     // Line 6's create stays unknown until the finalize's listing finds it: counted once.
-    await store.progress.settle(run, 6, 'pending');
+    await settle(run, 6, 'pending');
     await store.progress.confirmCreated(run, [6]);
     await store.progress.confirmCreated(run, [6]);
     expect((await store.getRun(run))!.counts).toMatchObject({
@@ -314,7 +314,7 @@ describe('run progress', () => {
 
     // Every key of the run is one the layout names.
     await store.claimIdentities(run, [{ line: 2, keys: ['x:P1'] }]);
-    await store.progress.settle(run, 5, 'pending');
+    await settle(run, 5, 'pending');
     const named = [
       store.keys.run(run),
       store.keys.failures(run),
@@ -330,7 +330,7 @@ describe('run progress', () => {
     expect((await store.getRun(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
     expect(await store.countFailures(run)).toBe(0);
     expect(await redis.exists(...store.keys.progress(run), ...store.keys.scratch(run))).toBe(0);
-    await store.progress.settle(run, 2, 'updated');
+    await settle(run, 2, 'updated');
     await store.progress.clear(run);
     expect(await redis.exists(...store.keys.progress(run))).toBe(0);
     expect(await store.getRun(run)).toMatchObject({ counts: { updated: 1 } });
