@@ -68,14 +68,6 @@ export function layoutProblem(
       false,
     );
   }
-  if (version < LAYOUT_VERSION) {
-    return new StateError(
-      'state.layout-old',
-      `state under ${prefix} has layout ${version}; this crm-sync needs layout ${LAYOUT_VERSION}: ` +
-        'stop every crm-sync worker of the older release, then run `crm-sync migrate`',
-      false,
-    );
-  }
   if (version > LAYOUT_VERSION) {
     return new StateError(
       'state.layout-new',
@@ -84,14 +76,24 @@ export function layoutProblem(
       false,
     );
   }
+  // Bucket counts before an older version: a migration with other counts would
+  // rewrite only some of the buckets (the migration refuses on this error).
   const want = newLayout(buckets);
   const wrong = [LayoutField.idBuckets, LayoutField.recBuckets].filter((f) => meta[f] !== want[f]);
   if (wrong.length > 0) {
     return new StateError(
       'state.layout-mismatch',
       `state under ${prefix} has another layout: ${wrong
-        .map((f) => `${f} is ${meta[f]}, this version needs ${want[f]}`)
+        .map((f) => `${f} is ${meta[f]}, this process uses ${want[f]}`)
         .join('; ')}`,
+      false,
+    );
+  }
+  if (version < LAYOUT_VERSION) {
+    return new StateError(
+      'state.layout-old',
+      `state under ${prefix} has layout ${version}; this crm-sync needs layout ${LAYOUT_VERSION}: ` +
+        'stop every crm-sync worker of the older release, then run `crm-sync migrate`',
       false,
     );
   }

@@ -83,12 +83,27 @@ export class MigrationRefused extends Error {
   override readonly name = 'MigrationRefused';
 }
 
-const ACTIVE = new Set(['planning', 'writing', 'finalizing']);
+const ACTIVE = ['planning', 'writing', 'finalizing'] as const;
 const LOCK_MS = 60_000;
 
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+/**
+ * Fails a run (KEYS[1]) only while it is still active and not of this layout:
+ * one that ended, or was stamped with this layout, since it was listed is left
+ * alone. ARGV: finishedAt, error, this layout, the layout field, then the
+ * active statuses.
+ */
+const ABANDON = `local s = redis.call('HGET', KEYS[1], 'status')
+if redis.call('HGET', KEYS[1], ARGV[4]) == ARGV[3] then return 0 end
+for i = 5, #ARGV do
+  if s == ARGV[i] then
+    redis.call('HSET', KEYS[1], 'status', 'failed', 'finishedAt', ARGV[1], 'error', ARGV[2])
+    return 1
+  end
+end
 return 0`;
 
 export async function migrate(redis: Connection, opts: MigrateOptions): Promise<MigrateReport> {
@@ -125,6 +140,13 @@ async function migrateLocked(
   // A migration cut off is resumed; any other problem than an older layout is refused.
   const { [LayoutField.migratingFrom]: resuming, ...settled } = meta;
   const problem = layoutProblem(keys.prefix, settled, keys.buckets);
+  if (problem?.code === 'state.layout-mismatch') {
+    // The steps go through the buckets this migration was given: with other
+    // counts than the state's they would rewrite only part of it.
+    throw new MigrationRefused(
+      `${problem.message}: nothing was changed; migrate it with the bucket counts it was made with`,
+    );
+  }
   if (problem && problem.code !== 'state.layout-old') throw problem;
   const from = resuming === undefined ? versionOf(meta) : Number(resuming);
   if (!problem && resuming === undefined) return { outcome: 'current', from, ...base };
@@ -142,7 +164,8 @@ async function migrateLocked(
         'stay pending until the next run lists the platform and settles them)',
     );
   }
-  const abandonedRuns = stale.length > 0 ? await abandon(redis, keys, stale, opts) : [];
+  const abandonedRuns =
+    stale.length > 0 ? await abandonRuns(redis, keys, stale, (opts.now ?? Date.now)()) : [];
 
   await redisCall('marking the migration', () =>
     redis.hset(keys.meta(), {
@@ -197,26 +220,40 @@ async function unfinishedRuns(redis: Connection, keys: KeyLayout): Promise<strin
     const rows = (await execAll(p, 'listing runs')) as (string | null)[][];
     ids.forEach((id, i) => {
       const [status, layout] = rows[i]!;
-      if (status && ACTIVE.has(status) && layout !== String(LAYOUT_VERSION)) out.push(id);
+      if (
+        status &&
+        (ACTIVE as readonly string[]).includes(status) &&
+        layout !== String(LAYOUT_VERSION)
+      )
+        out.push(id);
     });
   }
 }
 
-async function abandon(
+/**
+ * Marks the runs failed, each only if it is still active (a compare-and-set:
+ * a run that ended after it was listed keeps its end). Returns those marked.
+ */
+export async function abandonRuns(
   redis: Connection,
   keys: KeyLayout,
   runs: readonly string[],
-  opts: MigrateOptions,
+  at: number,
 ): Promise<string[]> {
-  const at = String((opts.now ?? Date.now)());
+  const error = `abandoned by crm-sync migrate (layout ${LAYOUT_VERSION}): it was started by an older release`;
   const p = redis.pipeline();
   for (const id of runs) {
-    p.hset(keys.run(id), {
-      status: 'failed',
-      finishedAt: at,
-      error: `abandoned by crm-sync migrate (layout ${LAYOUT_VERSION}): it was started by an older release`,
-    });
+    p.eval(
+      ABANDON,
+      1,
+      keys.run(id),
+      String(at),
+      error,
+      String(LAYOUT_VERSION),
+      RunField.layout,
+      ...ACTIVE,
+    );
   }
-  await execAll(p, 'abandoning runs of the older release');
-  return [...runs];
+  const done = await execAll(p, 'abandoning runs of the older release');
+  return runs.filter((_, i) => Number(done[i]) === 1);
 }

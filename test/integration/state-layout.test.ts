@@ -4,9 +4,9 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createWriteQueue, QueueName } from '../../src/queue/queues.js';
 import { otherWorkers, WORKER_NAME } from '../../src/queue/worker-layout.js';
-import { KeyLayout } from '../../src/state/keys.js';
+import { KeyLayout, type Buckets } from '../../src/state/keys.js';
 import { migrateRecordJobs } from '../../src/state/migrate-record-jobs.js';
-import { migrate, MigrationRefused } from '../../src/state/migrations.js';
+import { abandonRuns, migrate, MigrationRefused } from '../../src/state/migrations.js';
 import { unpackRecord } from '../../src/state/packing.js';
 import { StateStore } from '../../src/state/store.js';
 import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
@@ -24,7 +24,7 @@ const engine = useEngines();
 async function migrateAs(
   redis: Redis | EngineHarness['producer']['redis'],
   prefix: string,
-  opts: { abandonRuns?: boolean } = {},
+  opts: { abandonRuns?: boolean; buckets?: Buckets } = {},
 ): ReturnType<typeof migrate> {
   const queues = [
     new Queue(QueueName.runs, { connection: redis, prefix }),
@@ -213,6 +213,51 @@ describe('crm-sync migrate refuses while the older release could still write', (
       error: expect.stringContaining('abandoned by crm-sync migrate'),
     });
     expect(await redis.hget(keys.run('new-run'), 'status')).toBe('planning');
+  });
+
+  it('--abandon-runs fails a run only while it is still active: one that ended since it was listed keeps its end', async () => {
+    const { redis, keys } = await fixturePrefix();
+    const [ended, active] = await redis.zrange(keys.runsAll(), '0', '1');
+    // Both were listed as writing; `ended` completed before the abandon reached it.
+    await redis.hset(keys.run(ended!), { status: 'completed', finishedAt: '5' });
+    await redis.hset(keys.run(active!), { status: 'writing' });
+    // One stamped with this layout since it was listed is not the older release's.
+    await redis.hset(keys.run('stamped'), { status: 'planning', layout: '2' });
+
+    const done = await abandonRuns(redis, keys, [ended!, active!, 'stamped'], 1_000);
+    expect(done).toEqual([active]);
+    expect(await redis.hmget(keys.run(ended!), 'status', 'finishedAt', 'error')).toEqual([
+      'completed',
+      '5',
+      null,
+    ]);
+    expect(await redis.hmget(keys.run(active!), 'status', 'finishedAt')).toEqual([
+      'failed',
+      '1000',
+    ]);
+    expect(await redis.hget(keys.run('stamped'), 'status')).toBe('planning');
+  });
+
+  it('other bucket counts than the state was made with: refused before any change, also when resuming', async () => {
+    const { redis, prefix, keys } = await fixturePrefix();
+    const before = await recordStates(redis, keys);
+    const other = { ids: 8192, records: 2048 };
+    const refused = /recBuckets is 4096, this process uses 2048: nothing was changed/;
+    await expect(migrateAs(redis, prefix, { buckets: other })).rejects.toThrow(refused);
+    expect(await redis.hgetall(keys.meta())).toEqual({
+      version: '1',
+      idBuckets: '8192',
+      recBuckets: '4096',
+    });
+    expect(await recordStates(redis, keys)).toEqual(before);
+    // A store with those counts is told the same, not to run a migration.
+    const store = new StateStore(redis, { prefix, buckets: other });
+    await expect(store.assertLayout()).rejects.toMatchObject({ code: 'state.layout-mismatch' });
+
+    await redis.hset(keys.meta(), { version: '2', migratingFrom: '1' });
+    await expect(migrateAs(redis, prefix, { buckets: other })).rejects.toThrow(refused);
+    expect(await recordStates(redis, keys)).toEqual(before);
+    expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'migrated', from: 1 });
   });
 
   it('a newer layout is refused (upgrade crm-sync); a migration cut off is refused by the store and finished by migrate', async () => {
