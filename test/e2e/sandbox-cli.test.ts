@@ -70,6 +70,43 @@ describe('crm-sync sandbox', () => {
     expect(await exited).toBe(0);
   });
 
+  it('throttles per key at a rate written as DRF writes it', async () => {
+    const { child, url, exited } = start([
+      '--port',
+      '0',
+      '--api-key',
+      'k',
+      '--rate-limit',
+      '2/m',
+      '--rate-limit-mode',
+      'sliding',
+    ]);
+    const base = await url;
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${base}/account`, { headers: { Authorization: 'k' } });
+      statuses.push(r.status);
+      retryAfter = r.headers.get('retry-after');
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    // The oldest request leaves the minute's window in a little under 60 s, rounded up.
+    expect(retryAfter).toBe('60');
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    for (const [flag, value, message] of [
+      ['--rate-limit', '10/fortnight', /--rate-limit must be N\/s, N\/m, N\/h, N\/d/],
+      ['--rate-limit-mode', 'leaky', /--rate-limit-mode must be one of sliding, fixed, bucket/],
+    ] as const) {
+      const r = spawnSync(process.execPath, [CLI, 'sandbox', '--api-key', 'k', flag, value], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+
   it('refuses bad option values with a one-line error', () => {
     const r = spawnSync(
       process.execPath,
