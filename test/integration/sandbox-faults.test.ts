@@ -84,8 +84,8 @@ describe('rate limit: DRF sliding log', () => {
     expect((await get(KEY)).status).toBe(200);
     const limited = await get(KEY);
     expect(limited.status).toBe(429);
-    // The oldest request left the window in a minute less the few ms since.
-    expect(limited.headers.get('retry-after')).toBe('60');
+    // The oldest request leaves the window in a minute less the time since, rounded up.
+    expect(['59', '60']).toContain(limited.headers.get('retry-after'));
     // Another key has its own log (its 401 still counts against it).
     expect((await get('another-key')).status).toBe(401);
     expect((await get('another-key')).status).toBe(401);
