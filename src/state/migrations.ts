@@ -5,13 +5,20 @@
  *
  * In order:
  * 1. one migration at a time (a lock key, renewed while it runs);
- * 2. refused while a worker of another release is connected to the queues
- *    (the caller lists them: BullMQ's worker list, by name), or while a run
- *    started by the older release has not ended (unless `abandonRuns`: then
- *    those runs are marked failed);
- * 3. the layout record is set to the new version with `migratingFrom`: from
- *    then on processes of the older release refuse the state at their next
- *    layout check, and this release's wait for the end;
+ * 2. refused when the state's bucket counts are not the ones given (the steps
+ *    would rewrite only part of it), while a worker of another release is
+ *    connected to the queues (the caller lists them: BullMQ's worker list, by
+ *    name), or while a run started by the older release has not ended (unless
+ *    `abandonRuns`: then those still active are marked failed);
+ * 3. the layout record is set to the new version with `migratingFrom`. A
+ *    process checks the layout once: a pass is kept for its life, a refusal
+ *    is not. So this release's processes refuse the state until step 5; a
+ *    process of the older release that has not passed its check yet refuses
+ *    it from now on, but one that passed before goes on as before: that is
+ *    why workers of another release are refused (steps 2 and 4). Schedulers,
+ *    API servers and CLI commands are not in the worker list and are not
+ *    waited for: what those of the older release do meanwhile is in
+ *    docs/STATE.md (Layout and upgrades);
  * 4. the workers are listed again (one that connected before step 3 may have
  *    checked the layout before it changed); then the steps run;
  * 5. `migratingFrom` is removed.
