@@ -112,7 +112,7 @@ export default {
             int(limited),
             percent(limited / requests),
             c.setting === 'auto'
-              ? `${st ? ratio(st.rate, 1) : 'n/a'}/s (limit met near ${st ? ratio(st.ceiling, 1) : 'n/a'}/s)`
+              ? `${st ? ratio(st.rate, 1) : 'n/a'}/s (limit met near ${st?.mode === 'auto' ? ratio(st.ceiling, 1) : 'n/a'}/s)`
               : `${ratio(fixedPace(Number(c.setting)), 1)}/s (fixed)`,
             seconds(summary.wallMs),
           ]);

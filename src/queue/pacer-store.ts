@@ -127,30 +127,42 @@ export function stateOf(values: string[]): LearnerState | undefined {
   };
 }
 
-/** What `crm-sync status` shows: the shared rate and how it was reached, or undefined before any. */
+/** The shared state as `crm-sync show` reports it. */
+export type PacerView =
+  | (LearnerState & { notBefore: number; mode: 'auto' })
+  | {
+      mode: 'fixed';
+      rate: number;
+      notBefore: number;
+    };
+
+/** The shared rate and how it was reached, or undefined before any worker started. */
 export async function readPacerState(
   redis: RedisClient,
   prefix: string,
-): Promise<(LearnerState & { notBefore: number }) | undefined> {
-  const values = await redis.hmget(pacerKey(prefix), ...STATE_FIELDS, 'notBefore');
+): Promise<PacerView | undefined> {
+  const values = await redis.hmget(pacerKey(prefix), ...STATE_FIELDS, 'notBefore', 'mode', 'fixed');
+  const [notBefore, mode, fixed] = values.slice(STATE_FIELDS.length);
+  if (mode === 'fixed' && fixed)
+    return { mode: 'fixed', rate: Number(fixed), notBefore: Number(notBefore ?? 0) };
   const st = stateOf(values.slice(0, STATE_FIELDS.length).map((v) => v ?? ''));
-  return st && { ...st, notBefore: Number(values.at(-1) ?? 0) };
+  return st && { ...st, mode: 'auto', notBefore: Number(notBefore ?? 0) };
 }
 
 /** One line for people: the shared rate and where it came from. */
-export function describeRate(
-  st: (LearnerState & { notBefore: number }) | undefined,
-  now = Date.now(),
-): string {
+export function describeRate(st: PacerView | undefined, now = Date.now()): string {
   if (!st) return 'platform rate: not learned yet (PLATFORM_RATE_LIMIT=auto starts low)';
   const r = (x: number) => (Math.round(x * 10) / 10).toString();
+  const held =
+    st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
+  if (st.mode === 'fixed') {
+    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 5%${held})`;
+  }
   const how =
     st.source === 'policy'
       ? `as the platform states (${r(st.ceiling)}/s)`
       : st.ceiling > 0
         ? `learned; the platform's limit was met near ${r(st.ceiling)}/s`
         : 'learning; no 429 met yet';
-  const held =
-    st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
   return `platform rate: ${r(st.rate)}/s (${how}${held})`;
 }

@@ -132,6 +132,10 @@ export class RedisPacer implements Pacer {
   async start(): Promise<void> {
     await this.fetch(0);
     const mode = this.opts.mode;
+    // What `crm-sync show` reports: the mode the workers run in (and a fixed pace).
+    const shown = mode.kind === 'fixed' ? ['fixed', String(fixedPace(mode.rate))] : ['auto', ''];
+    await this.call(this.key, this.logKey, 'set', '-', 0, 'mode', shown[0]!, 'fixed', shown[1]!);
+    await this.fetch(0);
     if (mode.kind !== 'auto') return;
     const now = Date.now() + this.offset;
     const fresh = initialState(mode, now, this.state);

@@ -146,6 +146,10 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     const shown = await runCli(['show', first.runId, '--json'], env);
     expect(shown.code).toBe(0);
     expect(json<Summary>(shown.stdout)).toEqual(first);
+    // Without --json, the rate the workers share follows the summary (on stderr).
+    const human = await runCli(['show', first.runId], env);
+    expect(human.code).toBe(0);
+    expect(human.stderr).toMatch(/^platform rate: [\d.]+\/s \(/m);
 
     const list = await runCli(['runs', '--json'], env);
     expect(list.code).toBe(0);

@@ -132,7 +132,9 @@ describe('pacer: auto', () => {
     const counts = await drive(clients, 8, 16_000);
     const tail = await drive(clients, 8, 4_000);
     await Promise.all([a.settled(), b.settled()]);
-    const st = await readPacerState(redis[0], prefix);
+    const view = await readPacerState(redis[0], prefix);
+    expect(view?.mode).toBe('auto');
+    const st = view?.mode === 'auto' ? view : undefined;
     expect(st?.ceiling).toBeGreaterThan(50);
     expect(st?.ceiling).toBeLessThan(80);
     // Settled under the ceiling; a probe may lift both a little past the limit for a while.

@@ -23,6 +23,7 @@ import {
   type LearnerSettings,
   type LearnerState,
 } from '../../src/platform/rate-learner.js';
+import { describeRate } from '../../src/queue/pacer-store.js';
 
 const S: LearnerSettings = { start: 5, min: 1, max: 500 };
 const T0 = 1_700_000_000_000;
@@ -215,4 +216,25 @@ describe('against a DRF sliding window (simulated)', () => {
       }
     },
   );
+});
+
+describe('describeRate', () => {
+  const st = { ...initialState(S, T0), rate: 47.52, ceiling: 50, source: 'limited' as const };
+  it.each([
+    [undefined, 'platform rate: not learned yet (PLATFORM_RATE_LIMIT=auto starts low)'],
+    [
+      { ...st, mode: 'auto' as const, notBefore: 0 },
+      "platform rate: 47.5/s (learned; the platform's limit was met near 50/s)",
+    ],
+    [
+      { ...st, ceiling: 0, mode: 'auto' as const, notBefore: T0 + 2_500 },
+      'platform rate: 47.5/s (learning; no 429 met yet; held 3 s more by a 429)',
+    ],
+    [
+      { mode: 'fixed' as const, rate: 95, notBefore: 0 },
+      'platform rate: 95/s (PLATFORM_RATE_LIMIT less 5%)',
+    ],
+  ])('%j', (view, line) => {
+    expect(describeRate(view, T0)).toBe(line);
+  });
 });
