@@ -60,7 +60,7 @@ async function retryCommand(originalId: string, flags: RetryFlags): Promise<numb
   const { config, logger } = cliRuntime();
   const jobsDir = flags.jobs ?? config.jobsDir;
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
-  const producer = await openProducer(config);
+  const producer = await openProducer(config, logger);
   shutdown.register('producer', () => producer.close());
   try {
     let retry: PreparedRetry;

@@ -101,7 +101,7 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
     shutdown.listen();
     await startWorkerService({ config, logger, shutdown, jobsDir });
   }
-  const producer = await openProducer(config);
+  const producer = await openProducer(config, logger);
   shutdown.register('producer', () => producer.close());
   try {
     const { runId, attached } = await submitRun(producer, run);

@@ -31,8 +31,11 @@ export interface Producer {
   close(): Promise<void>;
 }
 
-/** A fast-failing connection for commands that only read state or enqueue. */
-export async function openProducer(config: Config): Promise<Producer> {
+/**
+ * A fast-failing connection for commands that only read state or enqueue;
+ * `logger` hears what the store recovers from on its own (a failed prune).
+ */
+export async function openProducer(config: Config, logger?: Logger): Promise<Producer> {
   const redis = await connectProducer(config.redis);
   const runQueue = createRunQueue<RunJobData>({
     connection: redis,
@@ -41,7 +44,11 @@ export async function openProducer(config: Config): Promise<Producer> {
   });
   return {
     redis,
-    store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory }),
+    store: new StateStore(redis, {
+      prefix: config.prefix,
+      runHistory: config.runHistory,
+      ...(logger && { logger }),
+    }),
     runQueue,
     async close() {
       await runQueue.close();

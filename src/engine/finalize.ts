@@ -94,15 +94,8 @@ export async function finalize(
   if (def.fullSnapshot) {
     await store.updateRun(run.id, { phase: 'reporting orphans' });
     // Only this job's records: another job syncing the same entity has its own export.
-    const jobOf = new Map<string, string | undefined>();
     let orphans = 0;
-    for await (const batch of store.orphans(entity, run.id)) {
-      for (const o of batch) {
-        if (o.lastRunId === undefined) continue;
-        if (!jobOf.has(o.lastRunId)) jobOf.set(o.lastRunId, (await store.getRun(o.lastRunId))?.job);
-        if (jobOf.get(o.lastRunId) === run.job) orphans++;
-      }
-    }
+    for await (const batch of store.orphans(entity, run)) orphans += batch.length;
     if (orphans > 0) {
       await store.incrementRun(run.id, { orphans });
       log.info({ orphans }, 'records in state but not in this export (the API has no delete)');

@@ -132,6 +132,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   const store = new StateStore(stateRedis, {
     prefix: config.prefix,
     runHistory: config.runHistory,
+    logger,
   });
   // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
   await store.assertLayout();

@@ -68,7 +68,7 @@ export async function startSchedulerService(
   });
   shutdown.register('runs queue (scheduler)', () => queue.close());
   const deps = {
-    store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory }),
+    store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory, logger }),
     runQueue: queue,
     loadJob: jobLoader(config, jobsDir),
   };

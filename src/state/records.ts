@@ -10,7 +10,7 @@ import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
-import { packPending, packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
+import { packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { chunks, execAll, hsets } from './pipeline.js';
 import type { Numbering } from './numbering.js';
 import { lookupRecords, type LookupOptions } from './record-lookup.js';
@@ -36,29 +36,19 @@ export interface StateInfo {
   firstCommitAt: number;
 }
 
-/** A record in state that the run did not see. */
+/** A record of the run's job in state that the run did not see. */
 export interface Orphan {
   platformId: number;
   syncedAt: number;
-  /** The run that last wrote it (undefined if that run is unknown). */
-  lastRunId: string | undefined;
 }
+
+/** The job of a run, or undefined when the run is not known (any more). */
+export type JobOfRun = (runId: string) => Promise<string | undefined>;
 
 /** Pending create of one identity key. */
 export interface PendingEntry extends PendingCreate {
   key: string;
 }
-
-// KEYS[1]: pending hash; KEYS[2..]: the identity-map bucket of each key. ARGV[1]: the
-// pending value; ARGV[2..]: the keys, in the order of their buckets.
-const CLAIM_CREATE = `
-for i = 2, #ARGV do
-  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return 'pending' end
-  if redis.call('HEXISTS', KEYS[i], ARGV[i]) == 1 then return 'exists' end
-end
-for i = 2, #ARGV do redis.call('HSET', KEYS[1], ARGV[i], ARGV[1]) end
-return 'claimed'
-`;
 
 export class RecordStates {
   constructor(
@@ -138,50 +128,6 @@ export class RecordStates {
     return { records: Number(h.records ?? 0), firstCommitAt: Number(h.firstCommitAt) };
   }
 
-  /** Marks a create whose outcome is unknown, under every identity key of the record. */
-  async markPending(
-    entity: Entity,
-    keys: readonly string[],
-    runId: string,
-    since: number,
-  ): Promise<void> {
-    if (keys.length === 0) return;
-    const value = packPending({ runId, since });
-    await redisCall('marking a pending create', () =>
-      this.redis.hset(this.keys.pending(entity), ...keys.flatMap((key) => [key, value])),
-    );
-  }
-
-  /**
-   * Claims the right to send a create, atomically: refused when any identity
-   * key already maps to a platform record (`exists`: another attempt created
-   * and recorded it) or has a pending create (`pending`: an attempt whose
-   * outcome is unknown); otherwise marks every key pending (`claimed`). Two
-   * workers holding the same job (one starved past its lock) can never both
-   * send it.
-   */
-  async claimCreate(
-    entity: Entity,
-    keys: readonly string[],
-    runId: string,
-    since: number,
-  ): Promise<'claimed' | 'pending' | 'exists'> {
-    if (keys.length === 0) return 'claimed';
-    const k = this.keys;
-    const value = packPending({ runId, since });
-    const reply: string = (await redisCall('claiming a create', () =>
-      this.redis.eval(
-        CLAIM_CREATE,
-        keys.length + 1,
-        k.pending(entity),
-        ...keys.map((key) => k.ids(entity, k.idBucketOf(key))),
-        value,
-        ...keys,
-      ),
-    )) as string;
-    return reply as 'claimed' | 'pending' | 'exists';
-  }
-
   /** The pending create of any of `keys` (first in priority order), or null. */
   async pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
     if (keys.length === 0) return null;
@@ -211,43 +157,61 @@ export class RecordStates {
   }
 
   /**
-   * Records in state that run `runId` neither saw (`seenKey`, a set of
-   * platform ids) nor wrote, in batches, reading 256 buckets per round trip.
+   * Records in state that `run` neither saw (`seenKey`, a set of platform
+   * ids) nor wrote and whose last writer was a run of the same job, in
+   * batches, reading 256 buckets per round trip. The writer's job is the
+   * record state's job number: unchanged rows are never committed again, so
+   * the run number may name a run the history has forgotten. State written
+   * before job numbers were kept names only its run: `jobOfRun` answers for
+   * it (a run no longer known leaves that record out).
    */
-  async *orphans(entity: Entity, runId: string, seenKey: string): AsyncGenerator<Orphan[]> {
+  async *orphans(
+    entity: Entity,
+    run: { id: string; job: string },
+    seenKey: string,
+    jobOfRun: JobOfRun,
+  ): AsyncGenerator<Orphan[]> {
     const k = this.keys;
-    // Read-only: a run that wrote nothing has no number, and then every record is a candidate.
-    const thisRun = (await this.runNumbers.peek(runId)) ?? -1;
+    const thisRun = (await this.runNumbers.peek(run.id)) ?? -1;
+    // A job never numbered has written no record.
+    const thisJob = (await this.jobNumbers.peek(run.job)) ?? -1;
+    const jobOf = new Map<number, string | undefined>();
     const buckets = Array.from({ length: k.buckets.records }, (_, b) => b);
     for (const part of chunks(buckets, 256)) {
       const p = this.redis.pipeline();
       for (const b of part) p.hgetall(k.recs(entity, b));
       const out = (await execAll(p, 'listing orphans')) as Record<string, string>[];
-      const candidates: { platformId: number; syncedAt: number; runNumber: number }[] = [];
+      const candidates: { platformId: number; syncedAt: number; runNumber?: number }[] = [];
       for (const h of out) {
         for (const [id, value] of Object.entries(h)) {
           const s = unpackRecord(value);
-          if (s.runNumber !== thisRun) {
-            candidates.push({
-              platformId: platformIdOf(id)!,
-              syncedAt: s.syncedAt,
-              runNumber: s.runNumber,
-            });
-          }
+          if (s.runNumber === thisRun) continue;
+          if (s.jobNumber !== undefined && s.jobNumber !== thisJob) continue;
+          candidates.push({
+            platformId: platformIdOf(id)!,
+            syncedAt: s.syncedAt,
+            ...(s.jobNumber === undefined && { runNumber: s.runNumber }),
+          });
         }
       }
       if (candidates.length === 0) continue;
       const seen: number[] = await redisCall('listing orphans', () =>
         this.redis.smismember(seenKey, ...candidates.map((c) => String(c.platformId))),
       );
-      const orphans = candidates.filter((_, n) => seen[n] === 0);
-      if (orphans.length === 0) continue;
-      const runIds = await this.runNumbers.namesOf(orphans.map((o) => o.runNumber));
-      yield orphans.map((o, n) => ({
-        platformId: o.platformId,
-        syncedAt: o.syncedAt,
-        lastRunId: runIds[n],
-      }));
+      const unseen = candidates.filter((_, n) => seen[n] === 0);
+      const older = [...new Set(unseen.flatMap((o) => o.runNumber ?? []))].filter(
+        (n) => !jobOf.has(n),
+      );
+      const names = await this.runNumbers.namesOf(older);
+      for (const [i, n] of older.entries()) {
+        const name = names[i];
+        jobOf.set(n, name === undefined ? undefined : await jobOfRun(name));
+      }
+      const orphans = unseen.filter(
+        (o) => o.runNumber === undefined || jobOf.get(o.runNumber) === run.job,
+      );
+      if (orphans.length > 0)
+        yield orphans.map((o) => ({ platformId: o.platformId, syncedAt: o.syncedAt }));
     }
   }
 }

@@ -3,10 +3,11 @@
  * run beyond that, oldest first, is forgotten once it has ended: its record,
  * its failure rows, whatever progress keys it left (a run that failed while
  * writing leaves its settled lines), its entries in the run lists, and its
- * number in `runs:ids` (a record state still holding that number reads as
- * written by a run no longer known, as a record written before numbers were
- * kept does). Without this, every run would stay in Redis for ever: a job
- * scheduled every minute adds half a million run records a year.
+ * number in `runs:ids`. Record states still hold that number (a row left
+ * unchanged is never committed again), so nothing decides by it alone: whose
+ * record it is comes from the job number beside it. Without this, every run
+ * would stay in Redis for ever: a job scheduled every minute adds half a
+ * million run records a year.
  *
  * A run that has not ended is never forgotten, however old: one waiting for
  * its writes still needs its record.

@@ -6,8 +6,11 @@
  *
  * Typical use by the run pipeline, per batch of mapped rows:
  * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `savePlannedWrites`
- * and `markSeen`; after each confirmed write `commit` (or `markPending` when a
- * create's outcome is unknown) and `progress.settle`; at the end `orphans` and
+ * and `markSeen` (adoptions go straight to `commit`). The writes, a chunk of
+ * planned lines at a time: `writes.claimAll` before the requests (a create's
+ * identity keys are marked pending there) and `finishWrites` after the
+ * answers (commits the confirmed writes, clears the pending marks of creates
+ * that did not land, settles each line once). At the end `orphans` and
  * `progress.clear`.
  *
  * The store is the only way to sync state: no caller builds a key or sends a
@@ -15,6 +18,7 @@
  */
 import type { RedisClient } from '../queue/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
+import { silentLogger, type Logger } from '../log.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
@@ -66,6 +70,8 @@ export interface StateStoreOptions {
   indexGraceMs?: number;
   /** The clock (ms since the epoch); default `Date.now`. */
   now?: () => number;
+  /** Where what the store recovers from on its own is told (a failed prune); default silent. */
+  logger?: Logger;
 }
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -84,6 +90,7 @@ export class StateStore {
   private readonly scratch: RunScratch;
   private readonly locks: JobLocks;
   private readonly layout: LayoutCheck;
+  private readonly logger: Logger;
 
   /**
    * @param connection The store's Redis connection. Public only for what is
@@ -94,6 +101,7 @@ export class StateStore {
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;
+    this.logger = opts.logger ?? silentLogger;
     this.keys = new KeyLayout(opts.prefix ?? DEFAULT_PREFIX, opts.buckets ?? DEFAULT_BUCKETS);
     const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
     const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
@@ -163,25 +171,6 @@ export class StateStore {
     return this.records.info(entity);
   }
 
-  /** Marks a create pending unless its record exists or another create of it is pending: see RecordStates. */
-  claimCreate(
-    entity: Entity,
-    keys: readonly string[],
-    runId: string,
-    since: number,
-  ): Promise<'claimed' | 'pending' | 'exists'> {
-    return this.records.claimCreate(entity, keys, runId, since);
-  }
-
-  markPending(
-    entity: Entity,
-    keys: readonly string[],
-    runId: string,
-    since: number,
-  ): Promise<void> {
-    return this.records.markPending(entity, keys, runId, since);
-  }
-
   pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
     return this.records.pending(entity, keys);
   }
@@ -195,12 +184,18 @@ export class StateStore {
   }
 
   /**
-   * Records in state that run `runId` neither saw (`markSeen`) nor wrote, in
-   * batches. Meaningful for full-snapshot sources only. Writes nothing.
+   * Records of `run`'s job in state that the run neither saw (`markSeen`) nor
+   * wrote, in batches (see RecordStates.orphans). Meaningful for
+   * full-snapshot sources only. Writes nothing.
    */
-  async *orphans(entity: Entity, runId: string): AsyncGenerator<Orphan[]> {
+  async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
     await this.assertLayout();
-    yield* this.records.orphans(entity, runId, this.keys.seen(runId));
+    yield* this.records.orphans(
+      entity,
+      run,
+      this.keys.seen(run.id),
+      async (id) => (await this.runs.get(id))?.job,
+    );
   }
 
   // ---- index of platform records ---------------------------------------------
@@ -242,8 +237,16 @@ export class StateStore {
   async createRun(init: RunInit): Promise<string> {
     await this.assertLayout();
     const id = await this.runs.create(init);
-    // The history stays at its bound: the job's oldest ended runs beyond it are forgotten.
-    await this.retention.prune(init.job);
+    // The history stays at its bound: the job's oldest ended runs beyond it are
+    // forgotten. Best effort: the run exists now, and the next run prunes again.
+    try {
+      await this.retention.prune(init.job);
+    } catch (err) {
+      this.logger.warn(
+        { err, job: init.job, runId: id },
+        'could not forget old runs; the next run of the job tries again',
+      );
+    }
     return id;
   }
 

@@ -10,6 +10,8 @@ import { identityKeys } from '../../src/sync/identity.js';
 import {
   companyRows,
   countRequests,
+  type CompanyRow,
+  type EngineHarness,
   countWrites,
   expectedCompany,
   hubspotCells,
@@ -21,6 +23,27 @@ import {
 
 const engine = useEngines();
 
+/** A run of another job mid-write, its creates of `rows` claimed (marked pending) before sending. */
+async function claimCreates(h: EngineHarness, runId: string, rows: CompanyRow[]): Promise<void> {
+  await h.store.createRun({
+    id: runId,
+    job: 'other-companies',
+    entity: 'companies',
+    mode: 'upsert',
+    source: 'other.csv',
+  });
+  await h.store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  const claims = await h.store.writes.claimAll(
+    runId,
+    'companies',
+    rows.map((r, n) => ({
+      line: n + 2,
+      createKeys: identityKeys('companies', expectedCompany(r)),
+    })),
+  );
+  expect(claims).toEqual(rows.map(() => 'go'));
+}
+
 describe('engine: pending creates of a run that died', () => {
   it('adopts the creates that landed, creates the rest, and never duplicates', async () => {
     const h = await engine();
@@ -29,14 +52,8 @@ describe('engine: pending creates of a run that died', () => {
     // Rows 0-9 were being created by a run that crashed: 0-4 reached the platform.
     for (const r of rows.slice(0, 5))
       await client.createCompany(expectedCompany(r) as CompanyRequest);
-    for (const r of rows.slice(0, 10)) {
-      await h.store.markPending(
-        'companies',
-        identityKeys('companies', expectedCompany(r)),
-        'run-crashed',
-        Date.now(),
-      );
-    }
+    await claimCreates(h, 'run-crashed', rows.slice(0, 10));
+    await h.store.updateRun('run-crashed', { status: 'failed' });
     const before = await h.stats();
 
     const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
@@ -68,23 +85,8 @@ describe('engine: pending creates of a run that died', () => {
     const h = await engine();
     const rows = companyRows(20);
     // Another job on the same entity is mid-write: its create of rows 0-2 is in flight.
-    await h.store.createRun({
-      id: 'run-live',
-      job: 'other-companies',
-      entity: 'companies',
-      mode: 'upsert',
-      source: 'other.csv',
-    });
-    await h.store.updateRun('run-live', { status: 'writing', phase: 'waiting' });
     const inFlight = rows.slice(0, 3);
-    for (const r of inFlight) {
-      await h.store.markPending(
-        'companies',
-        identityKeys('companies', expectedCompany(r)),
-        'run-live',
-        Date.now(),
-      );
-    }
+    await claimCreates(h, 'run-live', inFlight);
 
     const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
     h.writeJob('companies', hubspotJob(path));

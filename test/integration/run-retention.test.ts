@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
 import { QueueName, runJobOptions, workerOptions } from '../../src/queue/queues.js';
 import { Numbering } from '../../src/state/numbering.js';
 import { DEFAULT_RUN_HISTORY, RunRetention } from '../../src/state/run-retention.js';
@@ -125,6 +127,43 @@ describe('run retention', () => {
       ]);
     } finally {
       await cleanUp(s.prefix);
+    }
+  });
+
+  it('creates the run even when forgetting old ones fails, and says so at warn', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({
+      level: 'warn',
+      pretty: false,
+      destination: new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+          done();
+        },
+      }),
+    });
+    const prefix = randomPrefix();
+    const store = new StateStore(redis, { prefix, runHistory: 1, logger });
+    try {
+      await store.createRun({ ...base, id: 'run-1', job: 'accounts' });
+      await store.updateRun('run-1', { status: 'completed' });
+      // The run numbers are not a hash: forgetting run-1 fails once the new run exists.
+      await redis.set(store.keys.runIds(), 'not a hash');
+      await expect(store.createRun({ ...base, id: 'run-2', job: 'accounts' })).resolves.toBe(
+        'run-2',
+      );
+      expect(await store.getRun('run-2')).toMatchObject({ status: 'queued', job: 'accounts' });
+      expect(lines).toEqual([
+        expect.objectContaining({ level: 'warn', job: 'accounts', runId: 'run-2' }),
+      ]);
+      // The next run prunes again.
+      await redis.unlink(store.keys.runIds());
+      await store.updateRun('run-2', { status: 'completed' });
+      await store.createRun({ ...base, id: 'run-3', job: 'accounts' });
+      expect((await store.listRuns({ job: 'accounts' })).map((r) => r.id)).toEqual(['run-3']);
+      expect(lines).toHaveLength(1);
+    } finally {
+      await cleanUp(prefix);
     }
   });
 

@@ -4,24 +4,52 @@ import { useRedis } from '../harness/redis.js';
 
 const { redis, prefix } = useRedis();
 
-describe('StateStore.claimCreate', () => {
+describe('claiming a create before its write (store.writes.claim)', () => {
   it('claims once: a second claim sees the pending create, a recorded record refuses any claim', async () => {
-    const store = new StateStore(redis, { prefix });
+    const store = new StateStore(redis, { prefix, now: () => 1_000 });
+    for (const id of ['run-a', 'run-b', 'run-c']) {
+      await store.createRun({ id, job: 'j', entity: 'companies', mode: 'upsert', source: 'a.csv' });
+      await store.updateRun(id, { status: 'writing', phase: 'waiting' });
+    }
+    const claim = (runId: string, line: number, createKeys: string[]) =>
+      store.writes.claim({ runId, entity: 'companies', line, createKeys });
     const keys = ['x:ACME-1', 'c:512'];
-    expect(await store.claimCreate('companies', keys, 'run-a', 1)).toBe('claimed');
-    expect(await store.pending('companies', keys)).toEqual({ runId: 'run-a', since: 1 });
-    // Another worker holding the same job, or a row sharing one of the keys.
-    expect(await store.claimCreate('companies', keys, 'run-a', 2)).toBe('pending');
-    expect(await store.claimCreate('companies', ['c:512'], 'run-b', 3)).toBe('pending');
+    expect(await claim('run-a', 2, keys)).toBe('go');
+    expect(await store.pending('companies', keys)).toEqual({ runId: 'run-a', since: 1_000 });
+    expect(await store.listPending('companies')).toHaveLength(2);
+    // Another worker holding the same chunk, or a row sharing one of the keys.
+    expect(await claim('run-a', 2, keys)).toBe('pending');
+    expect(await claim('run-b', 7, ['c:512'])).toBe('pending');
 
     // The create is confirmed: the keys map to the record and the marks are gone.
     await store.commit('companies', [
       { keys, platformId: 41, hash: 'h1', runId: 'run-a', job: 'j' },
     ]);
     expect(await store.pending('companies', keys)).toBeNull();
-    expect(await store.claimCreate('companies', keys, 'run-a', 4)).toBe('exists');
-    expect(await store.claimCreate('companies', ['x:OTHER', 'c:512'], 'run-c', 5)).toBe('exists');
+    expect(await claim('run-a', 3, keys)).toBe('exists');
+    expect(await claim('run-c', 4, ['x:OTHER', 'c:512'])).toBe('exists');
     // A refused claim marks nothing.
     expect(await store.pending('companies', ['x:OTHER'])).toBeNull();
+    // An update claims no key.
+    expect(await store.writes.claim({ runId: 'run-c', entity: 'companies', line: 5 })).toBe('go');
+    expect(await store.listPending('companies')).toEqual([]);
+  });
+
+  it('refuses every write of a run that has ended or is gone, marking nothing', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:ended` });
+    await store.createRun({
+      id: 'run-done',
+      job: 'j',
+      entity: 'companies',
+      mode: 'upsert',
+      source: 'a.csv',
+    });
+    await store.updateRun('run-done', { status: 'failed' });
+    for (const runId of ['run-done', 'run-unknown']) {
+      expect(
+        await store.writes.claim({ runId, entity: 'companies', line: 2, createKeys: ['x:A'] }),
+      ).toBe('ended');
+    }
+    expect(await store.listPending('companies')).toEqual([]);
   });
 });

@@ -133,8 +133,14 @@ describe('StateStore: record state', () => {
   });
 
   it('keeps pending creates until verified, and a commit clears them', async () => {
-    const store = new StateStore(redis, { prefix: `${prefix}:pending` });
-    await store.markPending('members', ['x:U1', 'e:ann@example.com'], 'run-7', 1234);
+    const store = new StateStore(redis, { prefix: `${prefix}:pending`, now: () => 1234 });
+    for (const id of ['run-7', 'run-8']) {
+      await store.createRun({ id, job: 'j', entity: 'members', mode: 'upsert', source: 'u.csv' });
+      await store.updateRun(id, { status: 'writing', phase: 'waiting' });
+    }
+    // The claim before a create marks it pending under every identity key.
+    const createKeys = ['x:U1', 'e:ann@example.com'];
+    await store.writes.claim({ runId: 'run-7', entity: 'members', line: 2, createKeys });
     expect(await store.pending('members', ['e:ann@example.com'])).toEqual({
       runId: 'run-7',
       since: 1234,
@@ -148,7 +154,8 @@ describe('StateStore: record state', () => {
       { keys: ['x:U1', 'e:ann@example.com'], platformId: 5, hash: 'h', runId: 'run-7', job: 'j' },
     ]);
     expect(await store.pending('members', ['x:U1', 'e:ann@example.com'])).toBeNull();
-    await store.markPending('members', ['x:U3'], 'run-8', 1);
+    await store.writes.claim({ runId: 'run-8', entity: 'members', line: 2, createKeys: ['x:U3'] });
+    expect(await store.listPending('members')).toHaveLength(1);
     await store.clearPending('members', ['x:U3']);
     expect(await store.listPending('members')).toEqual([]);
   });
@@ -303,12 +310,54 @@ describe('StateStore: orphans and key layout', () => {
       { keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new', job: 'j' },
     ]);
     const found = [];
-    for await (const batch of store.orphans('companies', 'new')) found.push(...batch);
-    expect(found).toEqual([{ platformId: 2, syncedAt: 5, lastRunId: 'old' }]);
+    for await (const batch of store.orphans('companies', { id: 'new', job: 'j' }))
+      found.push(...batch);
+    expect(found).toEqual([{ platformId: 2, syncedAt: 5 }]);
     // A run that saw nothing and wrote nothing: everything in state is an orphan.
     const all = [];
-    for await (const batch of store.orphans('companies', 'empty-export')) all.push(...batch);
+    for await (const batch of store.orphans('companies', { id: 'empty-export', job: 'j' }))
+      all.push(...batch);
     expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
+  });
+
+  it("finds the orphans of the run's job by the job that last wrote them, the run long forgotten", async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:orphans-jobs` });
+    const commit = (ids: number[], runId: string, job: string) =>
+      store.commit(
+        'companies',
+        ids.map((id) => ({ keys: [`x:E${id}`], platformId: id, hash: 'h', runId, job, at: 5 })),
+      );
+    await commit([1, 2], 'run-gone', 'accounts');
+    await commit([3], 'run-kept', 'accounts');
+    await commit([4], 'run-other', 'other-accounts');
+    // The history forgot run-gone (its number is gone) and run-kept's record.
+    const ids = store.keys.runIds();
+    const gone = await redis.hget(ids, 'r:run-gone');
+    await redis.hdel(ids, 'r:run-gone', `s:${gone}`);
+    // State written before job numbers were kept names its run only: that run's job decides.
+    const bucket = (id: number) => store.keys.recs('companies', store.keys.recBucketOf(id));
+    for (const [id, run] of [
+      [5, 'legacy-mine'],
+      [6, 'legacy-other'],
+      [7, 'legacy-unknown'],
+    ] as const) {
+      const init = { id: run, entity: 'companies', mode: 'upsert', source: 'a.csv' } as const;
+      if (run !== 'legacy-unknown')
+        await store.createRun({ ...init, job: run === 'legacy-mine' ? 'accounts' : 'other' });
+      await commit([id], run, 'accounts');
+      const [hash, at, number] = (await redis.hget(bucket(id), String(id)))!.split('.');
+      await redis.hset(bucket(id), String(id), `${hash}.${at}.${number}`);
+    }
+
+    const found = [];
+    for await (const batch of store.orphans('companies', { id: 'run-new', job: 'accounts' }))
+      found.push(...batch);
+    expect(found.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 5]);
+    // A job that never wrote a record has no orphans.
+    const none = [];
+    for await (const batch of store.orphans('companies', { id: 'run-x', job: 'never-ran' }))
+      none.push(...batch);
+    expect(none).toEqual([]);
   });
 
   it('puts every key it creates under the prefix, in its hash tag', async () => {
