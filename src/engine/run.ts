@@ -41,6 +41,15 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   const log = ctx.logger.child({ runId, job: req.job });
 
   let run = await ctx.store.getRun(runId);
+  if (!run && job.attemptsStarted > 1) {
+    // This job has started before, and its first start found or made the
+    // record (its producer makes it too): the run has ended and the history
+    // has forgotten it since (a run failed from a write keeps its job asleep
+    // in the delayed set until it wakes here). Planning it again from scratch
+    // would be a run nobody asked for.
+    log.warn('run record gone (an ended run the history forgot); nothing to do');
+    return 'forgotten';
+  }
   let def: JobDefinition;
   try {
     def = ctx.loadJob(req.job);
