@@ -9,11 +9,10 @@
 import { Argument, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
 import { auditEntity } from '../engine/audit.js';
-import { PlatformClient } from '../platform/client.js';
 import type { AuditReport } from '../sync/audit.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 import { ExitCode } from './output.js';
-import { cliRuntime, openProducer } from './runtime.js';
+import { cliRuntime, openProducer, pacedClient } from './runtime.js';
 import { formatTable, type Column } from './table.js';
 
 interface AuditFlags {
@@ -55,13 +54,9 @@ export function registerAuditCommand(program: Command): void {
     .addHelpText('after', AUDIT_HELP)
     .action(async (entity: Entity, flags: AuditFlags) => {
       const { config, logger } = cliRuntime();
-      const platform = requirePlatform(config);
+      requirePlatform(config);
       const producer = await openProducer(config);
-      const client = new PlatformClient({
-        ...platform,
-        timeoutMs: config.platform.timeoutMs,
-        logger,
-      });
+      const { client, close: closeClient } = pacedClient(config, producer, logger);
       try {
         const report = await auditEntity(
           {
@@ -79,7 +74,7 @@ export function registerAuditCommand(program: Command): void {
         );
         process.exitCode = report.problems > 0 ? ExitCode.problems : ExitCode.ok;
       } finally {
-        client.close();
+        closeClient();
         await producer.close();
       }
     });

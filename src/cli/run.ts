@@ -13,11 +13,17 @@ import { jobLoader, prepareRun, submitRun } from '../engine/run-service.js';
 import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.js';
 import { startWorkerService } from '../engine/worker-service.js';
 import { createShutdown } from '../ops/shutdown.js';
-import { PlatformClient } from '../platform/client.js';
 import { describeRate, readPacerState } from '../queue/pacer-store.js';
 import type { StateStore } from '../state/store.js';
 import { MODES, type Action, type Mode } from '../sync/action.js';
-import { cliRuntime, exitCodeOf, formatSummary, jobsOption, openProducer } from './runtime.js';
+import {
+  cliRuntime,
+  exitCodeOf,
+  formatSummary,
+  jobsOption,
+  openProducer,
+  pacedClient,
+} from './runtime.js';
 
 interface RunFlags {
   source?: string;
@@ -171,11 +177,11 @@ export async function watch(
 
 async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
   const { config, logger } = cliRuntime();
-  const platform = requirePlatform(config);
+  requirePlatform(config);
   const loadJob = jobLoader(config, flags.jobs);
   const def = loadJob(jobName);
   const producer = await openProducer(config);
-  const client = new PlatformClient({ ...platform, timeoutMs: config.platform.timeoutMs, logger });
+  const { client, close: closeClient } = pacedClient(config, producer, logger);
   try {
     // --json streams every action as it is planned: a 1M-row plan is never one string.
     const out = flags.json ? new JsonPlanWriter(jobName) : undefined;
@@ -205,7 +211,7 @@ async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
     }
     return 0;
   } finally {
-    client.close();
+    closeClient();
     await producer.close();
   }
 }

@@ -222,6 +222,10 @@ export class RedisPacer implements Pacer {
       if (this.waiters.length > 0) this.timer = setTimeout(() => this.pump(), this.holdUntil - now);
       return;
     }
+    // A turn nobody took within the horizon (its caller aborted, or none came)
+    // is a gap the platform saw, not a debt: served late it would go out in a
+    // burst with the others and push every replica's schedule back.
+    while (this.turns.length > 0 && now - this.turns[0]! > HORIZON_MS) this.turns.shift();
     while (this.waiters.length > 0 && this.turns.length > 0 && this.turns[0]! <= now) {
       // A turn taken late (a busy event loop) goes out late: the turns after
       // it must move as much, or a window would hold it and a full period more.

@@ -15,6 +15,7 @@ import { startWorkerService } from '../../src/engine/worker-service.js';
 import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createShutdown } from '../../src/ops/shutdown.js';
+import { openProducer, pacedClient } from '../../src/cli/runtime.js';
 import { useRedis } from '../harness/redis.js';
 
 const { url, prefix: base } = useRedis();
@@ -108,6 +109,51 @@ describe('pacer: a 429', () => {
     await b.acquire();
     // Retry-After: 1 (whole seconds), from when the 429 was answered.
     expect(performance.now() - held).toBeGreaterThan(700);
+  });
+
+  it("holds the requests of a command (plan, audit) as it holds the workers'", async () => {
+    const sb = await sandbox('2/s');
+    const prefix = prefixOf();
+    const worker = await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 });
+    const c = clientOf(sb, worker);
+    await c.getAccount();
+    await c.getAccount();
+    await expect(c.getAccount()).rejects.toBeInstanceOf(RateLimitedError);
+    await worker.settled();
+    const config = loadConfig({
+      REDIS_URL: url,
+      CRM_SYNC_PREFIX: prefix,
+      PLATFORM_BASE_URL: sb.url,
+      PLATFORM_API_KEY: KEY,
+      PLATFORM_RATE_LIMIT: '1000',
+    });
+    const producer = await openProducer(config);
+    const command = pacedClient(config, producer, silentLogger);
+    try {
+      const held = performance.now();
+      await command.client.getAccount();
+      expect(performance.now() - held).toBeGreaterThan(700);
+    } finally {
+      command.close();
+      await producer.close();
+    }
+  });
+
+  it('drops the turns of callers that went away instead of serving them later in a burst', async () => {
+    const pacer = await pacerOn(0, prefixOf(), { kind: 'fixed', rate: 20 });
+    // Four callers book four turns (about 53 ms apart); three go away once the first is served.
+    const aborts = Array.from({ length: 4 }, () => new AbortController());
+    const waits = aborts.map((a) => pacer.acquire(a.signal).catch(() => 'aborted'));
+    await waits[0];
+    for (const a of aborts.slice(1)) a.abort();
+    await Promise.all(waits);
+    await new Promise((r) => setTimeout(r, 500));
+    const at: number[] = [];
+    await Promise.all(
+      Array.from({ length: 3 }, () => pacer.acquire().then(() => at.push(performance.now()))),
+    );
+    // Evenly spaced at the rate: two intervals from the first to the third, not all at once.
+    expect(Math.max(...at) - Math.min(...at)).toBeGreaterThan(80);
   });
 
   it('rejects a waiting caller whose signal aborts', async () => {
