@@ -26,14 +26,8 @@ export async function refreshIndex(
   return info;
 }
 
-/**
- * What listing needs: the client, the rate and retry settings, a logger, and
- * the write queue when there is one (a 429 pauses it too). The audit lists
- * without one.
- */
-export type ListingContext = Pick<EngineContext, 'client' | 'settings' | 'logger'> & {
-  writeQueue?: Pick<EngineContext['writeQueue'], 'rateLimit'>;
-};
+/** What listing needs: the client (paced), the rate and retry settings, a logger. */
+export type ListingContext = Pick<EngineContext, 'client' | 'settings' | 'logger'>;
 
 /**
  * The listing in pages of records, paced to the platform rate. Each page's
@@ -84,7 +78,11 @@ export async function* platformPages(
   if (batch.length > 0) yield batch;
 }
 
-/** A page's GET whose in-process retries are done: a 429 is waited out, up to the policy's cap. */
+/**
+ * A page's GET whose in-process retries are done: a 429 is waited out, up to
+ * the policy's cap (the client's pacer has noted its Retry-After and holds
+ * every replica's requests, writes included, until then).
+ */
 async function getWithRateLimit<T>(ctx: ListingContext, fn: () => Promise<T>): Promise<T> {
   for (let rateLimited = 0; ; rateLimited++) {
     try {
@@ -92,7 +90,6 @@ async function getWithRateLimit<T>(ctx: ListingContext, fn: () => Promise<T>): P
     } catch (err) {
       const d = decide(err, { operation: 'list', rateLimited }, ctx.settings.retry);
       if (d.action !== 'pause-queue') throw err;
-      await ctx.writeQueue?.rateLimit(d.delayMs);
       ctx.logger.warn({ retryAfterMs: d.delayMs }, 'platform rate limit while listing; waiting');
       await sleep(d.delayMs);
     }
