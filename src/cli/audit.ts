@@ -2,7 +2,8 @@
  * `crm-sync audit ENTITY [--json] [--created-by NAME]`: lists the platform and
  * reports records that share an identity (`external_id`, a CRM id, a
  * member's e-mail) and records we created that our state lost
- * (src/sync/audit.ts says exactly what each means). Read-only. Exit code 0
+ * (src/sync/audit.ts says exactly what each means). It writes no sync state
+ * (its requests only book their turns in the shared pacer). Exit code 0
  * when it found no problem, 6 when it did: the check to run after Redis lost
  * writes (docs/OPERATIONS.md, "Persistence").
  */
