@@ -35,7 +35,7 @@ describe('chaos: the primary of our slot in a Redis Cluster killed mid-run', () 
       const c = await chaos({
         sandbox: { latencyMs: 10, seed: 41 },
         redis: { env: { REDIS_CLUSTER_NODES: cluster.seeds }, connect: () => cluster.connect() },
-        env: { PLATFORM_RATE_LIMIT: 200 },
+        env: { PLATFORM_RATE_LIMIT: 400 },
       });
       const owner = await cluster.slotOwner(c.prefix);
       expect(owner.replicas).toHaveLength(1);

@@ -39,7 +39,7 @@ describe('chaos: a Sentinel-managed primary killed mid-run', () => {
           env: { REDIS_SENTINELS: group.seeds, REDIS_SENTINEL_NAME: group.name },
           connect: () => group.connect(),
         },
-        env: { PLATFORM_RATE_LIMIT: 200 },
+        env: { PLATFORM_RATE_LIMIT: 400 },
       });
       await c.startWorker();
       await c.startWorker();
