@@ -379,6 +379,45 @@ export async function expectSecondRunWritesNothing(c: Chaos): Promise<void> {
   expect(countWrites(statsSince(before, await sandboxStats(c)))).toBe(0);
 }
 
+/**
+ * Two workers write the world's sync and, once a third of the valid rows
+ * are POSTed, `fault` runs (a Redis primary killed and its replica
+ * promoted); then the run must complete with every row once, both workers
+ * must have lived through it and logged the lost connection (`lost`), and a
+ * second run must write nothing. Returns how long `fault` took.
+ */
+export async function expectSyncThroughRedisFault(
+  c: Chaos,
+  fault: () => Promise<void>,
+  lost: RegExp,
+): Promise<{ faultMs: number }> {
+  await c.startWorker();
+  await c.startWorker();
+  const runId = await c.enqueue();
+  let postsAtFault = -1;
+  let faultMs = 0;
+  const run = await c.waitForRun(runId, {
+    timeoutMs: 90_000,
+    onPoll: async () => {
+      if (postsAtFault >= 0) return;
+      const posts = requests(await sandboxStats(c), 'POST', '/companies');
+      if (posts < c.expected.valid.size / 3) return;
+      postsAtFault = posts;
+      const started = Date.now();
+      await fault();
+      faultMs = Date.now() - started;
+    },
+  });
+  expect(postsAtFault, 'posts when the fault began').toBeGreaterThan(0);
+  expect(postsAtFault).toBeLessThan(c.expected.valid.size);
+  expect(faultMs).toBeGreaterThan(0);
+  expect(c.workers).toHaveLength(2);
+  for (const w of c.workers) expect(w.stderr.some((l) => lost.test(l))).toBe(true);
+  await expectSynced(c, run);
+  await expectSecondRunWritesNothing(c);
+  return { faultMs };
+}
+
 export interface StatsEntry {
   method: string;
   route: string;
