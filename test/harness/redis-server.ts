@@ -30,6 +30,20 @@ export interface RedisServer {
 }
 
 /**
+ * What every test redis-server is started with: no RDB snapshots, BullMQ's
+ * eviction rule (`noeviction`), and no protected mode (loopback only, no
+ * password). Persistence beyond that is each starter's own.
+ */
+export const TEST_SERVER_ARGS: readonly string[] = [
+  '--save',
+  '',
+  '--maxmemory-policy',
+  'noeviction',
+  '--protected-mode',
+  'no',
+];
+
+/**
  * A redis-server of our own, on a free port, in a temporary directory. Used by
  * the test harness and by chaos tests that need to restart Redis: we never
  * touch a Redis we did not start.
@@ -53,16 +67,11 @@ export async function startRedisServer(
       '127.0.0.1',
       '--dir',
       dir,
-      '--save',
-      '',
       '--appendonly',
       opts.appendonly ? 'yes' : 'no',
       '--appendfsync',
       opts.appendfsync ?? 'always',
-      '--maxmemory-policy',
-      'noeviction',
-      '--protected-mode',
-      'no',
+      ...TEST_SERVER_ARGS,
     ];
     const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;

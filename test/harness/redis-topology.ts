@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
-import { freePort, removeDir } from './redis-server.js';
+import { freePort, removeDir, TEST_SERVER_ARGS } from './redis-server.js';
 
 const HOST = '127.0.0.1';
 
@@ -162,14 +162,9 @@ function dataNodeArgs(port: number, dir: string): string[] {
     HOST,
     '--dir',
     dir,
-    '--save',
-    '',
     '--appendonly',
     'no',
-    '--maxmemory-policy',
-    'noeviction',
-    '--protected-mode',
-    'no',
+    ...TEST_SERVER_ARGS,
   ];
 }
 

@@ -36,7 +36,12 @@ import {
   useEngines,
   type EngineHarness,
 } from '../harness/engine.js';
-import { freePort, removeDir, startRedisServer } from '../harness/redis-server.js';
+import {
+  freePort,
+  removeDir,
+  startRedisServer,
+  TEST_SERVER_ARGS,
+} from '../harness/redis-server.js';
 import { callPort, startRedisCluster, startRedisSentinel } from '../harness/redis-topology.js';
 import { startScheduler } from '../../src/schedule/scheduler.js';
 import { lastSlotKey } from '../../src/schedule/slot.js';
@@ -328,14 +333,9 @@ async function startTlsRedis(
       certs.ca,
       '--tls-auth-clients',
       'no',
-      '--save',
-      '',
       '--appendonly',
       'no',
-      '--maxmemory-policy',
-      'noeviction',
-      '--protected-mode',
-      'no',
+      ...TEST_SERVER_ARGS,
       ...extra,
     ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
