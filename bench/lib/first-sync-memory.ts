@@ -23,18 +23,17 @@
  */
 import { Redis } from 'ioredis';
 import { ensureData } from '../crm-data.js';
-import { loadMapping } from '../../src/crm/presets.js';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
 import { writeChunks } from '../../src/engine/payloads.js';
-import { planExport, type PlanningSink } from '../../src/engine/planning.js';
+import type { PlanningSink } from '../../src/engine/planning.js';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
-import { silentLogger } from '../../src/log.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
 import { CLAIM_BUCKETS } from '../../src/state/keys.js';
 import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import type { WriteAction } from '../../src/sync/action.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
+import { planGeneratedCompanies } from './plan-pass.js';
 
 export interface FirstSyncMemory {
   rows: number;
@@ -111,16 +110,7 @@ export async function firstSyncMemory(
       },
     };
     const t0 = performance.now();
-    const counts = await planExport({
-      entity: 'companies',
-      mapping: loadMapping('hubspot-companies'),
-      source: { path },
-      env: {},
-      mode: 'upsert',
-      memberUpdates: false,
-      sink,
-      logger: silentLogger,
-    });
+    const counts = await planGeneratedCompanies(path, sink);
     const planMs = performance.now() - t0;
     const planned = await store.countPlannedWrites(runId);
     if (counts.read !== rows || planned !== counts.create)

@@ -7,11 +7,9 @@
  * Usage: node --import tsx bench/lib/plan-child.ts PATH REDIS_URL PREFIX
  */
 import { Redis } from 'ioredis';
-import { loadMapping } from '../../src/crm/presets.js';
-import { planExport } from '../../src/engine/planning.js';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
-import { silentLogger } from '../../src/log.js';
 import { StateStore } from '../../src/state/store.js';
+import { planGeneratedCompanies } from './plan-pass.js';
 
 const [path, redisUrl, prefix] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
@@ -26,17 +24,7 @@ const sink = redisPlanningSink(store, runId, 'companies', 'bench');
 
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-const counts = await planExport({
-  entity: 'companies',
-  mapping: loadMapping('hubspot-companies'),
-  source: { path },
-  // A local file: no credentials to read.
-  env: {},
-  mode: 'upsert',
-  memberUpdates: false,
-  sink,
-  logger: silentLogger,
-});
+const counts = await planGeneratedCompanies(path, sink);
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
 redis.disconnect();

@@ -1,0 +1,21 @@
+/**
+ * The planning pass the planning benchmarks measure: the generated HubSpot
+ * companies export (a local file, so no credentials) planned with the
+ * `hubspot-companies` preset into the sink a benchmark gives.
+ */
+import { loadMapping } from '../../src/crm/presets.js';
+import { planExport, type PlanCounts, type PlanningSink } from '../../src/engine/planning.js';
+import { silentLogger } from '../../src/log.js';
+
+export function planGeneratedCompanies(path: string, sink: PlanningSink): Promise<PlanCounts> {
+  return planExport({
+    entity: 'companies',
+    mapping: loadMapping('hubspot-companies'),
+    source: { path },
+    env: {},
+    mode: 'upsert',
+    memberUpdates: false,
+    sink,
+    logger: silentLogger,
+  });
+}
