@@ -272,6 +272,18 @@ describe('run scratch', () => {
   });
 });
 
+/** Every key matching `pattern`: a whole SCAN (one call covers only part of a busy keyspace). */
+async function keysMatching(pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
 /** Settles one write as the write path does (its finish script), committing nothing. */
 function settle(run: string, line: number, outcome: WriteOutcome, failure?: FailureRow) {
   return store.finishWrites(run, 'companies', [
@@ -321,7 +333,7 @@ describe('run progress', () => {
       ...store.keys.progress(run),
       ...store.keys.scratch(run),
     ];
-    const [, present] = await redis.scan('0', 'MATCH', `${prefix}:run:${run}*`, 'COUNT', 1000);
+    const present = await keysMatching(`${prefix}:run:${run}*`);
     expect(present.length).toBeGreaterThan(3);
     for (const key of present) expect(named).toContain(key);
 
@@ -339,19 +351,7 @@ describe('run progress', () => {
 
 describe('key layout', () => {
   it('puts every key under the prefix and its hash tag', async () => {
-    let cursor = '0';
-    const keys: string[] = [];
-    do {
-      const [next, batch] = await redis.scan(
-        cursor,
-        'MATCH',
-        `*${prefix.slice(1, -1)}*`,
-        'COUNT',
-        1000,
-      );
-      cursor = next;
-      keys.push(...batch);
-    } while (cursor !== '0');
+    const keys = await keysMatching(`*${prefix.slice(1, -1)}*`);
     expect(keys.length).toBeGreaterThan(10);
     for (const key of keys) {
       expect(key.startsWith(prefix)).toBe(true);
