@@ -15,6 +15,22 @@
  * - Then climb back to 0.95 of the ceiling ("settle just under"), halving
  *   the gap each second, and probe: after 20 s there without a 429 the
  *   ceiling grows 3%, so a limit raised by the platform is found too.
+ * - A long window (a minute; up to `LOG_SPAN_MS`) holds a count, not a
+ *   rate, and answers late: a minute's window refuses nothing until its
+ *   limit of requests sits in it, so the slow start overshoots it (to
+ *   PLATFORM_RATE_LIMIT_MAX) and fills it in a burst, and the platform then
+ *   refuses until the oldest of them leave, up to a minute. No rate is right
+ *   after that: the window frees as it was filled, a window later. So once a
+ *   Retry-After has shown a long window, the pacer's rate is the window's
+ *   room (`windowPace`): each second, `SETTLE` of the limit less what the
+ *   success log says is still in the window at the second's end, at most
+ *   `REFILL` times the limit's rate, and a hold (not a trickle of refused
+ *   requests) while it has no room. The limit itself is exact there: the
+ *   window was full at the 429, so what the log holds in it is the limit.
+ *   A 429 backs off the window's count from the limit to `SETTLE` of it,
+ *   probes raise it as above. The sliding log's constraint (never more than
+ *   the limit in any window) is met by construction, and the window is kept
+ *   just under full: what it lets through over a minute is the limit's.
  * - A limit the platform states (`RateLimit-Policy: 100;w=1`, or its
  *   `X-`/`RateLimit-Limit` with a known window) replaces all guessing.
  *
@@ -32,7 +48,7 @@ export interface LearnerSettings {
   max: number;
 }
 
-export type RateSource = 'start' | 'ramp' | 'limited' | 'probe' | 'policy';
+export type RateSource = 'start' | 'ramp' | 'limited' | 'probe' | 'policy' | 'window';
 
 export interface LearnerState {
   /** The rate requests are spaced at now. */
@@ -51,6 +67,9 @@ export interface LearnerState {
   decreasedAt: number;
   source: RateSource;
 }
+
+/** A next state, and how long to hold every request first (ms from now; a long window's wait). */
+export type Step = LearnerState & { holdMs?: number };
 
 /** Growth per step before the first 429. */
 export const SLOW_START = 1.25;
@@ -71,6 +90,17 @@ export const PROBE = 1.03;
 export const ECHO_MS = 300;
 /** The step grows the rate only if this share of it was used (no growth while demand is lower). */
 export const USED = 0.5;
+/** The longest window whose successes the log holds (a ring of 128 seconds, src/queue/pacer-store.ts). */
+export const LOG_SPAN_MS = 120_000;
+/**
+ * A long window is refilled at up to this many times its limit's rate: it
+ * frees as fast as it was filled (the slow start's burst a window later),
+ * and a refill at twice the limit's rate keeps it near full while a burst
+ * sent at PLATFORM_RATE_LIMIT_MAX leaves it.
+ */
+export const REFILL = 2;
+/** A long window is probed upwards only when it holds this share of its target or more. */
+export const USED_WINDOW = 0.9;
 const DAY_MS = 86_400_000;
 
 const clamp = (x: number, s: LearnerSettings): number => Math.min(s.max, Math.max(s.min, x));
@@ -96,12 +126,26 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
  */
 export function onTick(
   st: LearnerState,
-  at: { now: number; ok: number },
+  at: { now: number; ok: number; log?: SuccessLog },
   s: LearnerSettings,
-): LearnerState | undefined {
+): Step | undefined {
   const elapsed = at.now - st.changedAt;
   if (elapsed < STEP_MS) return undefined;
   const base = { changedAt: at.now, okAtChange: at.ok };
+  if (at.log && windowed(st)) {
+    // Probe only a window that was kept full: an idle one says nothing of its limit.
+    const full = windowCount(at.log, at.now, st.periodMs, at.now) >= windowTarget(st) * USED_WINDOW;
+    const probe = full && at.now - st.ceilingAt >= PROBE_MS && st.ceiling * SETTLE < s.max;
+    const next = probe ? { ...st, ceiling: st.ceiling * PROBE, ceilingAt: at.now } : st;
+    const pace = windowPace(next, at.log, at.now);
+    return {
+      ...next,
+      ...base,
+      rate: clamp(pace.rate, s),
+      holdMs: pace.holdMs,
+      source: probe ? 'probe' : 'window',
+    };
+  }
   const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
   // Demand was below the rate: nothing says the platform takes more.
   if (used < st.rate * USED || st.source === 'policy') return { ...st, ...base };
@@ -143,8 +187,44 @@ export function windowEstimate(
   retryAfterMs: number,
   periodMs: number,
 ): number | undefined {
-  // The window's start in seconds, with a fraction: its first second counts in part.
-  const start = (now - periodMs + Math.max(0, retryAfterMs - 1_000)) / 1_000;
+  const count = windowCount(log, now + Math.max(0, retryAfterMs - 1_000), periodMs, now);
+  return count > 0 ? (count * 1_000) / periodMs : undefined;
+}
+
+/** Whether the state's window is a long one the log covers: it is paced by its room (`windowPace`). */
+export function windowed(st: LearnerState): boolean {
+  return (
+    st.ceiling > 0 && st.source !== 'policy' && st.periodMs > STEP_MS && st.periodMs <= LOG_SPAN_MS
+  );
+}
+
+/**
+ * A long window's pace over the next step: the room left in it at the
+ * step's end below `SETTLE` of its limit (what was sent a window ago
+ * leaves it), at most `REFILL` times the limit's rate; and, when it has no
+ * room, how long to hold until enough has left it (whole seconds).
+ */
+export function windowPace(
+  st: LearnerState,
+  log: SuccessLog,
+  now: number,
+): { rate: number; holdMs: number } {
+  const target = windowTarget(st);
+  for (let holdMs = 0; holdMs < st.periodMs; holdMs += STEP_MS) {
+    const room = target - windowCount(log, now + holdMs + STEP_MS, st.periodMs, now);
+    if (room > 0) return { rate: Math.min(st.ceiling * REFILL, (room * 1_000) / STEP_MS), holdMs };
+  }
+  return { rate: st.ceiling * BACKOFF, holdMs: st.periodMs };
+}
+
+/** The requests a long window is kept at: `SETTLE` of its limit. */
+function windowTarget(st: LearnerState): number {
+  return (st.ceiling * st.periodMs * SETTLE) / 1_000;
+}
+
+/** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first second in part. */
+function windowCount(log: SuccessLog, end: number, periodMs: number, now: number): number {
+  const start = (end - periodMs) / 1_000;
   const from = Math.floor(start);
   const to = Math.floor(now / 1_000);
   let count = 0;
@@ -152,7 +232,7 @@ export function windowEstimate(
     if (sec > from && sec <= to) count += n;
     else if (sec === from) count += n * (1 - (start - from));
   }
-  return count > 0 ? (count * 1_000) / periodMs : undefined;
+  return count;
 }
 
 /**
@@ -163,7 +243,7 @@ export function onLimited(
   st: LearnerState,
   at: { now: number; requestedAt: number; retryAfterMs: number; log?: SuccessLog },
   s: LearnerSettings,
-): LearnerState | undefined {
+): Step | undefined {
   // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a day).
   const periodMs =
     at.retryAfterMs <= st.periodMs
@@ -182,7 +262,7 @@ export function onLimited(
   const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
   const measured = periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate);
   const ceiling = clamp(measured ?? st.rate, s);
-  return {
+  const next: LearnerState = {
     ...st,
     periodMs,
     ceiling,
@@ -192,6 +272,10 @@ export function onLimited(
     decreasedAt: at.now,
     source: 'limited',
   };
+  if (!at.log || !windowed(next)) return next;
+  // A long window: once the platform's wait is over, send what its room takes.
+  const pace = windowPace(next, at.log, at.now + at.retryAfterMs);
+  return { ...next, rate: clamp(pace.rate, s), holdMs: at.retryAfterMs + pace.holdMs };
 }
 
 /** The platform stated its limit: `limit` requests per `windowMs`. */

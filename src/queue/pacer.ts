@@ -15,7 +15,9 @@
  * In `auto` mode the rate itself is learned (src/platform/rate-learner.ts):
  * its state lives in the same hash, so it is shared and survives restarts;
  * successes are logged per second (`<prefix>:pacer:log`, a ring of 128
- * fields) for the learner to tell how much a long window let through.
+ * fields) for the learner to tell how much a long window let through and,
+ * once a window is known to be long, how much room it has each second (a
+ * step then reads the log and may hold every turn until the window frees).
  * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 5% margin: evenly
  * spaced turns at exactly a platform's limit would meet a 429 whenever a
  * request is delayed on its way (a sliding window counts arrivals).
@@ -29,6 +31,8 @@ import {
   onPolicy,
   onTick,
   readRateHeaders,
+  STEP_MS,
+  windowed,
   type Headers,
   type LearnerSettings,
   type LearnerState,
@@ -190,7 +194,9 @@ export class RedisPacer implements Pacer {
         if (!this.state) return;
         const log = await this.readLog();
         const next = onLimited(this.state, { ...at, ...(log && { log }) }, mode);
-        if (!next || (await this.cas(next, 0))) return;
+        // A long window's hold counts from the 429, as its Retry-After does.
+        const hold = next?.holdMs ? next.holdMs - (Date.now() + this.offset - now) : 0;
+        if (!next || (await this.cas(next, hold))) return;
         await this.fetch(0);
       }
     });
@@ -296,12 +302,20 @@ export class RedisPacer implements Pacer {
       this.opts.onRate?.(rate, mode.kind === 'fixed' ? 'fixed' : (this.state?.source ?? 'start'));
     }
     if (mode.kind === 'auto' && this.state && !this.ticking) {
-      const next = onTick(this.state, { now: redisNow, ok: total }, mode);
-      if (next) {
+      if (redisNow - this.state.changedAt >= STEP_MS) {
         this.ticking = true;
-        this.enqueueWrite(() => this.cas(next, 0).finally(() => (this.ticking = false)));
+        this.enqueueWrite(() => this.tick(redisNow, total).finally(() => (this.ticking = false)));
       }
     }
+  }
+
+  /** A learner's step (auto mode); a long window's step reads the success log and may hold. */
+  private async tick(now: number, ok: number): Promise<void> {
+    const mode = this.opts.mode;
+    if (mode.kind !== 'auto' || !this.state) return;
+    const log = windowed(this.state) ? await this.readLog() : undefined;
+    const next = onTick(this.state, { now, ok, ...(log && { log }) }, mode);
+    if (next) await this.cas(next, next.holdMs ?? 0);
   }
 
   // Shared state -----------------------------------------------------------
