@@ -46,7 +46,10 @@ export async function processWriteChunk(
     result.skipped = chunk.lines.length;
     return result;
   }
-  const actions = await ctx.store.plannedWritesOf(chunk.runId, chunk.lines);
+  const located = await ctx.store.locatePlannedWrites(chunk.runId, chunk.lines);
+  const actions = located.map((l) => l.write);
+  // Each write names its plan chunk when it settles: the chunk is dropped once all its lines have.
+  const planChunk = new Map(located.map((l) => [l.write.line, l.chunk]));
   const runBatches = batchesOf(ctx, chunk);
   let stopped: string | undefined;
   const lock = new ChunkLock(ctx, job, token);
@@ -59,7 +62,10 @@ export async function processWriteChunk(
     holdsLock: () => lock.holds(),
     ...(signal && { signal }),
     claim: (c) => runBatches.claim.add(c),
-    finish: (w) => runBatches.finish.add(w),
+    finish: (w) => {
+      const c = planChunk.get(w.line);
+      return runBatches.finish.add(c === undefined ? w : { ...w, planChunk: c });
+    },
     stop: (why) => {
       stopped ??= why;
     },
@@ -114,7 +120,12 @@ function parseChunk(job: Job): WriteChunk {
   return parsed.data;
 }
 
-/** Lines the run's plan has no write for (its scratch expired): failed, so the run does not wait. */
+/**
+ * Lines the run's plan has no write for: settled already, their plan chunk
+ * dropped with its last line (a chunk attempted again, or enqueued again:
+ * the finish script answers "settled before", and nothing is counted or
+ * recorded), or the scratch expired: failed then, so the run does not wait.
+ */
 async function settleUnplanned(
   chunk: WriteChunk,
   actions: readonly WriteAction[],
@@ -250,6 +261,8 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
   if (!parsed.success) return;
   const chunk = parsed.data;
   const open = await ctx.progress.unsettledOf(chunk.runId, chunk.lines);
+  // Settled without their plan chunks named: a create may leave pending marks that finalize
+  // verifies by the plan, so those chunks are kept to the run's end.
   const actions = await ctx.store.plannedWritesOf(chunk.runId, open);
   if (actions.length === 0) return;
   const reason = `write abandoned after ${job.attemptsMade} attempts: ${err.message}`;

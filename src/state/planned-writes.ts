@@ -9,6 +9,19 @@
  * A planning pass saves each line once (a pass that starts over resets the
  * scratch first). Only one holder of the run writes its planned writes at a
  * time, so a chunk read, filtered and written back (`drop`) races nobody.
+ *
+ * The write phase frees the plan as it goes: `u:<first>` counts the chunk's
+ * lines not settled yet, and the finish script that settles the chunk's last
+ * line drops the chunk (`SETTLE_PLAN_CHUNKS`), unless a line of it still
+ * needs its planned write: an unknown create, which finalize verifies by
+ * listing (it finds the line's keys and body here). Invariant, on which the
+ * count rests: no line of the run settles while chunks are written (`save`
+ * and `drop` run only during planning, before any write is enqueued; a pass
+ * that starts over unlinks the settled lines with the plan), so PUT sets `u`
+ * to the chunk's count. From then on `u` only goes down when a line settles
+ * for the first time with its chunk named, and up when finalize unsettles a
+ * line (`RunProgress.unsettle`): it is never below the chunk's unsettled
+ * lines, so a chunk is never dropped while a line of it may still be written.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { RedisClient } from '../queue/connection.js';
@@ -26,17 +39,18 @@ import { chunks } from './pipeline.js';
 export const CHUNK_LINES = 128;
 
 // KEYS: plan hash, chunk index. ARGV: TTL (ms), then per chunk: first line, writes, deflated
-// body (0 writes: the chunk is removed). `n:<first>` keeps each chunk's count, `total` the sum.
+// body (0 writes: the chunk is removed). `n:<first>` keeps each chunk's count, `total` the sum,
+// `u:<first>` the chunk's unsettled lines: all of them (only planning writes chunks).
 const PUT = `
 local delta = 0
 for i = 2, #ARGV, 3 do
   local f, n = ARGV[i], tonumber(ARGV[i + 1])
   local old = tonumber(redis.call('HGET', KEYS[1], 'n:' .. f) or '0')
   if n == 0 then
-    redis.call('HDEL', KEYS[1], f, 'n:' .. f)
+    redis.call('HDEL', KEYS[1], f, 'n:' .. f, 'u:' .. f)
     redis.call('ZREM', KEYS[2], f)
   else
-    redis.call('HSET', KEYS[1], f, ARGV[i + 2], 'n:' .. f, n)
+    redis.call('HSET', KEYS[1], f, ARGV[i + 2], 'n:' .. f, n, 'u:' .. f, n)
     redis.call('ZADD', KEYS[2], f, f)
   end
   delta = delta + n - old
@@ -92,6 +106,69 @@ end
 return out
 `;
 
+/**
+ * Unknown creates read to decide whether a chunk whose lines have all settled
+ * is still needed: up to this many are read and checked against the chunk's
+ * lines; with more (a platform answering nothing for a while) every such
+ * chunk is kept to the run's end, which costs only memory.
+ */
+export const MAX_UNKNOWN_READ = 256;
+
+/**
+ * A Lua function for the script that settles writes (write-steps.ts FINISH):
+ * `settlePlanChunks(plan, index, unknown, firsts, settled)` counts down each
+ * chunk of `firsts` (first lines, as strings) by `settled[first]` lines that
+ * settled for the first time, once per chunk, and drops a chunk left with no
+ * unsettled line unless a line of its range [first, next chunk's first) is an
+ * unknown create (set `unknown`), read after the script has added its own. A
+ * chunk without a count (stored before counts, or the plan expired) is kept.
+ * `pinPlanChunk(plan, index, line)` keeps the chunk of `line` to the run's end:
+ * for a line that leaves the unknown creates with its pending marks kept
+ * (finalize still verifies it by its planned write).
+ */
+export const SETTLE_PLAN_CHUNKS = `
+local function settlePlanChunks(plan, index, unknown, firsts, settled)
+  local unknownLines
+  for _, c in ipairs(firsts) do
+    local left = redis.call('HINCRBY', plan, 'u:' .. c, -settled[c])
+    if left < 0 then
+      redis.call('HDEL', plan, 'u:' .. c)
+    elseif left == 0 then
+      if unknownLines == nil then
+        local size = redis.call('SCARD', unknown)
+        if size == 0 then unknownLines = {}
+        elseif size <= ${MAX_UNKNOWN_READ} then unknownLines = redis.call('SMEMBERS', unknown)
+        else unknownLines = false end
+      end
+      local keep = unknownLines == false
+      if not keep and #unknownLines > 0 then
+        local lo = tonumber(c)
+        local nx = redis.call('ZRANGEBYSCORE', index, '(' .. c, '+inf', 'LIMIT', 0, 1)[1]
+        local hi = nx and tonumber(nx)
+        for _, l in ipairs(unknownLines) do
+          local v = tonumber(l)
+          if v >= lo and (hi == nil or v < hi) then keep = true break end
+        end
+      end
+      if not keep then
+        redis.call('HDEL', plan, c, 'n:' .. c, 'u:' .. c)
+        redis.call('ZREM', index, c)
+      end
+    end
+  end
+end
+local function pinPlanChunk(plan, index, line)
+  local c = redis.call('ZREVRANGEBYSCORE', index, line, '-inf', 'LIMIT', 0, 1)[1]
+  if c and redis.call('HEXISTS', plan, 'u:' .. c) == 1 then redis.call('HINCRBY', plan, 'u:' .. c, 1) end
+end
+`;
+
+/** A planned write, and the first line of the chunk that holds it (see `FinishedWrite.planChunk`). */
+export interface LocatedWrite {
+  write: WriteAction;
+  chunk: number;
+}
+
 interface Chunk {
   first: number;
   writes: WriteAction[];
@@ -136,10 +213,19 @@ export class PlannedWrites {
 
   /** The planned writes of these lines (lines without one are left out), in the order given. */
   async of(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
+    return (await this.located(runId, lines)).map((l) => l.write);
+  }
+
+  /**
+   * As `of`, each with its chunk's first line: the write path names it when
+   * the line settles, so the chunk is counted down and dropped once all its
+   * lines have settled. A line whose chunk was dropped has no planned write.
+   */
+  async located(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
     if (lines.length === 0) return [];
-    const byLine = new Map<number, WriteAction>();
+    const byLine = new Map<number, LocatedWrite>();
     for (const c of await this.chunksOf(runId, lines, 'reading planned writes'))
-      for (const w of c.writes) byLine.set(w.line, w);
+      for (const w of c.writes) byLine.set(w.line, { write: w, chunk: c.first });
     return lines.flatMap((l) => {
       const w = byLine.get(l);
       return w ? [w] : [];

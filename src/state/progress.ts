@@ -26,6 +26,29 @@ end
 return n
 `;
 
+// KEYS: settled set, unknown-creates set, plan hash, plan chunk index. ARGV: lines. Each line
+// removed from the settled lines counts one more unsettled line of its plan chunk (the chunk
+// with the greatest first line not above it, kept since the line was an unknown create; a
+// chunk without a count is left so). Replies the lines unsettled.
+const UNSETTLE = `
+local up, chunks, n = {}, {}, 0
+for i = 1, #ARGV do
+  redis.call('SREM', KEYS[2], ARGV[i])
+  if redis.call('SREM', KEYS[1], ARGV[i]) == 1 then
+    n = n + 1
+    local c = redis.call('ZREVRANGEBYSCORE', KEYS[4], ARGV[i], '-inf', 'LIMIT', 0, 1)[1]
+    if c then
+      if up[c] == nil then up[c] = 0; chunks[#chunks + 1] = c end
+      up[c] = up[c] + 1
+    end
+  end
+end
+for _, c in ipairs(chunks) do
+  if redis.call('HEXISTS', KEYS[3], 'u:' .. c) == 1 then redis.call('HINCRBY', KEYS[3], 'u:' .. c, up[c]) end
+end
+return n
+`;
+
 /** Creates settled with an unknown outcome, not yet confirmed: a counter of the run hash. */
 const UNKNOWN = RunField.counter('pendingCreates');
 
@@ -55,13 +78,25 @@ export class RunProgress {
     return lines.filter((_, n) => flags[n] === 0);
   }
 
-  /** Lines settled in this round are forgotten, so a write sent again (a re-created pending) settles again. */
+  /**
+   * Lines settled in this round are forgotten, so a write sent again (a
+   * re-created pending) settles again; their plan chunks count them as
+   * unsettled again, so they are kept until these lines settle anew.
+   */
   async unsettle(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;
-    const tx = this.redis.multi();
-    tx.srem(this.keys.settled(runId), ...lines.map(String));
-    tx.srem(this.keys.unknownCreates(runId), ...lines.map(String));
-    await execAll(tx, 'unsettling writes');
+    const k = this.keys;
+    await redisCall('unsettling writes', () =>
+      this.redis.eval(
+        UNSETTLE,
+        4,
+        k.settled(runId),
+        k.unknownCreates(runId),
+        k.plan(runId),
+        k.planIndex(runId),
+        ...lines.map(String),
+      ),
+    );
   }
 
   /**

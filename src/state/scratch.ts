@@ -18,7 +18,7 @@ import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
-import { PlannedWrites } from './planned-writes.js';
+import { PlannedWrites, type LocatedWrite } from './planned-writes.js';
 
 // KEYS: conflicted hash, the run's claims marker, then the claim bucket of each key, in
 // order. ARGV: TTL of the claims (ms); one character per key, '1' where its bucket is to get
@@ -236,6 +236,11 @@ export class RunScratch {
   /** The planned writes of these lines (lines without one are left out), in the order given. */
   plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
     return this.planned.of(runId, lines);
+  }
+
+  /** As `plannedWritesOf`, each with its plan chunk (named when its line settles). */
+  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
+    return this.planned.located(runId, lines);
   }
 
   /** Removes planned writes: of rows that turned out to be conflicts, or already enqueued. */

@@ -50,6 +50,7 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
+import type { LocatedWrite } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY, RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { RunScratch } from './scratch.js';
@@ -328,6 +329,10 @@ export class StateStore {
 
   plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
     return this.scratch.plannedWritesOf(runId, lines);
+  }
+
+  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
+    return this.scratch.locatePlannedWrites(runId, lines);
   }
 
   dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {

@@ -11,8 +11,10 @@
  *   state, their pending marks cleared: the same entries `RecordStates.commit`
  *   writes), clears the pending marks of creates that did not land, and
  *   settles each line once (as `RunProgress.settle`: counted, its failure
- *   row kept, an unknown create answered later moved to its counter). One
- *   script, so a record is never committed without its line settled.
+ *   row kept, an unknown create answered later moved to its counter), and
+ *   drops the run's plan chunks whose lines have all settled (see
+ *   planned-writes.ts). One script, so a record is never committed without
+ *   its line settled.
  */
 import type { RedisClient } from '../queue/connection.js';
 import type { Entity } from '../sync/identity.js';
@@ -20,6 +22,7 @@ import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import type { Numbering } from './numbering.js';
 import { packPending, packRecord } from './packing.js';
+import { SETTLE_PLAN_CHUNKS } from './planned-writes.js';
 import type { WriteOutcome } from './progress.js';
 import { storable, type FailureRow, type RunCounter } from './runs.js';
 
@@ -74,15 +77,16 @@ return 1
 `;
 
 // KEYS: settled set, run hash, failures list, unknown-creates set, pending hash, entity info,
-// then the bucket keys the entries name by index. ARGV: now, the unknown/settled/planned
-// counter fields, the number of entries, then per entry 7 values: line, counter field,
-// failure JSON ('' for none), record bucket index (0 for no commit), platform id, packed
-// record, number of identity keys n; then n pairs (bucket index, key).
-// Returns {settled, planned, firsts...}.
-const FINISH = `
+// plan hash, plan chunk index, then the bucket keys the entries name by index. ARGV: now, the
+// unknown/settled/planned counter fields, the number of entries, then per entry 8 values:
+// line, counter field, failure JSON ('' for none), record bucket index (0 for no commit),
+// platform id, packed record, plan chunk ('' for none), number of identity keys n; then n
+// pairs (bucket index, key). Returns {settled, planned, firsts...}.
+const FINISH = `${SETTLE_PLAN_CHUNKS}
 local now, unknown, settledField, plannedField = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local count = tonumber(ARGV[5])
 local incr, order, firsts, failures, clear = {}, {}, {}, {}, {}
+local chunkSettled, chunks = {}, {}
 local added, committed = 0, false
 local function add(field, n)
   if incr[field] == nil then incr[field] = 0; order[#order + 1] = field end
@@ -91,8 +95,9 @@ end
 local a = 6
 for e = 1, count do
   local line, counter, failure = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  local recIx, id, rec, n = tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5], tonumber(ARGV[a + 6])
-  a = a + 7
+  local recIx, id, rec = tonumber(ARGV[a + 3]), ARGV[a + 4], ARGV[a + 5]
+  local chunk, n = ARGV[a + 6], tonumber(ARGV[a + 7])
+  a = a + 8
   local first = redis.call('SADD', KEYS[1], line) == 1
   for j = 1, n do
     local ix, key = tonumber(ARGV[a]), ARGV[a + 1]
@@ -112,6 +117,8 @@ for e = 1, count do
       add(unknown, -1)
       add(counter, 1)
       if failure ~= '' then failures[#failures + 1] = failure end
+      -- Its pending marks stay (see above) for finalize, which finds the line by its plan.
+      if recIx == 0 then pinPlanChunk(KEYS[7], KEYS[8], line) end
     end
   else
     firsts[#firsts + 1] = 1
@@ -119,8 +126,13 @@ for e = 1, count do
     add(counter, 1)
     add(settledField, 1)
     if failure ~= '' then failures[#failures + 1] = failure end
+    if chunk ~= '' then
+      if chunkSettled[chunk] == nil then chunkSettled[chunk] = 0; chunks[#chunks + 1] = chunk end
+      chunkSettled[chunk] = chunkSettled[chunk] + 1
+    end
   end
 end
+settlePlanChunks(KEYS[7], KEYS[8], KEYS[4], chunks, chunkSettled)
 if #clear > 0 then redis.call('HDEL', KEYS[5], unpack(clear)) end
 if committed then redis.call('HSETNX', KEYS[6], 'firstCommitAt', now) end
 if added > 0 then redis.call('HINCRBY', KEYS[6], 'records', added) end
@@ -165,6 +177,13 @@ export interface FinishedWrite {
   /** Whether the pending marks of `keys` are cleared (a create that did not land, or committed). */
   clearPending: boolean;
   commit?: { platformId: number; hash: string; job: string };
+  /**
+   * The first line of the plan chunk holding this write (`PlannedWrites.located`):
+   * when this settles the line, the chunk is counted down, and dropped once all its
+   * lines have settled (see planned-writes.ts). Left out, the chunk is kept to the
+   * run's end: for a settle that may leave pending marks finalize verifies by the plan.
+   */
+  planChunk?: number;
 }
 
 export interface FinishReply {
@@ -294,6 +313,8 @@ export class WriteSteps {
       k.unknownCreates(runId),
       k.pending(entity),
       k.entityInfo(entity),
+      k.plan(runId),
+      k.planIndex(runId),
     ];
     const buckets = new Map<string, number>();
     const indexOf = (key: string): number => {
@@ -331,6 +352,7 @@ export class WriteSteps {
               jobNumber: jobNumbers.get(c.job)!,
             })
           : '',
+        w.planChunk === undefined ? '' : String(w.planChunk),
         String(keys.length),
       );
       for (const key of keys) {
