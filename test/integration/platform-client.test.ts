@@ -3,8 +3,13 @@
  * of stripe-node's test utils): each test says what the server answers, and
  * the server records every request it received.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -361,6 +366,64 @@ describe('PlatformClient over HTTP', () => {
     expect(err).toBeInstanceOf(BadRequestError);
     expect(err.fields).toEqual({ name: ['This field is required.'] });
     expect(err.mayHaveApplied).toBe(false);
+  });
+
+  it('follows no redirect: a 3xx is an error, and its Location receives nothing', async () => {
+    const elsewhere = await scripted((_q, res) => json(res, 200, { id: 9 }));
+    const s = await scripted((_q, res) => {
+      res.writeHead(302, { location: `${elsewhere.url}/companies/1` });
+      res.end();
+    });
+    const err = await failure(client(s.url).getCompany(1));
+    expect(err.statusCode).toBe(302);
+    expect(s.seen).toHaveLength(1);
+    expect(elsewhere.seen).toHaveLength(0);
+    expectNoKey(err);
+  });
+
+  it('speaks https through the https agent, and refuses a certificate it cannot check', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-https-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // A self-signed certificate for 127.0.0.1: trusted only where it is given as the CA.
+    execFileSync(
+      'openssl',
+      [
+        ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'],
+        ...['-nodes', '-days', '1', '-keyout', 'key.pem', '-out', 'cert.pem'],
+        ...['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
+      ],
+      { cwd: dir, stdio: 'ignore' },
+    );
+    const cert = readFileSync(join(dir, 'cert.pem'));
+    const seen: string[] = [];
+    const server = createHttpsServer(
+      { key: readFileSync(join(dir, 'key.pem')), cert },
+      (req, res) => {
+        seen.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+        json(res, 200, { id: 7, name: 'Tls' });
+      },
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    );
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const trusting = new HttpsAgent({ keepAlive: true, ca: cert });
+    cleanups.push(() => trusting.destroy());
+    expect(await client(url, { agent: { https: trusting } }).getCompany(7)).toEqual({
+      id: 7,
+      name: 'Tls',
+    });
+    expect(seen).toEqual([`GET /companies/7 ${KEY}`]);
+    const err = await failure(client(url).getCompany(7));
+    expect(err).toBeInstanceOf(NetworkError);
+    expect(err.mayHaveApplied).toBe(false);
+    expect(seen).toHaveLength(1);
+    expectNoKey(err);
   });
 
   it('never lets the key into errors or log lines, even when the server echoes it', async () => {
