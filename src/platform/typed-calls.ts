@@ -51,16 +51,18 @@ export class TypedCalls {
 
   async call<T>(c: Call<T>): Promise<T> {
     const url = c.url ?? this.http.url(c.id === undefined ? c.route : idPath(c.route, c.id));
-    const ctx = { method: c.method, route: c.route, path: url.pathname + url.search };
+    // What an error names of the call: built only for one (most calls succeed).
+    const ctx = () => ({ method: c.method, route: c.route, path: url.pathname + url.search });
     let body = c.body;
     if (c.request) {
       const checked = c.request.safeParse(c.body);
       if (!checked.success) {
+        const at = ctx();
         const issues = zodIssues(checked.error);
         throw new InvalidRequestError(
-          `${ctx.method} ${ctx.path}: invalid request body: ${issues.join('; ')}`,
+          `${at.method} ${at.path}: invalid request body: ${issues.join('; ')}`,
           {
-            ...ctx,
+            ...at,
             retryable: false,
             mayHaveApplied: false,
             issues,
@@ -76,7 +78,7 @@ export class TypedCalls {
       body,
       signal: c.signal,
     });
-    return this.parse(c.response, res.body, '', { ...ctx, statusCode: res.status });
+    return this.parse(c.response, res.body, '', () => ({ ...ctx(), statusCode: res.status }));
   }
 
   list<T>(route: string, item: z.ZodType<T>, o: ListOptions): AsyncGenerator<T, void, undefined> {
@@ -90,7 +92,11 @@ export class TypedCalls {
         return o.eachPage ? o.eachPage(get) : get();
       },
       parseItem: (value, path, url) =>
-        this.parse(item, value, path, { method: 'GET', route, path: url.pathname + url.search }),
+        this.parse(item, value, path, () => ({
+          method: 'GET',
+          route,
+          path: url.pathname + url.search,
+        })),
     });
   }
 
@@ -119,10 +125,11 @@ export class TypedCalls {
     schema: z.ZodType<T>,
     value: unknown,
     at: string,
-    ctx: { method: string; route: string; path: string; statusCode?: number },
+    context: () => { method: string; route: string; path: string; statusCode?: number },
   ): T {
     const parsed = schema.safeParse(value);
     if (parsed.success) return parsed.data;
+    const ctx = context();
     const issues = zodIssues(parsed.error, at);
     throw new InvalidResponseError(
       `${ctx.method} ${ctx.path}: unexpected response: ${issues.slice(0, 5).join('; ')}`,

@@ -2,12 +2,11 @@
  * The in-process retry layer (got's retry is off; BullMQ attempts and a run's
  * pauses are the durable layer: stacked layers would multiply the retries).
  * It decides nothing: the policy (retry-policy.ts) says whether a failed try
- * goes again now and after how long, and `retrying` carries that out on
- * p-retry. Anything but `retry-now` ends it with the original error, for the
+ * goes again now and after how long, and `retrying` carries that out.
+ * Anything but `retry-now` ends it with the original error, for the
  * caller to ask the policy what comes next (a 429 pauses the write queue, a
  * create that may have applied is verified, …).
  */
-import pRetry from 'p-retry';
 import { RETRY_DEFAULTS } from '../config.js';
 import { sleep } from '../sleep.js';
 import { decide, type Decision, type RetrySettings } from './retry-policy.js';
@@ -21,26 +20,42 @@ export interface RetryingOptions {
 /**
  * Runs `fn` until it succeeds or `next(err, attempt)` answers anything but
  * `retry-now`; waits the decided delay between tries (an abort ends the wait).
- * The final failure is the original error, never a wrapper.
+ * The final failure is the original error, never a wrapper. An abort after a
+ * try ends the loop with the signal's reason.
+ *
+ * The loop is p-retry's with our options (no cap on the tries: the policy
+ * bounds them; no wait of its own: the policy picks it), written out: p-retry
+ * sets itself up on every call (about 10 µs), and every platform write goes
+ * through here. p-retry's one rule of its own, that a TypeError other than
+ * a network error is never retried, is the policies' too: `decide` answers
+ * "stop" to any error that is not a platform or page fault.
  */
 export async function retrying<T>(
   fn: (attempt: number) => Promise<T>,
   next: (err: unknown, attempt: number) => Decision,
   opts: RetryingOptions = {},
 ): Promise<T> {
-  return pRetry(fn, {
-    // The policy bounds the tries and picks the waits; p-retry only loops.
-    retries: Number.POSITIVE_INFINITY,
-    minTimeout: 0,
-    ...(opts.signal && { signal: opts.signal }),
-    shouldRetry: async ({ error, attemptNumber }) => {
-      const d = next(error, attemptNumber);
-      if (d.action !== 'retry-now') return false;
-      opts.onRetry?.(error, attemptNumber, d);
-      if (d.delayMs > 0) await sleep(d.delayMs, opts.signal);
-      return true;
-    },
-  });
+  const { signal } = opts;
+  signal?.throwIfAborted();
+  for (let attempt = 1; ; attempt++) {
+    let error: unknown;
+    try {
+      const result = await fn(attempt);
+      signal?.throwIfAborted();
+      return result;
+    } catch (err) {
+      // As p-retry: a thrown non-Error becomes a TypeError saying so.
+      error =
+        err instanceof Error
+          ? err
+          : new TypeError(`Non-error was thrown: "${String(err)}". You should only throw errors.`);
+    }
+    const d = next(error, attempt);
+    if (d.action !== 'retry-now') throw error;
+    opts.onRetry?.(error, attempt, d);
+    if (d.delayMs > 0) await sleep(d.delayMs, signal);
+    signal?.throwIfAborted();
+  }
 }
 
 export interface RetryOptions extends RetryingOptions {
