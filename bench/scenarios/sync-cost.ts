@@ -15,7 +15,8 @@
  * as well as the script call); figures are over the steady part, 10% to 90%
  * of the writes.
  *
- * BENCH_COST_ROWS and BENCH_COST_RATE_ROWS shrink the two cases.
+ * BENCH_COST_ROWS and BENCH_COST_RATE_ROWS shrink the two cases;
+ * BENCH_COST_CASES=cost (or 1000) runs one of them only.
  */
 import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
@@ -43,10 +44,12 @@ interface Case {
   latencyMs: number;
 }
 
+const ONLY = process.env.BENCH_COST_CASES?.split(',').map((s) => s.trim());
+
 const CASES: Case[] = [
   { label: 'cost', rows: COST_ROWS, rate: 5_000, latencyMs: 0 },
   { label: '1,000/s', rows: RATE_ROWS, rate: 1_000, latencyMs: 20 },
-];
+].filter((c) => !ONLY || ONLY.includes(c.label === 'cost' ? 'cost' : String(c.rate)));
 
 /** Targets of the write cost. */
 const TARGET = { cpuMsPerWrite: 0.5, commandsPerWrite: 20, rateShare: 0.9 };
