@@ -12,14 +12,20 @@
  *    added to a BullMQ write queue on the same Redis), plus as many again for
  *    the completed jobs the queue retains (`RETENTION.writes.completed.count`,
  *    approximated by waiting jobs of the same payload);
- * 3. + record state: every planned write committed into state (as the write
- *    phase leaves it at its end, before the run's scratch is cleared); with
- *    `dropSettled`, each page's planned writes are dropped once committed
- *    (`dropPlannedWrites`), as a write path that frees settled writes would.
+ * 3. + the write phase: every planned write claimed and settled through the
+ *    worker's own Redis steps, a chunk job's lines at a time in line order
+ *    (`locatePlannedWrites`, `writes.claimAll`, `finishWrites` with each
+ *    write's plan chunk named and its record committed, as the platform had
+ *    created it), leaving what the write phase leaves at its end, before the
+ *    run's scratch is cleared: record state, the settled lines, the counters,
+ *    and the planned writes the settle path kept. With `freePlan` false the
+ *    plan chunks are not named, so every planned write is kept (as before the
+ *    write path freed them).
  *
- * Not included: the write phase's own progress keys (settled lines) and
- * worker connections; a chunk job's data is its lines, so a job of 50 lines
- * is measured here with the same payload the enqueuer sends.
+ * Not included: the platform requests and the worker's connections and
+ * BullMQ bookkeeping of the chunk jobs beyond the window; a chunk job's data
+ * is its lines, so a job of 50 lines is measured here with the same payload
+ * the enqueuer sends.
  */
 import { Redis } from 'ioredis';
 import { ensureData } from '../crm-data.js';
@@ -29,9 +35,8 @@ import type { PlanningSink } from '../../src/engine/planning.js';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
 import { CLAIM_BUCKETS } from '../../src/state/keys.js';
-import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
-import type { WriteAction } from '../../src/sync/action.js';
+import type { FinishedWrite } from '../../src/state/write-steps.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 import { planGeneratedCompanies } from './plan-pass.js';
 
@@ -51,6 +56,10 @@ export interface FirstSyncMemory {
   window: number;
   withState: number;
   peakAtEnd: number;
+  /** Bytes of the run's planned writes left at the end of the write phase (MEMORY USAGE). */
+  planAtEnd: number;
+  /** Bytes of the run's settled lines at the end (MEMORY USAGE). */
+  settledAtEnd: number;
   redisVersion: string;
 }
 
@@ -76,10 +85,7 @@ async function usage(redis: Redis, keys: readonly string[]): Promise<number> {
   return total;
 }
 
-export async function firstSyncMemory(
-  rows: number,
-  dropSettled: boolean,
-): Promise<FirstSyncMemory> {
+export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<FirstSyncMemory> {
   const path = await ensureData('csv', rows);
   const server = await startRedisServer();
   const redis = new Redis(server.url, { maxRetriesPerRequest: null });
@@ -143,27 +149,42 @@ export async function firstSyncMemory(
     await queue.addBulk(jobs.slice(0, windowJobs));
     const withWindow = await settled(redis);
 
-    // The write phase's end: every planned write committed into record state.
-    let id = 1_000_000;
+    // The write phase: every line claimed and settled as a worker does it, chunk job by chunk
+    // job in the enqueuer's order (the lines of a full scan, taken before any settles).
+    const all: number[] = [];
     cursor = '0';
     do {
-      const page = await store.scanPlannedWrites(runId, cursor, 1000);
+      const page = await store.scanPlannedWrites(runId, cursor, 5000);
       cursor = page.cursor;
-      const entries: CommitEntry[] = page.writes.map((w: WriteAction) => ({
-        keys: w.keys,
-        platformId: ++id,
-        hash: w.hash,
-        runId,
-        job: 'bench',
-      }));
-      await store.commit('companies', entries);
-      if (dropSettled)
-        await store.dropPlannedWrites(
-          runId,
-          page.writes.map((w) => w.line),
-        );
+      all.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0');
+    await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+    let id = 1_000_000;
+    for (let i = 0; i < all.length; i += chunk) {
+      const located = await store.locatePlannedWrites(runId, all.slice(i, i + chunk));
+      const claims = await store.writes.claimAll(
+        runId,
+        'companies',
+        located.map(({ write: w }) => ({
+          line: w.line,
+          ...(w.kind === 'create' && { createKeys: w.keys }),
+        })),
+      );
+      const done: FinishedWrite[] = located.map(({ write: w, chunk: c }) => ({
+        line: w.line,
+        outcome: 'created',
+        keys: w.keys,
+        clearPending: true,
+        commit: { platformId: ++id, hash: w.hash, job: 'bench' },
+        ...(freePlan && { planChunk: c }),
+      }));
+      if (claims.some((c) => c !== 'go')) throw new Error(`claims refused: ${claims.join(',')}`);
+      const reply = await store.finishWrites(runId, 'companies', done);
+      if (reply.first.some((f) => !f)) throw new Error('a line settled twice');
+    }
     const end = await settled(redis);
+    const planAtEnd = await usage(redis, [k.plan(runId), k.planIndex(runId)]);
+    const settledAtEnd = await usage(redis, [k.settled(runId)]);
     await queue.close();
 
     return {
@@ -177,6 +198,8 @@ export async function firstSyncMemory(
       window: withWindow.used - afterPlan.used,
       withState: end.used - base.used,
       peakAtEnd: end.peak - base.used,
+      planAtEnd,
+      settledAtEnd,
       redisVersion,
     };
   } finally {

@@ -219,8 +219,12 @@ function firstSyncRows(keep: FirstSyncMemory, drop: FirstSyncMemory): (string | 
     row('… of it, identity claims as planning ends (freed then)', keep.parts.claims, r),
     row('… of it, planned writes after planning', keep.parts.plan, r),
     row(`+ queue window (${keep.windowJobs} chunk jobs)`, keep.afterPlanning + keep.window, r),
-    row('+ record state of every write (scratch kept)', keep.peakAtEnd, r),
-    row('+ record state, planned writes dropped as committed', drop.peakAtEnd, drop.rows),
+    row('+ write phase, planned writes kept (chunks not named): peak', keep.peakAtEnd, r),
+    row('… of it, planned writes kept at the end', keep.planAtEnd, r),
+    row('+ write phase, plan chunks freed as their lines settle: peak', drop.peakAtEnd, drop.rows),
+    row('… used_memory at the end of the write phase', drop.withState, drop.rows),
+    row('… of it, planned writes left at the end', drop.planAtEnd, drop.rows),
+    row('… of it, settled lines (set)', drop.settledAtEnd, drop.rows),
   ];
 }
 
@@ -279,7 +283,7 @@ const scenario: Scenario = {
           notes: [
             `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
             'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
-            "Record state: every planned write then committed (platform ids made up), the run's scratch and the queue window still there; the write phase's own progress keys are not included.",
+            "Write phase: every planned line then claimed and settled through the worker's Redis steps (locatePlannedWrites, writes.claimAll, finishWrites with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
           ],
         },
         {
