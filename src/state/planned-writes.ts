@@ -12,7 +12,8 @@
  *
  * The write phase frees the plan as it goes: `u:<first>` counts the chunk's
  * lines not settled yet, and the finish script that settles the chunk's last
- * line drops the chunk (`SETTLE_PLAN_CHUNKS`), unless a line of it still
+ * line drops the chunk's body and counts (`SETTLE_PLAN_CHUNKS`; its index
+ * entry stays, so a scan's pages keep their bounds), unless a line of it still
  * needs its planned write: an unknown create, which finalize verifies by
  * listing (it finds the line's keys and body here). Invariant, on which the
  * count rests: no line of the run settles while chunks are written (`save`
@@ -91,17 +92,15 @@ return out
 `;
 
 // KEYS: plan hash, chunk index. ARGV: lowest first line, chunks. Replies first line, body, …
-// of up to that many chunks from there, in line order.
+// of up to that many chunks from there, in line order; a dropped chunk's body is ''.
 const PAGE = `
 local firsts = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 if #firsts == 0 then return out end
 local bodies = redis.call('HMGET', KEYS[1], unpack(firsts))
 for i = 1, #firsts do
-  if bodies[i] then
-    out[#out + 1] = firsts[i]
-    out[#out + 1] = bodies[i]
-  end
+  out[#out + 1] = firsts[i]
+  out[#out + 1] = bodies[i] or ''
 end
 return out
 `;
@@ -122,6 +121,10 @@ export const MAX_UNKNOWN_READ = 256;
  * unsettled line unless a line of its range [first, next chunk's first) is an
  * unknown create (set `unknown`), read after the script has added its own. A
  * chunk without a count (stored before counts, or the plan expired) is kept.
+ * A dropped chunk keeps its entry in the index: a scan's pages keep their
+ * bounds (the enqueuer, scanning again after a restart, makes the same chunk
+ * jobs of the lines left, which the queue knows by their ids), and a line of
+ * it finds its own chunk, empty, not the one before.
  * `pinPlanChunk(plan, index, line)` keeps the chunk of `line` to the run's end:
  * for a line that leaves the unknown creates with its pending marks kept
  * (finalize still verifies it by its planned write).
@@ -150,10 +153,7 @@ local function settlePlanChunks(plan, index, unknown, firsts, settled)
           if v >= lo and (hi == nil or v < hi) then keep = true break end
         end
       end
-      if not keep then
-        redis.call('HDEL', plan, c, 'n:' .. c, 'u:' .. c)
-        redis.call('ZREM', index, c)
-      end
+      if not keep then redis.call('HDEL', plan, c, 'n:' .. c, 'u:' .. c) end
     end
   end
 end
@@ -286,7 +286,8 @@ export class PlannedWrites {
     const out: Chunk[] = [];
     for (let i = 0; i < reply.length; i += 2) {
       const first = Number(reply[i]!.toString());
-      out.push({ first, writes: decode(reply[i + 1]!, first) });
+      const body = reply[i + 1]!;
+      out.push({ first, writes: body.length === 0 ? [] : decode(body, first) });
     }
     return out;
   }

@@ -150,11 +150,26 @@ async function readable(runId: string, lines: readonly number[]): Promise<number
   return (await store.plannedWritesOf(runId, lines)).map((w) => w.line);
 }
 
-/** The plan chunks left (their first lines), and the plan hash's fields. */
+/** The plan chunks left (first lines of the bodies kept), and the plan hash's fields. */
 async function planLeft(runId: string): Promise<{ chunks: number[]; fields: string[] }> {
-  const chunks = (await redis.zrange(store.keys.planIndex(runId), '0', '-1')).map((c) => Number(c));
   const fields = (await redis.hkeys(store.keys.plan(runId))).sort();
+  const chunks = fields
+    .filter((f) => /^\d+$/.test(f))
+    .map((f) => Number(f))
+    .sort((x, y) => x - y);
   return { chunks, fields };
+}
+
+/** The lines of each page of a scan, as the enqueuer reads them. */
+async function pages(runId: string): Promise<number[][]> {
+  const out: number[][] = [];
+  let cursor = '0';
+  do {
+    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    cursor = page.cursor;
+    out.push(page.writes.map((w) => w.line));
+  } while (cursor !== '0');
+  return out;
 }
 
 describe('planned writes freed as they settle', () => {
@@ -176,6 +191,12 @@ describe('planned writes freed as they settle', () => {
       chunks: [b, c],
       fields: [`${b}`, `${c}`, `n:${b}`, `n:${c}`, 'total', `u:${b}`, `u:${c}`].sort(),
     });
+    // A dropped chunk keeps its place in the index: a line of it finds no planned write.
+    expect(await redis.zrange(store.keys.planIndex(runId), '0', '-1')).toEqual([
+      `${a}`,
+      `${b}`,
+      `${c}`,
+    ]);
     await runJobs(ctx, jobsOf(runId, lines.slice(CHUNK_LINES + 1)));
     expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'] });
     // `total` still says how many writes were planned.
@@ -234,6 +255,21 @@ describe('planned writes freed as they settle', () => {
       writesSettled: lines.length + 2,
       writesPlanned: lines.length + 2,
     });
+  });
+
+  it('a scan keeps its pages as chunks are dropped: the enqueuer, scanning again, makes the same jobs', async () => {
+    const { ctx } = platform();
+    // Eight plan chunks: pages of four chunks (512 lines) when 500 writes are asked for.
+    const { runId, lines } = await plannedRun(8 * CHUNK_LINES);
+    const before = await pages(runId);
+    expect(before.map((p) => p.length)).toEqual([4 * CHUNK_LINES, 4 * CHUNK_LINES, 0]);
+    // The first chunk's lines settle, and the enqueuer starts its scan again.
+    await runJobs(ctx, jobsOf(runId, lines.slice(0, CHUNK_LINES)));
+    const after = await pages(runId);
+    expect(after).toEqual([before[0]!.slice(CHUNK_LINES), before[1], []]);
+    const ids = (ls: number[]) =>
+      writeChunks({ id: runId }, DEF, ls, 0, 50).map((j) => j.opts.jobId);
+    expect(ids(after[1]!)).toEqual(ids(before[1]!));
   });
 
   it('a create answered late as not landed keeps its pending marks, and its chunk, for finalize', async () => {
