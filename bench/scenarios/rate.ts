@@ -13,15 +13,18 @@
  * write rate between 10% and 90% of the writes over the limit, the 429s'
  * share of all requests, and the rate the pacer holds at the end (Redis).
  * BENCH_RATE_ROWS sets the export size (default 20,000); BENCH_RATE_CASES
- * picks cases (e.g. `a,c`); BENCH_RATE_CONCURRENCY sets WRITE_CONCURRENCY.
+ * picks cases (e.g. `a,c`); BENCH_RATE_CONCURRENCY sets WRITE_CONCURRENCY;
+ * BENCH_RATE_TRACE=PATH writes, per case, PATH-<case>.tsv: second by
+ * second, the writes and 429s the platform saw and the pacer's state.
  */
 import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
 import { cliEnv, jobsDir, openBenchRedis, requireBuild, syncRun } from '../lib/cli.js';
 import { ensureSyncExport } from '../lib/exports.js';
 import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
-import { BENCH_API_KEY, startMeteredSandbox, writePhase } from '../lib/meter.js';
-import { readPacerState } from '../../src/queue/pacer-store.js';
+import { BENCH_API_KEY, startMeteredSandbox, writePhase, type Sample } from '../lib/meter.js';
+import { writeFileSync } from 'node:fs';
+import { readPacerState, type PacerView } from '../../src/queue/pacer-store.js';
 import { fixedPace } from '../../src/queue/pacer.js';
 
 const LATENCY_MS = 50;
@@ -91,11 +94,14 @@ export default {
           });
           const before = await sandbox.totals();
           const rec = sandbox.record(200);
+          const trace = process.env.BENCH_RATE_TRACE ? tracePacer(admin, prefix) : undefined;
           const summary = await syncRun('companies', env, {
             withWorker: true,
             timeoutMs: Math.max(300_000, (ROWS / c.perSecond) * 4_000),
           });
           const samples = await rec.stop();
+          if (trace)
+            writeTrace(`${process.env.BENCH_RATE_TRACE}-${c.id}.tsv`, samples, await trace.stop());
           const after = await sandbox.totals();
           const phase = writePhase(samples);
           const requests = after.requests - before.requests;
@@ -151,3 +157,55 @@ export default {
     ];
   },
 } satisfies Scenario;
+
+/** The pacer's state in Redis, read every 500 ms, with the ms since the trace started. */
+function tracePacer(admin: Redis, prefix: string) {
+  const rows: { t: number; st: PacerView | undefined; now: number }[] = [];
+  const t0 = performance.now();
+  let going = true;
+  const loop = (async () => {
+    while (going) {
+      rows.push({
+        t: performance.now() - t0,
+        st: await readPacerState(admin, prefix),
+        now: Date.now(),
+      });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    async stop() {
+      going = false;
+      await loop;
+      return rows;
+    },
+  };
+}
+
+function writeTrace(
+  path: string,
+  samples: readonly Sample[],
+  states: { t: number; st: PacerView | undefined; now: number }[],
+): void {
+  const lines = ['s\twrites\t429s\trate\tceiling\tsource\theld_ms'];
+  for (let sec = 0; ; sec++) {
+    const inSec = samples.filter((x) => x.t >= sec * 1000 && x.t < (sec + 1) * 1000);
+    if (inSec.length === 0) break;
+    const prev = samples.filter((x) => x.t < sec * 1000).at(-1) ?? samples[0]!;
+    const last = inSec.at(-1)!;
+    const st = states.filter((x) => x.t < (sec + 1) * 1000).at(-1);
+    const v = st?.st;
+    lines.push(
+      [
+        sec,
+        last.writes - prev.writes,
+        last.rateLimited - prev.rateLimited,
+        v ? v.rate.toFixed(1) : '',
+        v?.mode === 'auto' ? v.ceiling.toFixed(1) : '',
+        v?.mode === 'auto' ? v.source : '',
+        v && st ? Math.max(0, v.notBefore - st.now) : '',
+      ].join('\t'),
+    );
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}

@@ -9,7 +9,7 @@
  * learner's state (src/platform/rate-learner.ts). `<prefix>:pacer:log`:
  * successes per second, a ring of 128 fields `second % 128` → `second:count`.
  */
-import type { LearnerState, RateSource } from '../platform/rate-learner.js';
+import { windowed, type LearnerState, type RateSource } from '../platform/rate-learner.js';
 import type { RedisClient } from './connection.js';
 
 /**
@@ -161,8 +161,10 @@ export function describeRate(st: PacerView | undefined, now = Date.now()): strin
   const how =
     st.source === 'policy'
       ? `as the platform states (${r(st.ceiling)}/s)`
-      : st.ceiling > 0
-        ? `learned; the platform's limit was met near ${r(st.ceiling)}/s`
-        : 'learning; no 429 met yet';
+      : windowed(st)
+        ? `learned; the room in the platform's ${r(st.periodMs / 1_000)} s window, its limit met near ${r(st.ceiling)}/s`
+        : st.ceiling > 0
+          ? `learned; the platform's limit was met near ${r(st.ceiling)}/s`
+          : 'learning; no 429 met yet';
   return `platform rate: ${r(st.rate)}/s (${how}${held})`;
 }

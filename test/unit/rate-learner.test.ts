@@ -335,6 +335,10 @@ describe('describeRate', () => {
       'platform rate: 47.5/s (learning; no 429 met yet; held 3 s more by a 429)',
     ],
     [
+      { ...st, rate: 61.04, periodMs: 60_000, mode: 'auto' as const, notBefore: 0 },
+      "platform rate: 61/s (learned; the room in the platform's 60 s window, its limit met near 50/s)",
+    ],
+    [
       { mode: 'fixed' as const, rate: 95, notBefore: 0 },
       'platform rate: 95/s (PLATFORM_RATE_LIMIT less 5%)',
     ],
