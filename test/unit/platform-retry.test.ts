@@ -208,4 +208,49 @@ describe('retrying', () => {
       [err, 3],
     ]);
   });
+
+  it('tries nothing once aborted, and ends with the reason when the signal aborts during a try', async () => {
+    const before = new AbortController();
+    before.abort(new Error('already'));
+    let calls = 0;
+    const never = retrying(
+      async () => ++calls,
+      () => ({ action: 'retry-now', delayMs: 0 }),
+      { signal: before.signal },
+    );
+    await expect(never).rejects.toThrow('already');
+    expect(calls).toBe(0);
+
+    const during = new AbortController();
+    const asked: unknown[] = [];
+    const p = retrying(
+      async () => {
+        during.abort(new Error('shutdown'));
+        return 'answered';
+      },
+      (e) => {
+        asked.push(e);
+        return { action: 'give-up', reason: 'aborted', after: 'attempts' };
+      },
+      { signal: during.signal },
+    );
+    await expect(p).rejects.toThrow('shutdown');
+    expect(asked).toHaveLength(1);
+  });
+
+  it('hands the decider a TypeError for a thrown non-Error, and ends with it', async () => {
+    const asked: unknown[] = [];
+    const p = retrying(
+      async () => {
+        throw 'plain string';
+      },
+      (e) => {
+        asked.push(e);
+        return { action: 'give-up', reason: 'not an error', after: 'attempts' };
+      },
+    );
+    await expect(p).rejects.toThrow(TypeError);
+    await expect(p).rejects.toThrow('Non-error was thrown: "plain string"');
+    expect(asked[0]).toBeInstanceOf(TypeError);
+  });
 });
