@@ -2,11 +2,12 @@
  * The in-process retry layer (got's retry is off; BullMQ attempts and a run's
  * pauses are the durable layer: stacked layers would multiply the retries).
  * It decides nothing: the policy (retry-policy.ts) says whether a failed try
- * goes again now and after how long, and `retrying` carries that out.
- * Anything but `retry-now` ends it with the original error, for the
+ * goes again now and after how long, and `retrying` carries that out on
+ * p-retry. Anything but `retry-now` ends it with the original error, for the
  * caller to ask the policy what comes next (a 429 pauses the write queue, a
  * create that may have applied is verified, …).
  */
+import pRetry from 'p-retry';
 import { RETRY_DEFAULTS } from '../config.js';
 import { sleep } from '../sleep.js';
 import { decide, type Decision, type RetrySettings } from './retry-policy.js';
@@ -23,12 +24,12 @@ export interface RetryingOptions {
  * The final failure is the original error, never a wrapper. An abort after a
  * try ends the loop with the signal's reason.
  *
- * The loop is p-retry's with our options (no cap on the tries: the policy
- * bounds them; no wait of its own: the policy picks it), written out: p-retry
- * sets itself up on every call (about 10 µs), and every platform write goes
- * through here. p-retry's one rule of its own, that a TypeError other than
- * a network error is never retried, is the policies' too: `decide` answers
- * "stop" to any error that is not a platform or page fault.
+ * The first try goes straight; p-retry loops only once a try has failed and
+ * the policy said to go again (no cap on the tries: the policy bounds them;
+ * no wait of its own: the policy picks it). Setting p-retry up costs about
+ * 10 µs, every platform write comes through here, and nearly all of them
+ * succeed at the first try. The first try follows p-retry's rules too: a
+ * thrown non-Error reaches the policy as a TypeError saying so.
  */
 export async function retrying<T>(
   fn: (attempt: number) => Promise<T>,
@@ -37,25 +38,34 @@ export async function retrying<T>(
 ): Promise<T> {
   const { signal } = opts;
   signal?.throwIfAborted();
-  for (let attempt = 1; ; attempt++) {
-    let error: unknown;
-    try {
-      const result = await fn(attempt);
-      signal?.throwIfAborted();
-      return result;
-    } catch (err) {
-      // As p-retry: a thrown non-Error becomes a TypeError saying so.
-      error =
-        err instanceof Error
-          ? err
-          : new TypeError(`Non-error was thrown: "${String(err)}". You should only throw errors.`);
-    }
+  // Whether a failed try goes again: the policy's decision, carried out (its wait included).
+  const again = async (error: unknown, attempt: number): Promise<boolean> => {
     const d = next(error, attempt);
-    if (d.action !== 'retry-now') throw error;
+    if (d.action !== 'retry-now') return false;
     opts.onRetry?.(error, attempt, d);
     if (d.delayMs > 0) await sleep(d.delayMs, signal);
+    return true;
+  };
+  try {
+    const result = await fn(1);
     signal?.throwIfAborted();
+    return result;
+  } catch (err) {
+    const error = err instanceof Error ? err : nonError(err);
+    if (!(await again(error, 1))) throw error;
   }
+  // p-retry counts its own tries from 1: ours go on from the second.
+  return pRetry((n) => fn(n + 1), {
+    retries: Number.POSITIVE_INFINITY,
+    minTimeout: 0,
+    ...(signal && { signal }),
+    shouldRetry: ({ error, attemptNumber }) => again(error, attemptNumber + 1),
+  });
+}
+
+/** p-retry's TypeError for a thrown value that is not an Error. */
+function nonError(value: unknown): TypeError {
+  return new TypeError(`Non-error was thrown: "${String(value)}". You should only throw errors.`);
 }
 
 export interface RetryOptions extends RetryingOptions {
