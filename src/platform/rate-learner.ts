@@ -17,20 +17,26 @@
  *   ceiling grows 3%, so a limit raised by the platform is found too.
  * - A long window (a minute; up to `LOG_SPAN_MS`) holds a count, not a
  *   rate, and answers late: a minute's window refuses nothing until its
- *   limit of requests sits in it, so the slow start overshoots it (to
- *   PLATFORM_RATE_LIMIT_MAX) and fills it in a burst, and the platform then
- *   refuses until the oldest of them leave, up to a minute. No rate is right
- *   after that: the window frees as it was filled, a window later. So once a
- *   Retry-After has shown a long window, the pacer's rate is the window's
- *   room (`windowPace`): each second, `SETTLE` of the limit less what the
- *   success log says is still in the window at the second's end, at most
- *   `REFILL` times the limit's rate, and a hold (not a trickle of refused
- *   requests) while it has no room. The limit itself is exact there: the
- *   window was full at the 429, so what the log holds in it is the limit.
- *   A 429 backs off the window's count from the limit to `SETTLE` of it,
- *   probes raise it as above. The sliding log's constraint (never more than
- *   the limit in any window) is met by construction, and the window is kept
- *   just under full: what it lets through over a minute is the limit's.
+ *   limit of requests sits in it, so the slow start overshoots it (up to
+ *   PLATFORM_RATE_LIMIT_MAX), fills it in a burst, and the platform then
+ *   refuses until the oldest of them leave, up to a minute. That wait
+ *   cannot be saved once the burst is in, and the window then frees as it
+ *   was filled, a window later: first the slow start's trickle, then its
+ *   burst. A rate alone either meets 429s in the trickle or wastes the
+ *   burst. So once a Retry-After has shown a long window, the learner
+ *   counts instead (`windowPace`): each second it sends what the window has
+ *   room for (its limit, exact here since the window was full at the 429,
+ *   less a second of requests in flight, minus what the success log says is
+ *   still in it at the second's end), at most `SETTLE` of the limit's rate,
+ *   and holds every request (no trickle of refused ones) while there is no
+ *   room. For the one window after the slow start's overshoot the cap is
+ *   `REFILL` times the limit's rate, so its burst is used as it leaves;
+ *   after that, the pace is even again, at 0.95 of the limit. A 429 backs
+ *   off to 0.8 for a step, probes raise the limit as above; a probe past
+ *   the true limit meets one 429, whose Retry-After in an evenly filled
+ *   window is about a second (refilling every burst as fast as it leaves
+ *   would keep the window full too, but replays the burst and the wait
+ *   after it each minute, and every probe's 429 then waits half a minute).
  * - A limit the platform states (`RateLimit-Policy: 100;w=1`, or its
  *   `X-`/`RateLimit-Limit` with a known window) replaces all guessing.
  *
@@ -65,6 +71,12 @@ export interface LearnerState {
   ceilingAt: number;
   /** When the last back-off happened (0: never): 429s of earlier requests are its echo. */
   decreasedAt: number;
+  /**
+   * Until when a long window is refilled at up to `REFILL` times its limit's
+   * rate (0: not): the window after the slow start's burst, which leaves it
+   * as it went in.
+   */
+  refillUntil: number;
   source: RateSource;
 }
 
@@ -93,12 +105,13 @@ export const USED = 0.5;
 /** The longest window whose successes the log holds (a ring of 128 seconds, src/queue/pacer-store.ts). */
 export const LOG_SPAN_MS = 120_000;
 /**
- * A long window is refilled at up to this many times its limit's rate: it
- * frees as fast as it was filled (the slow start's burst a window later),
- * and a refill at twice the limit's rate keeps it near full while a burst
- * sent at PLATFORM_RATE_LIMIT_MAX leaves it.
+ * The window after the slow start's overshoot is refilled at up to this
+ * many times the limit's rate: it frees as fast as it was filled (the
+ * burst, a window later), and twice the limit's rate uses most of that.
  */
 export const REFILL = 2;
+/** Seconds of a long window's rate kept free in it: requests in flight, successes not yet logged. */
+export const WINDOW_SLACK_S = 1;
 /** A long window is probed upwards only when it holds this share of its target or more. */
 export const USED_WINDOW = 0.9;
 const DAY_MS = 86_400_000;
@@ -116,6 +129,7 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
     okAtChange: 0,
     ceilingAt: now,
     decreasedAt: 0,
+    refillUntil: 0,
     source: 'start',
   };
 }
@@ -135,7 +149,11 @@ export function onTick(
   if (at.log && windowed(st)) {
     // Probe only a window that was kept full: an idle one says nothing of its limit.
     const full = windowCount(at.log, at.now, st.periodMs, at.now) >= windowTarget(st) * USED_WINDOW;
-    const probe = full && at.now - st.ceilingAt >= PROBE_MS && st.ceiling * SETTLE < s.max;
+    const probe =
+      full &&
+      at.now >= st.refillUntil &&
+      at.now - st.ceilingAt >= PROBE_MS &&
+      st.ceiling * SETTLE < s.max;
     const next = probe ? { ...st, ceiling: st.ceiling * PROBE, ceilingAt: at.now } : st;
     const pace = windowPace(next, at.log, at.now);
     return {
@@ -212,14 +230,15 @@ export function windowPace(
   const target = windowTarget(st);
   for (let holdMs = 0; holdMs < st.periodMs; holdMs += STEP_MS) {
     const room = target - windowCount(log, now + holdMs + STEP_MS, st.periodMs, now);
-    if (room > 0) return { rate: Math.min(st.ceiling * REFILL, (room * 1_000) / STEP_MS), holdMs };
+    const cap = st.ceiling * (now + holdMs < st.refillUntil ? REFILL : SETTLE);
+    if (room > 0) return { rate: Math.min(cap, (room * 1_000) / STEP_MS), holdMs };
   }
   return { rate: st.ceiling * BACKOFF, holdMs: st.periodMs };
 }
 
-/** The requests a long window is kept at: `SETTLE` of its limit. */
+/** The most a long window is filled to: its limit, less `WINDOW_SLACK_S` of its rate. */
 function windowTarget(st: LearnerState): number {
-  return (st.ceiling * st.periodMs * SETTLE) / 1_000;
+  return (st.ceiling * st.periodMs) / 1_000 - st.ceiling * WINDOW_SLACK_S;
 }
 
 /** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first second in part. */
@@ -273,9 +292,13 @@ export function onLimited(
     source: 'limited',
   };
   if (!at.log || !windowed(next)) return next;
-  // A long window: once the platform's wait is over, send what its room takes.
-  const pace = windowPace(next, at.log, at.now + at.retryAfterMs);
-  return { ...next, rate: clamp(pace.rate, s), holdMs: at.retryAfterMs + pace.holdMs };
+  // A long window: once the platform's wait is over, send what its room
+  // takes, backed off; the slow start's overshoot leaves it in a burst.
+  const resume = at.now + at.retryAfterMs;
+  const refillUntil = st.ceiling === 0 ? resume + periodMs : st.refillUntil;
+  const pace = windowPace({ ...next, refillUntil }, at.log, resume);
+  const rate = Math.min(pace.rate, refillUntil > at.now ? Infinity : ceiling * BACKOFF);
+  return { ...next, refillUntil, rate: clamp(rate, s), holdMs: at.retryAfterMs + pace.holdMs };
 }
 
 /** The platform stated its limit: `limit` requests per `windowMs`. */

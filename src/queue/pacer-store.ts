@@ -30,6 +30,7 @@ export const STATE_FIELDS = [
   'okAtChange',
   'ceilingAt',
   'decreasedAt',
+  'refillUntil',
   'source',
 ] as const;
 
@@ -113,7 +114,17 @@ export function scriptOf(redis: RedisClient): PacerScript {
 }
 
 export function stateOf(values: string[]): LearnerState | undefined {
-  const [rate, ceiling, periodMs, changedAt, okAtChange, ceilingAt, decreasedAt, source] = values;
+  const [
+    rate,
+    ceiling,
+    periodMs,
+    changedAt,
+    okAtChange,
+    ceilingAt,
+    decreasedAt,
+    refillUntil,
+    source,
+  ] = values;
   if (!rate) return undefined;
   return {
     rate: Number(rate),
@@ -123,6 +134,7 @@ export function stateOf(values: string[]): LearnerState | undefined {
     okAtChange: Number(okAtChange || 0),
     ceilingAt: Number(ceilingAt || 0),
     decreasedAt: Number(decreasedAt || 0),
+    refillUntil: Number(refillUntil || 0),
     source: (source || 'start') as RateSource,
   };
 }
