@@ -24,12 +24,14 @@ export interface RetryingOptions {
  * The final failure is the original error, never a wrapper. An abort after a
  * try ends the loop with the signal's reason.
  *
- * The first try goes straight; p-retry loops only once a try has failed and
- * the policy said to go again (no cap on the tries: the policy bounds them;
- * no wait of its own: the policy picks it). Setting p-retry up costs about
- * 10 µs, every platform write comes through here, and nearly all of them
- * succeed at the first try. The first try follows p-retry's rules too: a
- * thrown non-Error reaches the policy as a TypeError saying so.
+ * The first try goes straight; p-retry takes over only once it has failed
+ * (no cap on the tries: the policy bounds them; no wait of its own: the
+ * policy picks it). Setting p-retry up costs about 10 µs, every platform
+ * write comes through here, and nearly all of them succeed at the first
+ * try. The failed first try is handed to p-retry as its own first try, so
+ * p-retry's rules apply to it as to every later one: a thrown non-Error
+ * becomes a TypeError, and a TypeError that is not a network error ends the
+ * loop without asking the policy.
  */
 export async function retrying<T>(
   fn: (attempt: number) => Promise<T>,
@@ -37,35 +39,34 @@ export async function retrying<T>(
   opts: RetryingOptions = {},
 ): Promise<T> {
   const { signal } = opts;
-  signal?.throwIfAborted();
-  // Whether a failed try goes again: the policy's decision, carried out (its wait included).
-  const again = async (error: unknown, attempt: number): Promise<boolean> => {
-    const d = next(error, attempt);
-    if (d.action !== 'retry-now') return false;
-    opts.onRetry?.(error, attempt, d);
-    if (d.delayMs > 0) await sleep(d.delayMs, signal);
-    return true;
-  };
-  try {
-    const result = await fn(1);
+  // Each try as p-retry makes it with the signal: not begun once aborted, failed by an abort during it.
+  const attempt = async (n: number): Promise<T> => {
+    signal?.throwIfAborted();
+    const result = await fn(n);
     signal?.throwIfAborted();
     return result;
+  };
+  let failed: unknown;
+  try {
+    return await attempt(1);
   } catch (err) {
-    const error = err instanceof Error ? err : nonError(err);
-    if (!(await again(error, 1))) throw error;
+    failed = err;
   }
-  // p-retry counts its own tries from 1: ours go on from the second.
-  return pRetry((n) => fn(n + 1), {
+  // The signal is the tries' and the waits' (above, and `sleep`): given to p-retry too, it
+  // would end the loop at once when an abort failed the first try, before the policy is asked.
+  return pRetry((n) => (n === 1 ? Promise.reject(failed) : attempt(n)), {
     retries: Number.POSITIVE_INFINITY,
     minTimeout: 0,
-    ...(signal && { signal }),
-    shouldRetry: ({ error, attemptNumber }) => again(error, attemptNumber + 1),
+    shouldRetry: async ({ error, attemptNumber }) => {
+      const d = next(error, attemptNumber);
+      if (d.action !== 'retry-now') return false;
+      opts.onRetry?.(error, attemptNumber, d);
+      if (d.delayMs > 0) await sleep(d.delayMs, signal);
+      // As p-retry's own wait with the signal: an abort ends the loop with its reason.
+      signal?.throwIfAborted();
+      return true;
+    },
   });
-}
-
-/** p-retry's TypeError for a thrown value that is not an Error. */
-function nonError(value: unknown): TypeError {
-  return new TypeError(`Non-error was thrown: "${String(value)}". You should only throw errors.`);
 }
 
 export interface RetryOptions extends RetryingOptions {

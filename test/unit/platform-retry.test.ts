@@ -238,19 +238,39 @@ describe('retrying', () => {
     expect(asked).toHaveLength(1);
   });
 
-  it('hands the decider a TypeError for a thrown non-Error, and ends with it', async () => {
+  it('ends with a TypeError for a thrown non-Error without asking the decider, as p-retry does', async () => {
     const asked: unknown[] = [];
+    let calls = 0;
     const p = retrying(
       async () => {
+        calls++;
         throw 'plain string';
       },
       (e) => {
         asked.push(e);
-        return { action: 'give-up', reason: 'not an error', after: 'attempts' };
+        return { action: 'retry-now', delayMs: 0 };
       },
     );
     await expect(p).rejects.toThrow(TypeError);
     await expect(p).rejects.toThrow('Non-error was thrown: "plain string"');
-    expect(asked[0]).toBeInstanceOf(TypeError);
+    expect(asked).toEqual([]);
+    expect(calls).toBe(1);
+  });
+
+  it('never retries a TypeError that is not a network error (a bug, not a fault), at any try', async () => {
+    for (const failFirst of [0, 1]) {
+      let calls = 0;
+      const bug = new TypeError('x is not a function');
+      const p = retrying(
+        async () => {
+          calls++;
+          if (calls <= failFirst) throw new Error('transient');
+          throw bug;
+        },
+        () => ({ action: 'retry-now', delayMs: 0 }),
+      );
+      await expect(p).rejects.toBe(bug);
+      expect(calls).toBe(failFirst + 1);
+    }
   });
 });
