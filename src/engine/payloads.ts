@@ -86,6 +86,30 @@ export function writeChunks(
   return jobs;
 }
 
+/**
+ * The write jobs of a page of planned writes: cut within each plan chunk,
+ * never across two, so that a page read again after a restart (some chunks
+ * dropped meanwhile, their lines settled) gives the chunks left the same jobs,
+ * which the queue knows by their ids: no line is in two jobs at once.
+ */
+export function writeChunksOfPage(
+  run: Pick<RunRecord, 'id'>,
+  def: Pick<JobDefinition, 'entity' | 'createVia'>,
+  page: { chunks: readonly (readonly { line: number }[])[] },
+  round: number,
+  size: number = DEFAULT_WRITE_CHUNK,
+) {
+  return page.chunks.flatMap((c) =>
+    writeChunks(
+      run,
+      def,
+      c.map((w) => w.line),
+      round,
+      size,
+    ),
+  );
+}
+
 function digest(lines: readonly number[]): string {
   return createHash('sha1').update(lines.join(',')).digest('hex').slice(0, 10);
 }

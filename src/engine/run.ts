@@ -23,7 +23,7 @@ import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { RunJobData, writeChunks, type RunJobRequest } from './payloads.js';
+import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
 import { planRun } from './plan-phase.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
@@ -171,8 +171,9 @@ async function onRunError(
 // ---- writing -------------------------------------------------------------------
 
 /**
- * Enqueues the planned writes in chunk jobs of `writeChunk` lines (only the
- * lines travel; the bodies stay in the run's plan), a page at a time, while
+ * Enqueues the planned writes in chunk jobs of up to `writeChunk` lines, cut
+ * within each plan chunk (only the lines travel; the bodies stay in the
+ * run's plan), a page at a time, while
  * the writes waiting in the queue stay under `maxWaitingWrites`.
  */
 async function enqueueWrites(
@@ -189,10 +190,8 @@ async function enqueueWrites(
     }
     const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
     cursor = page.cursor;
-    if (page.writes.length > 0) {
-      const lines = page.writes.map((a) => a.line);
-      await ctx.writeQueue.addBulk(writeChunks(run, def, lines, round, size));
-    }
+    const jobs = writeChunksOfPage(run, def, page, round, size);
+    if (jobs.length > 0) await ctx.writeQueue.addBulk(jobs);
   } while (cursor !== '0');
 }
 

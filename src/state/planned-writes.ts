@@ -12,8 +12,9 @@
  *
  * The write phase frees the plan as it goes: `u:<first>` counts the chunk's
  * lines not settled yet, and the finish script that settles the chunk's last
- * line drops the chunk's body and counts (`SETTLE_PLAN_CHUNKS`; its index
- * entry stays, so a scan's pages keep their bounds), unless a line of it still
+ * line drops the chunk: its body becomes an empty list and its counts go
+ * (`SETTLE_PLAN_CHUNKS`; its index entry stays, so a scan's pages keep their
+ * bounds), unless a line of it still
  * needs its planned write: an unknown create, which finalize verifies by
  * listing (it finds the line's keys and body here). Invariant, on which the
  * count rests: no line of the run settles while chunks are written (`save`
@@ -92,7 +93,7 @@ return out
 `;
 
 // KEYS: plan hash, chunk index. ARGV: lowest first line, chunks. Replies first line, body, …
-// of up to that many chunks from there, in line order; a dropped chunk's body is ''.
+// of up to that many chunks from there, in line order (a chunk without a body: '').
 const PAGE = `
 local firsts = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
@@ -114,6 +115,14 @@ return out
 export const MAX_UNKNOWN_READ = 256;
 
 /**
+ * What a dropped chunk's body becomes: `[]` deflated (4 bytes, written as a
+ * Lua string of decimal escapes), not nothing, so that every reader, one of
+ * an earlier release included (a worker rolled back mid-run), reads a chunk
+ * with no writes left where it was, and a scan's pages keep their bounds.
+ */
+const EMPTY_CHUNK_LUA = [...deflateRawSync('[]', { level: 1 })].map((b) => `\\${b}`).join('');
+
+/**
  * A Lua function for the script that settles writes (write-steps.ts FINISH):
  * `settlePlanChunks(plan, index, unknown, firsts, settled)` counts down each
  * chunk of `firsts` (first lines, as strings) by `settled[first]` lines that
@@ -121,15 +130,17 @@ export const MAX_UNKNOWN_READ = 256;
  * unsettled line unless a line of its range [first, next chunk's first) is an
  * unknown create (set `unknown`), read after the script has added its own. A
  * chunk without a count (stored before counts, or the plan expired) is kept.
- * A dropped chunk keeps its entry in the index: a scan's pages keep their
- * bounds (the enqueuer, scanning again after a restart, makes the same chunk
- * jobs of the lines left, which the queue knows by their ids), and a line of
- * it finds its own chunk, empty, not the one before.
+ * A dropped chunk keeps its entry in the index and an empty body: a scan's
+ * pages keep their bounds, and a line of it finds its own chunk, empty, not
+ * the one before. (The enqueuer, scanning again after a restart, cuts its
+ * write jobs within each chunk, so the chunks left give the same jobs, which
+ * the queue knows by their ids.)
  * `pinPlanChunk(plan, index, line)` keeps the chunk of `line` to the run's end:
  * for a line that leaves the unknown creates with its pending marks kept
  * (finalize still verifies it by its planned write).
  */
 export const SETTLE_PLAN_CHUNKS = `
+local EMPTY_CHUNK = '${EMPTY_CHUNK_LUA}'
 local function settlePlanChunks(plan, index, unknown, firsts, settled)
   local unknownLines
   for _, c in ipairs(firsts) do
@@ -153,7 +164,10 @@ local function settlePlanChunks(plan, index, unknown, firsts, settled)
           if v >= lo and (hi == nil or v < hi) then keep = true break end
         end
       end
-      if not keep then redis.call('HDEL', plan, c, 'n:' .. c, 'u:' .. c) end
+      if not keep then
+        redis.call('HSET', plan, c, EMPTY_CHUNK)
+        redis.call('HDEL', plan, 'n:' .. c, 'u:' .. c)
+      end
     end
   end
 end
@@ -162,6 +176,21 @@ local function pinPlanChunk(plan, index, line)
   if c and redis.call('HEXISTS', plan, 'u:' .. c) == 1 then redis.call('HINCRBY', plan, 'u:' .. c, 1) end
 end
 `;
+
+/** A page of a scan of planned writes. */
+export interface PlanPage {
+  /** Where the next page starts; `'0'`: the scan is over. */
+  cursor: string;
+  /** The page's planned writes, in line order. */
+  writes: WriteAction[];
+  /**
+   * The same writes by the plan chunk that holds them (chunks with none left
+   * out). A chunk's lines never change once planned, so work cut within a
+   * chunk (the enqueuer's write jobs) comes out the same whenever it is cut,
+   * whichever other chunks were dropped meanwhile.
+   */
+  chunks: WriteAction[][];
+}
 
 /** A planned write, and the first line of the chunk that holds it (see `FinishedWrite.planChunk`). */
 export interface LocatedWrite {
@@ -197,18 +226,14 @@ export class PlannedWrites {
    * with a Redis SCAN: whole chunks are read. Dropping writes while scanning
    * skips nothing (the cursor is a line, not a position).
    */
-  async scan(
-    runId: string,
-    cursor = '0',
-    count = 500,
-  ): Promise<{ cursor: string; writes: WriteAction[] }> {
+  async scan(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
     const want = Math.max(1, Math.ceil(count / CHUNK_LINES));
     const from = cursor === '0' ? '-inf' : cursor;
     const read = await this.call('reading planned writes', PAGE, runId, [from, String(want)]);
-    const writes = read.flatMap((c) => c.writes);
+    const chunks = read.map((c) => c.writes).filter((w) => w.length > 0);
     const last = read[read.length - 1];
     const done = read.length < want || last === undefined;
-    return { cursor: done ? '0' : String(last.first + 1), writes };
+    return { cursor: done ? '0' : String(last.first + 1), writes: chunks.flat(), chunks };
   }
 
   /** The planned writes of these lines (lines without one are left out), in the order given. */

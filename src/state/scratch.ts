@@ -18,7 +18,7 @@ import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
-import { PlannedWrites, type LocatedWrite } from './planned-writes.js';
+import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
 
 // KEYS: conflicted hash, the run's claims marker, then the claim bucket of each key, in
 // order. ARGV: TTL of the claims (ms); one character per key, '1' where its bucket is to get
@@ -225,11 +225,7 @@ export class RunScratch {
    * scan is over when the returned cursor is `'0'` again. `count` is a hint:
    * whole chunks of planned writes are read.
    */
-  scanPlannedWrites(
-    runId: string,
-    cursor = '0',
-    count = 500,
-  ): Promise<{ cursor: string; writes: WriteAction[] }> {
+  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
     return this.planned.scan(runId, cursor, count);
   }
 

@@ -50,7 +50,7 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
-import type { LocatedWrite } from './planned-writes.js';
+import type { LocatedWrite, PlanPage } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY, RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { RunScratch } from './scratch.js';
@@ -319,11 +319,7 @@ export class StateStore {
     return this.scratch.savePlannedWrites(runId, actions);
   }
 
-  scanPlannedWrites(
-    runId: string,
-    cursor = '0',
-    count = 500,
-  ): Promise<{ cursor: string; writes: WriteAction[] }> {
+  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
     return this.scratch.scanPlannedWrites(runId, cursor, count);
   }
 

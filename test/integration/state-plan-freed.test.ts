@@ -7,12 +7,13 @@
  * reports no failure. On a real Redis store, through the write processor and
  * finalize with a scripted platform client.
  */
+import { inflateRawSync } from 'node:zlib';
 import type { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { RETRY_DEFAULTS } from '../../src/config.js';
 import { createEngineContext, type EngineContext } from '../../src/engine/context.js';
 import { finalize } from '../../src/engine/finalize.js';
-import { writeChunks, type WriteChunkData } from '../../src/engine/payloads.js';
+import { writeChunks, writeChunksOfPage, type WriteChunkData } from '../../src/engine/payloads.js';
 import { processWriteChunk } from '../../src/engine/write-chunk.js';
 import type { JobDefinition } from '../../src/jobs/definition.js';
 import { silentLogger } from '../../src/log.js';
@@ -151,13 +152,37 @@ async function readable(runId: string, lines: readonly number[]): Promise<number
 }
 
 /** The plan chunks left (first lines of the bodies kept), and the plan hash's fields. */
-async function planLeft(runId: string): Promise<{ chunks: number[]; fields: string[] }> {
-  const fields = (await redis.hkeys(store.keys.plan(runId))).sort();
-  const chunks = fields
-    .filter((f) => /^\d+$/.test(f))
-    .map((f) => Number(f))
-    .sort((x, y) => x - y);
-  return { chunks, fields };
+/**
+ * The plan's chunks still holding writes, and its fields but those of dropped
+ * chunks (a dropped chunk's body is an empty list, `dropped`).
+ */
+async function planLeft(
+  runId: string,
+): Promise<{ chunks: number[]; fields: string[]; dropped: number[] }> {
+  const all = await redis.hgetallBuffer(store.keys.plan(runId));
+  const isChunk = (f: string) => /^\d+$/.test(f);
+  const empty = (f: string) => inflateRawSync(all[f]!).toString() === '[]';
+  const byLine = (x: number, y: number) => x - y;
+  const names = Object.keys(all);
+  const dropped = names
+    .filter((f) => isChunk(f) && empty(f))
+    .map(Number)
+    .sort(byLine);
+  const fields = names.filter((f) => !(isChunk(f) && empty(f))).sort();
+  const chunks = fields.filter(isChunk).map(Number).sort(byLine);
+  return { chunks, fields, dropped };
+}
+
+/** The write jobs the enqueuer makes of a whole scan, page by page, chunks of 50. */
+async function pageJobs(runId: string): Promise<ReturnType<typeof writeChunksOfPage>> {
+  const out: ReturnType<typeof writeChunksOfPage> = [];
+  let cursor = '0';
+  do {
+    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    cursor = page.cursor;
+    out.push(...writeChunksOfPage({ id: runId }, DEF, page, 0, 50));
+  } while (cursor !== '0');
+  return out;
 }
 
 /** The lines of each page of a scan, as the enqueuer reads them. */
@@ -190,7 +215,11 @@ describe('planned writes freed as they settle', () => {
     expect(await planLeft(runId)).toEqual({
       chunks: [b, c],
       fields: [`${b}`, `${c}`, `n:${b}`, `n:${c}`, 'total', `u:${b}`, `u:${c}`].sort(),
+      dropped: [a],
     });
+    // Its body is an empty list, as a reader of an earlier release reads it: no writes left.
+    const [page] = await pages(runId);
+    expect(page!.slice(0, 2)).toEqual([b, b + 1]);
     // A dropped chunk keeps its place in the index: a line of it finds no planned write.
     expect(await redis.zrange(store.keys.planIndex(runId), '0', '-1')).toEqual([
       `${a}`,
@@ -198,7 +227,7 @@ describe('planned writes freed as they settle', () => {
       `${c}`,
     ]);
     await runJobs(ctx, jobsOf(runId, lines.slice(CHUNK_LINES + 1)));
-    expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'] });
+    expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'], dropped: [a, b, c] });
     // `total` still says how many writes were planned.
     expect(await store.countPlannedWrites(runId)).toBe(lines.length);
     expect((await store.getRun(runId))!.counts).toMatchObject({
@@ -249,7 +278,7 @@ describe('planned writes freed as they settle', () => {
     await runJobs(p.ctx, jobsOf(runId, [x], round));
     expect(await readable(runId, [x, y])).toEqual([x, y]);
     await runJobs(p.ctx, jobsOf(runId, [y], round));
-    expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'] });
+    expect(await planLeft(runId)).toMatchObject({ chunks: [], fields: ['total'] });
     expect((await store.getRun(runId))!.counts).toMatchObject({
       created: lines.length,
       writesSettled: lines.length + 2,
@@ -263,13 +292,17 @@ describe('planned writes freed as they settle', () => {
     const { runId, lines } = await plannedRun(8 * CHUNK_LINES);
     const before = await pages(runId);
     expect(before.map((p) => p.length)).toEqual([4 * CHUNK_LINES, 4 * CHUNK_LINES, 0]);
+    const jobsBefore = await pageJobs(runId);
     // The first chunk's lines settle, and the enqueuer starts its scan again.
     await runJobs(ctx, jobsOf(runId, lines.slice(0, CHUNK_LINES)));
     const after = await pages(runId);
     expect(after).toEqual([before[0]!.slice(CHUNK_LINES), before[1], []]);
-    const ids = (ls: number[]) =>
-      writeChunks({ id: runId }, DEF, ls, 0, 50).map((j) => j.opts.jobId);
-    expect(ids(after[1]!)).toEqual(ids(before[1]!));
+    // The jobs of the chunks left are jobs made before, lines and ids alike: no line is in two.
+    const jobsAfter = await pageJobs(runId);
+    const byId = new Map(jobsBefore.map((j) => [j.opts.jobId, j.data.lines]));
+    for (const j of jobsAfter) expect(byId.get(j.opts.jobId)).toEqual(j.data.lines);
+    expect(jobsAfter.flatMap((j) => j.data.lines)).toEqual(after.flat());
+    expect(jobsAfter.length).toBe(jobsBefore.length - Math.ceil(CHUNK_LINES / 50));
   });
 
   it('a create answered late as not landed keeps its pending marks, and its chunk, for finalize', async () => {
@@ -301,7 +334,11 @@ describe('planned writes freed as they settle', () => {
     const { runId, lines } = await plannedRun(2 * CHUNK_LINES);
     const jobs = jobsOf(runId, lines);
     await runJobs(p.ctx, jobs);
-    expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'] });
+    expect(await planLeft(runId)).toEqual({
+      chunks: [],
+      fields: ['total'],
+      dropped: [2, 2 + CHUNK_LINES],
+    });
     const before = (await store.getRun(runId))!.counts;
     expect(before).toMatchObject({ created: lines.length, failed: 0 });
 
