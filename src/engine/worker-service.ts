@@ -83,6 +83,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     ...(config.writes.concurrency !== undefined && { override: config.writes.concurrency }),
   });
   // Every platform request of every replica takes its turn here (src/queue/pacer.ts).
+  let told: { rate: number; source: string } | undefined;
   const pacer = new RedisPacer({
     redis,
     prefix: config.prefix,
@@ -90,7 +91,14 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     logger,
     onRate: (rate, source) => {
       opts.metrics?.platformRate.set(rate);
-      logger.info({ rate: Math.round(rate * 100) / 100, source }, 'platform rate');
+      // A long window paced by its room moves the rate every second: info only when its
+      // reason changes or it moves by a tenth since the last info line, debug otherwise.
+      const moved = !told || told.source !== source || Math.abs(rate - told.rate) >= told.rate / 10;
+      if (moved) told = { rate, source };
+      logger[moved ? 'info' : 'debug'](
+        { rate: Math.round(rate * 100) / 100, source },
+        'platform rate',
+      );
     },
   });
   await pacer.start();
