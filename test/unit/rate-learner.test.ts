@@ -20,6 +20,7 @@ import {
   parseRetryAfter,
   readRateHeaders,
   REFILL,
+  LOG_SPAN_MS,
   windowEstimate,
   windowed,
   windowPace,
@@ -27,7 +28,7 @@ import {
   type LearnerState,
   type Step,
 } from '../../src/platform/rate-learner.js';
-import { describeRate } from '../../src/queue/pacer-store.js';
+import { describeRate, LOG_SLOTS, stateOf } from '../../src/queue/pacer-store.js';
 
 const S: LearnerSettings = { start: 5, min: 1, max: 500 };
 const T0 = 1_700_000_000_000;
@@ -348,5 +349,37 @@ describe('describeRate', () => {
     ],
   ])('%j', (view, line) => {
     expect(describeRate(view, T0)).toBe(line);
+  });
+});
+
+describe('the stored state', () => {
+  it('reads a state stored before `refillUntil` existed (an earlier release) as no refill', () => {
+    // HMGET's fields in the script's order; a field the earlier release never wrote reads ''.
+    const st = stateOf([
+      '48',
+      '50',
+      '60000',
+      String(T0),
+      '1200',
+      String(T0),
+      String(T0),
+      '',
+      'limited',
+    ]);
+    expect(st).toEqual({
+      rate: 48,
+      ceiling: 50,
+      periodMs: 60_000,
+      changedAt: T0,
+      okAtChange: 1200,
+      ceilingAt: T0,
+      decreasedAt: T0,
+      refillUntil: 0,
+      source: 'limited',
+    });
+  });
+
+  it('keeps the longest window it paces by its room inside the success log, with a second to spare each side', () => {
+    expect(LOG_SPAN_MS).toBeLessThanOrEqual(LOG_SLOTS * 1_000 - 2_000);
   });
 });
