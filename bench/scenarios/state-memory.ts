@@ -206,7 +206,7 @@ function hashRates(): (string | number)[][] {
 }
 
 /** The first-sync rows: each moment's bytes over the empty server, per planned row and vs the target. */
-function firstSyncRows(keep: FirstSyncMemory, drop: FirstSyncMemory): (string | number)[][] {
+function firstSyncRows(keep: FirstSyncMemory, freed: FirstSyncMemory): (string | number)[][] {
   const row = (moment: string, bytes: number, rows: number): (string | number)[] => [
     moment,
     `${(bytes / 1048576).toFixed(1)} MiB`,
@@ -221,10 +221,14 @@ function firstSyncRows(keep: FirstSyncMemory, drop: FirstSyncMemory): (string | 
     row(`+ queue window (${keep.windowJobs} chunk jobs)`, keep.afterPlanning + keep.window, r),
     row('+ write phase, planned writes kept (chunks not named): peak', keep.peakAtEnd, r),
     row('… of it, planned writes kept at the end', keep.planAtEnd, r),
-    row('+ write phase, plan chunks freed as their lines settle: peak', drop.peakAtEnd, drop.rows),
-    row('… used_memory at the end of the write phase', drop.withState, drop.rows),
-    row('… of it, planned writes left at the end', drop.planAtEnd, drop.rows),
-    row('… of it, settled lines (set)', drop.settledAtEnd, drop.rows),
+    row(
+      '+ write phase, plan chunks freed as their lines settle: peak',
+      freed.peakAtEnd,
+      freed.rows,
+    ),
+    row('… used_memory at the end of the write phase', freed.withState, freed.rows),
+    row('… of it, planned writes left at the end', freed.planAtEnd, freed.rows),
+    row('… of it, settled lines (set)', freed.settledAtEnd, freed.rows),
   ];
 }
 
@@ -235,7 +239,7 @@ const scenario: Scenario = {
   async run(): Promise<BenchTable[]> {
     // Each on a server of its own, so that its peak is its own.
     const keep = await firstSyncMemory(FIRST_SYNC_ROWS, false);
-    const drop = await firstSyncMemory(FIRST_SYNC_ROWS, true);
+    const freed = await firstSyncMemory(FIRST_SYNC_ROWS, true);
     const server = await startRedisServer();
     const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     try {
@@ -279,7 +283,7 @@ const scenario: Scenario = {
         {
           title: `First sync of ${FIRST_SYNC_ROWS.toLocaleString('en-US')} companies: Redis over the empty server, per planned row (target ≤ ${FIRST_SYNC_TARGET} B)`,
           columns: ['moment', 'Redis', 'bytes / planned row', 'vs target'],
-          rows: firstSyncRows(keep, drop),
+          rows: firstSyncRows(keep, freed),
           notes: [
             `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
             'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
