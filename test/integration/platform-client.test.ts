@@ -5,7 +5,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -47,6 +52,19 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
+/** Starts a server on a free loopback port, closed after the test; its port. */
+async function listening(server: HttpServer): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return (server.address() as AddressInfo).port;
+}
+
 /** A server whose handler runs once the request body has been read in full. */
 async function scripted(handler: Handler): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
@@ -59,15 +77,7 @@ async function scripted(handler: Handler): Promise<{ url: string; seen: Seen[] }
       handler(req, res, body, seen.length);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+  return { url: `http://127.0.0.1:${await listening(server)}`, seen };
 }
 
 function json(
@@ -403,15 +413,7 @@ describe('PlatformClient over HTTP', () => {
         json(res, 200, { id: 7, name: 'Tls' });
       },
     );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanups.push(
-      () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    );
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = `https://127.0.0.1:${await listening(server)}`;
     const trusting = new HttpsAgent({ keepAlive: true, ca: cert });
     cleanups.push(() => trusting.destroy());
     expect(await client(url, { agent: { https: trusting } }).getCompany(7)).toEqual({
