@@ -16,7 +16,7 @@ import {
   startSandboxProcess,
   tempDir,
 } from '../harness/cli.js';
-import { useRedis } from '../harness/redis.js';
+import { keysMatching, useRedis } from '../harness/redis.js';
 
 const { redis, prefix, url: redisUrl } = useRedis();
 const apiKey = 'sk_live_CRMSYNC_e2e_Zq8vN3xR7tLm2Kp9Wd4Hs6Jf1Gb5Yc0A';
@@ -43,25 +43,20 @@ afterAll(async () => {
 /** Every value stored under `prefix`, whatever the key's type. */
 async function valuesUnder(redis: Redis, prefix: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    for (const key of keys) {
-      const type = await redis.type(key);
-      let parts: unknown;
-      if (type === 'string') parts = await redis.getBuffer(key);
-      else if (type === 'hash') parts = await redis.hgetallBuffer(key);
-      else if (type === 'list') parts = await redis.lrangeBuffer(key, 0, -1);
-      else if (type === 'set') parts = await redis.smembersBuffer(key);
-      else if (type === 'zset') parts = await redis.zrangeBuffer(key, '0', '-1');
-      else if (type === 'stream') parts = await redis.xrange(key, '-', '+');
-      out.set(
-        `${key} (${type})`,
-        JSON.stringify(parts, (_k, v: unknown) => toText(v)),
-      );
-    }
-  } while (cursor !== '0');
+  for (const key of await keysMatching(redis, `${prefix}*`)) {
+    const type = await redis.type(key);
+    let parts: unknown;
+    if (type === 'string') parts = await redis.getBuffer(key);
+    else if (type === 'hash') parts = await redis.hgetallBuffer(key);
+    else if (type === 'list') parts = await redis.lrangeBuffer(key, 0, -1);
+    else if (type === 'set') parts = await redis.smembersBuffer(key);
+    else if (type === 'zset') parts = await redis.zrangeBuffer(key, '0', '-1');
+    else if (type === 'stream') parts = await redis.xrange(key, '-', '+');
+    out.set(
+      `${key} (${type})`,
+      JSON.stringify(parts, (_k, v: unknown) => toText(v)),
+    );
+  }
   return out;
 }
 

@@ -23,7 +23,6 @@ import type { JobDefinition } from '../../src/jobs/definition.js';
 import { createLogger, silentLogger, type Logger } from '../../src/log.js';
 import { createShutdown, type Shutdown } from '../../src/ops/shutdown.js';
 import { PlatformClient } from '../../src/platform/client.js';
-import { primariesOf } from '../../src/queue/connection.js';
 import { QueueName } from '../../src/queue/queues.js';
 import {
   startSandbox,
@@ -34,7 +33,7 @@ import {
 import type { FailureRow, RunRecord } from '../../src/state/runs.js';
 import type { StateStore } from '../../src/state/store.js';
 import type { Mode } from '../../src/sync/action.js';
-import { deleteByPrefix, randomPrefix, redisUrl } from './redis.js';
+import { deleteByPrefix, keysMatching, prefixPattern, randomPrefix, redisUrl } from './redis.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 export const API_KEY = 'engine-test-key';
@@ -221,20 +220,7 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       const res = await fetch(`${sandbox.url}/__sandbox/dump`);
       return (await res.json()) as Dump;
     },
-    async keys() {
-      const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-      const out: string[] = [];
-      // On a cluster, each primary lists only the keys it holds.
-      for (const node of primariesOf(producer.redis)) {
-        let cursor = '0';
-        do {
-          const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-          cursor = next;
-          out.push(...found);
-        } while (cursor !== '0');
-      }
-      return out.sort();
-    },
+    keys: () => keysMatching(producer.redis, prefixPattern(prefix)),
     async stateSnapshot() {
       const queues = [QueueName.runs, QueueName.writes, ALERT_QUEUE].map((q) => `${prefix}:${q}:`);
       const keys = (await h.keys()).filter((k) => !queues.some((q) => k.startsWith(q)));

@@ -28,15 +28,39 @@ export function useRedis(): { redis: Redis; prefix: string; url: string } {
   return { redis, prefix, url };
 }
 
-export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
-  const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  // On a cluster, SCAN each primary: a node lists only the keys it holds.
-  for (const redis of primariesOf(client)) {
+/** The MATCH pattern of every key under `prefix` (its glob characters escaped). */
+export function prefixPattern(prefix: string): string {
+  return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+}
+
+/**
+ * The keys matching `pattern`, a batch at a time, with the node holding them:
+ * a whole SCAN (one call covers only part of a busy keyspace), of each
+ * primary on a cluster (a node lists only the keys it holds).
+ */
+async function* scanBatches(
+  client: RedisClient,
+  pattern: string,
+): AsyncGenerator<{ node: Redis; keys: string[] }> {
+  for (const node of primariesOf(client)) {
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
       cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
+      if (keys.length > 0) yield { node, keys };
     } while (cursor !== '0');
+  }
+}
+
+/** Every key matching `pattern` (see `scanBatches`), sorted. */
+export async function keysMatching(client: RedisClient, pattern: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const { keys } of scanBatches(client, pattern)) out.push(...keys);
+  return out.sort();
+}
+
+export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
+  for await (const { node, keys } of scanBatches(client, prefixPattern(prefix))) {
+    await node.unlink(...keys);
   }
 }

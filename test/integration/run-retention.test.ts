@@ -5,21 +5,14 @@ import { QueueName, runJobOptions, workerOptions } from '../../src/queue/queues.
 import { Numbering } from '../../src/state/numbering.js';
 import { DEFAULT_RUN_HISTORY, RunRetention } from '../../src/state/run-retention.js';
 import { StateStore } from '../../src/state/store.js';
-import { randomPrefix, useRedis } from '../harness/redis.js';
+import { keysMatching, randomPrefix, useRedis } from '../harness/redis.js';
 
 const { redis } = useRedis();
 const base = { entity: 'companies', mode: 'upsert', source: '/data/accounts.csv' } as const;
 
 /** Every key under `prefix` (this test's own prefix on the test Redis). */
-async function keysOf(prefix: string): Promise<string[]> {
-  const out: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    out.push(...keys);
-  } while (cursor !== '0');
-  return out.sort();
+function keysOf(prefix: string): Promise<string[]> {
+  return keysMatching(redis, `${prefix}*`);
 }
 
 /** A store keeping `keep` runs per job, on a prefix of its own (each test deletes its keys). */

@@ -6,7 +6,7 @@ import { stripCredentials, scrubText } from '../../src/state/redaction.js';
 import type { FailureRow } from '../../src/state/runs.js';
 import type { WriteOutcome } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
-import { useRedis } from '../harness/redis.js';
+import { keysMatching, useRedis } from '../harness/redis.js';
 
 const { redis, prefix } = useRedis();
 let clock = 1_700_000_000_000;
@@ -272,18 +272,6 @@ describe('run scratch', () => {
   });
 });
 
-/** Every key matching `pattern`: a whole SCAN (one call covers only part of a busy keyspace). */
-async function keysMatching(pattern: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== '0');
-  return keys;
-}
-
 /** Settles one write as the write path does (its finish script), committing nothing. */
 function settle(run: string, line: number, outcome: WriteOutcome, failure?: FailureRow) {
   return store.finishWrites(run, 'companies', [
@@ -333,7 +321,7 @@ describe('run progress', () => {
       ...store.keys.progress(run),
       ...store.keys.scratch(run),
     ];
-    const present = await keysMatching(`${prefix}:run:${run}*`);
+    const present = await keysMatching(redis, `${prefix}:run:${run}*`);
     expect(present.length).toBeGreaterThan(3);
     for (const key of present) expect(named).toContain(key);
 
@@ -351,7 +339,7 @@ describe('run progress', () => {
 
 describe('key layout', () => {
   it('puts every key under the prefix and its hash tag', async () => {
-    const keys = await keysMatching(`*${prefix.slice(1, -1)}*`);
+    const keys = await keysMatching(redis, `*${prefix.slice(1, -1)}*`);
     expect(keys.length).toBeGreaterThan(10);
     for (const key of keys) {
       expect(key.startsWith(prefix)).toBe(true);

@@ -6,7 +6,7 @@ import { planBatch } from '../../src/sync/plan.js';
 import { hashTag } from '../../src/state/keys.js';
 import type { PlatformRecord } from '../../src/state/platform-index.js';
 import { StateStore } from '../../src/state/store.js';
-import { useRedis } from '../harness/redis.js';
+import { keysMatching, useRedis } from '../harness/redis.js';
 
 const { redis, prefix } = useRedis();
 
@@ -361,14 +361,7 @@ describe('StateStore: orphans and key layout', () => {
   });
 
   it('puts every key it creates under the prefix, in its hash tag', async () => {
-    const pattern = `*${prefix.slice(1, -1)}*`;
-    let cursor = '0';
-    const keys: string[] = [];
-    do {
-      const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      keys.push(...batch);
-    } while (cursor !== '0');
+    const keys = await keysMatching(redis, `*${prefix.slice(1, -1)}*`);
     expect(keys.length).toBeGreaterThan(100);
     for (const key of keys) {
       expect(key.startsWith(prefix)).toBe(true);
