@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/sync/canonical.js';
@@ -74,6 +75,23 @@ describe('contentHash', () => {
     expect(contentHash({ name: 'Acme' }, 'fp2')).not.toBe(base);
     expect(contentHash({ name: 'Acme', website: null }, 'fp1')).not.toBe(base);
     expect(contentHash({ name: 'Acme', website: undefined }, 'fp1')).toBe(base);
+  });
+
+  it('is the first 16 bytes of the SHA-256 of the length-prefixed fingerprint and the canonical JSON', () => {
+    // The hash stored in state since the first release: a new way to compute it must agree bit for bit.
+    const reference = (body: unknown, fingerprint: string): string =>
+      createHash('sha256')
+        .update(`${fingerprint.length}:${fingerprint}\n`)
+        .update(canonicalJson(body))
+        .digest()
+        .subarray(0, 16)
+        .toString('base64url');
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string(), (body, fingerprint) => {
+        expect(contentHash(body, fingerprint)).toBe(reference(body, fingerprint));
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('does not confuse fingerprint and body boundaries', () => {
