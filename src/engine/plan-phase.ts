@@ -68,7 +68,7 @@ export async function planRun(
   const since = pullSince(def, req, previous);
   const reading = since ? `reading the changes since ${sinceText(since)}` : 'reading the export';
   await store.updateRun(runId, { phase: reading });
-  const sink = redisPlanningSink(ctx.store, runId, entity, def.name);
+  const sink = redisPlanningSink(ctx.store, runId, entity, def.name, { verifyRemote: req.full });
   let lastFlush = 0;
   // A required field whose path finds nothing in the first rows stops the run, as a threshold does.
   let pathStop: string | undefined;

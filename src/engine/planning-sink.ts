@@ -17,10 +17,13 @@ export function redisPlanningSink(
   runId: string,
   entity: JobDefinition['entity'],
   job: string,
+  /** The run compares with the platform's values even where the hash matches (`--full`). */
+  opts: { verifyRemote?: boolean } = {},
 ): PlanningSink {
+  const planning = { verifyRemote: opts.verifyRemote === true };
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
-    lookup: (records) => store.lookup(entity, records, { job }),
+    lookup: (records) => store.lookup(entity, records, { job, planning }),
     async accept(actions, warnings) {
       const writes: WriteAction[] = [];
       const failures: FailureRow[] = [];

@@ -32,7 +32,8 @@ import type { Claim, ClaimConflict } from '../sync/claims.js';
 /** Where a planning pass reads state from and puts its results. */
 export interface PlanningSink {
   claim(entries: readonly Claim[]): Promise<ClaimConflict[]>;
-  lookup(records: readonly { keys: readonly string[] }[]): Promise<Known[]>;
+  /** What is known of each row's record; `hash` is the row's content hash. */
+  lookup(records: readonly { keys: readonly string[]; hash: string }[]): Promise<Known[]>;
   /**
    * Every action of a batch, in row order (writes, no-ops and withheld rows
    * alike), and the warnings of its rows: optional fields left out because

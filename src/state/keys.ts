@@ -112,10 +112,18 @@ export class KeyLayout {
     return platformId % this.buckets.records;
   }
   ids(entity: Entity, bucket: number): string {
-    return `${this.prefix}:${entity}:id:${bucket}`;
+    return `${this.idsPrefix(entity)}${bucket}`;
   }
   recs(entity: Entity, bucket: number): string {
-    return `${this.prefix}:${entity}:rec:${bucket}`;
+    return `${this.recsPrefix(entity)}${bucket}`;
+  }
+  /** An identity-map bucket's name without its number (a script that names buckets itself). */
+  idsPrefix(entity: Entity): string {
+    return `${this.prefix}:${entity}:id:`;
+  }
+  /** A record-state bucket's name without its number. */
+  recsPrefix(entity: Entity): string {
+    return `${this.prefix}:${entity}:rec:`;
   }
   entityInfo(entity: Entity): string {
     return `${this.prefix}:${entity}:state`;
@@ -181,7 +189,11 @@ export class KeyLayout {
   }
   /** One bucket of a run's identity claims (`CLAIM_BUCKETS` of them). */
   claimBucket(runId: string, bucket: number): string {
-    return `${this.prefix}:run:${runId}:claims:${bucket}`;
+    return `${this.claimBucketPrefix(runId)}${bucket}`;
+  }
+  /** A claim bucket's name without its number (a script that names buckets itself). */
+  claimBucketPrefix(runId: string): string {
+    return `${this.prefix}:run:${runId}:claims:`;
   }
   conflicted(runId: string): string {
     return `${this.prefix}:run:${runId}:conflicted`;

@@ -7,27 +7,80 @@
 import type { RedisClient } from '../queue/connection.js';
 import type { Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
-import type { Known } from '../sync/plan.js';
+import { remoteMatters, type Known } from '../sync/plan.js';
 import { parseStored } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import type { Numbering } from './numbering.js';
-import { parsePending, platformIdOf, unpackRecord } from './packing.js';
+import { parsePending, platformIdOf, unpackRecord, type RecordState } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
 import { execAll, hgets } from './pipeline.js';
 
-// KEYS: the pending hash, then the identity-map bucket of each key. ARGV: the keys. Replies
-// {ids, pending}: each key's platform id in our identity map (nil for none), and each key's
-// pending create (nil for none), or an empty list when no create is pending at all (the
-// usual case: the keys are sent once and the pending hash is not searched).
-const IDS_AND_PENDING = `local ids, pending = {}, {}
-for i = 1, #ARGV do ids[i] = redis.call('HGET', KEYS[i + 1], ARGV[i]) end
+// KEYS: the pending hash. ARGV: an identity-map bucket's name without its number, a
+// record-state bucket's likewise, the number of record buckets, the layout (per record one
+// character, its number of keys, then per key its identity bucket in three characters of 7
+// bits, high first), then every record's keys. The script names the buckets itself: they share
+// the prefix's hash tag, so on a cluster they are in the slot of KEYS[1]. Replies {ids, pending,
+// states}: each key's platform id in our identity map (nil: none); each key's pending create
+// (nil: none), or an empty list when no create is pending at all (the usual case: the pending
+// hash is not searched); each record's state under the platform id of its first mapped key
+// (nil: no key mapped, or no state there).
+const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local ids, pending, states = {}, {}, {}
+local at, k, r = 1, 5, 0
+while at <= #layout do
+  local n = string.byte(layout, at)
+  at = at + 1
+  r = r + 1
+  local state = false
+  local mapped = false
+  for j = 1, n do
+    local b1, b2, b3 = string.byte(layout, at, at + 2)
+    at = at + 3
+    local id = redis.call('HGET', idsAt .. (b1 * 16384 + b2 * 128 + b3), ARGV[k])
+    ids[k - 4] = id
+    if id and not mapped then
+      mapped = true
+      -- A platform id that is not a number is reported by the caller, which reads it too.
+      local num = tonumber(id)
+      if num then state = redis.call('HGET', recsAt .. (num % recBuckets), id) end
+    end
+    k = k + 1
+  end
+  states[r] = state
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  for i = 1, #ARGV, 1000 do
+  for i = 5, #ARGV, 1000 do
     local part = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
     for j = 1, #part do pending[#pending + 1] = part[j] end
   end
 end
-return {ids, pending}`;
+return {ids, pending, states}`;
+
+/** The layout argument of IDS_AND_STATES: each record's key count, then its keys' buckets. */
+function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): string {
+  if (keys.buckets.ids > 1 << 21)
+    throw new RangeError(`${keys.buckets.ids} identity buckets: at most ${1 << 21}`);
+  const codes: number[] = [];
+  for (const r of records) {
+    if (r.keys.length > 127) throw new RangeError(`a record with ${r.keys.length} identity keys`);
+    codes.push(r.keys.length);
+    for (const key of r.keys) {
+      const b = keys.idBucketOf(key);
+      codes.push(b >>> 14, (b >>> 7) & 127, b & 127);
+    }
+  }
+  let out = '';
+  for (let i = 0; i < codes.length; i += 4096)
+    out += String.fromCharCode(...codes.slice(i, i + 4096));
+  return out;
+}
+
+/** A record to look up: its identity keys, and for planning the row's content hash. */
+export interface LookupRecord {
+  keys: readonly string[];
+  /** The row's content hash: with `planning`, the platform's values are read only where they matter. */
+  hash?: string;
+}
 
 /** How a lookup reads. */
 export interface LookupOptions {
@@ -35,6 +88,12 @@ export interface LookupOptions {
   job?: string;
   /** A listing the caller made just now (a dry run), read instead of the stored index. */
   listing?: Listing;
+  /**
+   * A planning pass asks: the stored index's values of a record are read only
+   * where they can change the action of the row's hash (`remoteMatters`,
+   * src/sync/plan.ts); a record given without a hash gets them always.
+   */
+  planning?: { verifyRemote: boolean };
 }
 
 /** A listing of platform records held by the caller. */
@@ -56,35 +115,43 @@ export interface LookupSources {
  * identity key that our state or the listing knows (match.ts), the hash of
  * our last confirmed write to it, the platform's values (from the listing,
  * and only when the listing is no older than our last write), a pending
- * create of any of its keys, and another job that wrote it last. Three
- * round trips per batch, whatever its size (a fourth only to name a job
- * this process has not seen, which a conflict needs).
+ * create of any of its keys, and another job that wrote it last. One round
+ * trip per batch when our state maps each record's strongest key and, for
+ * planning, the platform's values do not matter (a nightly run's unchanged
+ * rows); at most three otherwise (a fourth only to name a job this process
+ * has not seen, which a conflict needs).
  */
 export async function lookupRecords(
   from: LookupSources,
   entity: Entity,
-  records: readonly { keys: readonly string[] }[],
+  records: readonly LookupRecord[],
   opts: LookupOptions = {},
 ): Promise<Known[]> {
   const k = from.keys;
-  const { job, listing } = opts;
-  // 1: the index pointer, our identity map, pending creates, the asking job's number.
-  const allKeys = records.flatMap((r) => r.keys);
+  const { job, listing, planning } = opts;
+  // 1: the index pointer; our identity map, record states and pending creates; the job's number.
   const askJob = job !== undefined && from.jobNumbers.cached(job) === undefined;
   const p1 = from.redis.pipeline();
   p1.hgetall(k.index(entity));
   p1.eval(
-    IDS_AND_PENDING,
-    1 + allKeys.length,
+    IDS_AND_STATES,
+    1,
     k.pending(entity),
-    ...allKeys.map((key) => k.ids(entity, k.idBucketOf(key))),
-    ...allKeys,
+    k.idsPrefix(entity),
+    k.recsPrefix(entity),
+    String(k.buckets.records),
+    idsLayout(k, records),
+    ...records.flatMap((r) => r.keys),
   );
   if (askJob) p1.hget(from.jobNumbers.key, `r:${job}`);
-  const [indexHash, [idValues, pendingValues], jobValue] = (await execAll(
+  const [indexHash, [idValues, pendingValues, stateValues], jobValue] = (await execAll(
     p1,
     'looking up records',
-  )) as [Record<string, string>, [(string | null)[], (string | null)[]], string | null];
+  )) as [
+    Record<string, string>,
+    [(string | null)[], (string | null)[], (string | null)[]],
+    string | null,
+  ];
   const index = listing ? null : readIndexInfo(indexHash);
   // Where a platform id's record state is, and (with a stored index) its listed values.
   const stateField = (id: number) => [k.recs(entity, k.recBucketOf(id)), String(id)] as const;
@@ -101,6 +168,8 @@ export async function lookupRecords(
   const stateIds: (number | undefined)[][] = [];
   // Per record: the position of the first key our state maps (keys.length: none).
   const stateAt: number[] = [];
+  // Per record: the state stored under that key's platform id, unpacked.
+  const states: (RecordState | undefined)[] = [];
   let j = 0;
   records.forEach((r, n) => {
     const kn = known[n]!;
@@ -113,19 +182,31 @@ export async function lookupRecords(
     stateIds.push(ids);
     const at = ids.findIndex((id) => id !== undefined);
     stateAt.push(at < 0 ? r.keys.length : at);
+    const value = stateValues[n];
+    states.push(typeof value === 'string' ? unpackRecord(value) : undefined);
   });
 
-  // 2: record state of the records our state names; the listing's ids of every stronger key.
-  const stateOf: [number, readonly [string, string]][] = [];
+  // 2: the listed values of the records our state names, where they matter; the listing's ids
+  // of every stronger key.
   const remoteOfMatched: [number, readonly [string, string]][] = [];
   const indexIdOf: [number, number, readonly [string, string]][] = [];
   const listedIds: (number | undefined)[][] = records.map((r) => r.keys.map(() => undefined));
   records.forEach((r, n) => {
     const at = stateAt[n]!;
-    if (at < r.keys.length) {
+    if (at < r.keys.length && index) {
       const id = stateIds[n]![at]!;
-      stateOf.push([n, stateField(id)]);
-      if (index) remoteOfMatched.push([n, indexedField(index.generation, id)]);
+      const state = states[n];
+      // Listed values older than our last write are not used; nor read.
+      const fresh = state === undefined || state.syncedAt <= index.refreshedAt;
+      const matters =
+        planning === undefined ||
+        r.hash === undefined ||
+        remoteMatters(
+          { keys: r.keys, hash: r.hash },
+          { matchedBy: r.keys[at], ...(state && { storedHash: state.hash }) },
+          planning.verifyRemote,
+        );
+      if (fresh && matters) remoteOfMatched.push([n, indexedField(index.generation, id)]);
     }
     for (let m = 0; m < at; m++) {
       const key = r.keys[m]!;
@@ -134,14 +215,9 @@ export async function lookupRecords(
         indexIdOf.push([n, m, [k.indexIds(entity, index.generation, k.idBucketOf(key)), key]]);
     }
   });
-  const states: (string | null)[] = [];
-  const remotes: (string | null)[] = [];
-  if (stateOf.length > 0 || indexIdOf.length > 0) {
+  const remoteById = new Map<number, string | null>();
+  if (remoteOfMatched.length > 0 || indexIdOf.length > 0) {
     const p2 = from.redis.pipeline();
-    hgets(
-      p2,
-      stateOf.map(([, pair]) => pair),
-    );
     hgets(
       p2,
       remoteOfMatched.map(([, pair]) => pair),
@@ -150,18 +226,13 @@ export async function lookupRecords(
       p2,
       indexIdOf.map(([, , pair]) => pair),
     );
-    const [s, rm, ix] = (await execAll(p2, 'looking up records')) as (string | null)[][];
-    states.push(...s!);
-    remotes.push(...rm!);
+    const [rm, ix] = (await execAll(p2, 'looking up records')) as (string | null)[][];
+    remoteOfMatched.forEach(([n], m) => remoteById.set(n, rm![m] ?? null));
     ix!.forEach((value, m) => {
       const [n, at] = indexIdOf[m]!;
       listedIds[n]![at] = platformIdOf(value);
     });
   }
-  const stateById = new Map<number, string | null>();
-  stateOf.forEach(([n], m) => stateById.set(n, states[m] ?? null));
-  const remoteById = new Map<number, string | null>();
-  remoteOfMatched.forEach(([n], m) => remoteById.set(n, remotes[m] ?? null));
 
   // Resolve each record; those the listing names through a stronger key need step 3.
   const remoteJson = new Map<number, string>();
@@ -175,17 +246,13 @@ export async function lookupRecords(
     kn.matchedBy = match.key;
     const at = stateAt[n]!;
     if (at < r.keys.length && stateIds[n]![at] === match.platformId) {
-      const value = stateById.get(n);
-      let stale = false;
-      if (typeof value === 'string') {
-        const s = unpackRecord(value);
+      const s = states[n];
+      if (s) {
         kn.storedHash = s.hash;
         if (s.jobNumber !== undefined) writerOf.set(n, s.jobNumber);
-        // The listing reflects our write only if it started after the write was confirmed.
-        stale = index !== null && s.syncedAt > index.refreshedAt;
       }
       const remote = remoteById.get(n);
-      if (typeof remote === 'string' && !stale) remoteJson.set(n, remote);
+      if (typeof remote === 'string') remoteJson.set(n, remote);
     } else {
       listedOnly.push(n);
     }

@@ -13,7 +13,7 @@ import type { KeyLayout } from './keys.js';
 import { packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { chunks, execAll, hsets } from './pipeline.js';
 import type { Numbering } from './numbering.js';
-import { lookupRecords, type LookupOptions } from './record-lookup.js';
+import { lookupRecords, type LookupOptions, type LookupRecord } from './record-lookup.js';
 
 /** A confirmed write (or an adoption) to record. */
 export interface CommitEntry {
@@ -62,7 +62,7 @@ export class RecordStates {
   /** What is known of each record (see `lookupRecords` in record-lookup.ts). */
   lookup(
     entity: Entity,
-    records: readonly { keys: readonly string[] }[],
+    records: readonly LookupRecord[],
     opts: LookupOptions = {},
   ): Promise<Known[]> {
     const { redis, keys, jobNumbers } = this;

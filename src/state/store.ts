@@ -39,7 +39,7 @@ import {
   type PendingEntry,
   type StateInfo,
 } from './records.js';
-import type { LookupOptions } from './record-lookup.js';
+import type { LookupOptions, LookupRecord } from './record-lookup.js';
 import { Numbering } from './numbering.js';
 import {
   Runs,
@@ -144,7 +144,7 @@ export class StateStore {
    */
   async lookup(
     entity: Entity,
-    records: readonly { keys: readonly string[] }[],
+    records: readonly LookupRecord[],
     opts?: LookupOptions,
   ): Promise<Known[]> {
     await this.assertLayout();

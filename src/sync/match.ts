@@ -54,6 +54,15 @@ export interface MatchedRecord {
 const EXTERNAL = 'x:';
 
 /**
+ * Whether the record was found through the row's `external_id` (or the row
+ * has no key to tell): such a match is the row's own record, whoever wrote it.
+ */
+export function foundByExternalId(keys: readonly string[], matchedBy: string | undefined): boolean {
+  const by = matchedBy ?? keys[0];
+  return by === undefined || by.startsWith(EXTERNAL);
+}
+
+/**
  * Why a row may not write to the record it matched, or undefined when it
  * may. Pure: the planner and the verification of creates both ask it.
  */
@@ -62,8 +71,8 @@ export function foreignRecordReason(
   keys: readonly string[],
   record: MatchedRecord,
 ): string | undefined {
-  const by = record.matchedBy ?? keys[0];
-  if (by === undefined || by.startsWith(EXTERNAL)) return undefined;
+  if (foundByExternalId(keys, record.matchedBy)) return undefined;
+  const by = record.matchedBy ?? keys[0]!;
   const ours = keys[0]?.startsWith(EXTERNAL) ? keys[0].slice(EXTERNAL.length) : undefined;
   const theirs = externalIdOf(record.remote);
   const through = `found through ${describeIdentity(entity, by)}`;

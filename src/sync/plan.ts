@@ -23,7 +23,7 @@
 import type { Action, Body, Mode, PendingCreate, SkipAction, UnsupportedAction } from './action.js';
 import { diffFields } from './diff.js';
 import type { Entity } from './identity.js';
-import { foreignRecordReason } from './match.js';
+import { foreignRecordReason, foundByExternalId } from './match.js';
 
 /** A valid mapped row, identified and hashed. */
 export interface PlanInput<B extends Body = Body> {
@@ -148,6 +148,24 @@ export function planRecord<B extends Body>(
   return changes
     ? { kind: 'update', line, keys, hash, body, platformId, changes }
     : { kind: 'update', line, keys, hash, body, platformId };
+}
+
+/**
+ * Whether the platform's values can change the action `planRecord` gives a
+ * row of this hash: where the stored hash differs (an adoption, an update's
+ * diff), where the record was found through a key weaker than the row's
+ * `external_id` (the ownership rules read the record's), and always with
+ * `verifyRemote`. A lookup for planning reads them only there: an unchanged
+ * row of a nightly run costs no listed record read and parsed.
+ */
+export function remoteMatters(
+  row: { keys: readonly string[]; hash: string },
+  known: Pick<Known, 'storedHash' | 'matchedBy'>,
+  verifyRemote: boolean,
+): boolean {
+  return (
+    verifyRemote || known.storedHash !== row.hash || !foundByExternalId(row.keys, known.matchedBy)
+  );
 }
 
 /** `planRecord` for a batch: `known[i]` is what the store knows of `inputs[i]`. */

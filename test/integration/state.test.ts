@@ -91,7 +91,8 @@ describe('StateStore: record state', () => {
 
     c.reset();
     const again = await store.lookup('companies', records);
-    expect(c.trips()).toBe(2);
+    // Each record's state is read in the same script as the identity map.
+    expect(c.trips()).toBe(1);
     expect(again[0]).toEqual({ platformId: 1, storedHash: 'h0', matchedBy: records[0]!.keys[0] });
     expect(again[999]).toEqual({
       platformId: 1000,
@@ -255,6 +256,82 @@ describe('StateStore: index of platform records', () => {
       storedHash: inputs[1]!.hash,
       matchedBy: inputs[1]!.keys[0],
     });
+  });
+
+  it("reads a listed record for planning only where it can change the row's action", async () => {
+    let clock = 500;
+    const c = counting(redis);
+    const store = new StateStore(c.client, { prefix: `${prefix}:ix-plan`, now: () => clock });
+    const bodies = [company(1), company(2), company(3)];
+    const hashOf = (b: Record<string, unknown>) => contentHash(b, 'fp');
+    // Our writes first, then a listing that reflects them: the listed values are fresh.
+    await store.commit(
+      'companies',
+      bodies.map((b, n) => ({
+        keys: identityKeys('companies', b),
+        platformId: n + 1,
+        hash: hashOf(b),
+        runId: 'r1',
+        job: 'j',
+      })),
+    );
+    clock = 1_000;
+    await store.replaceIndex(
+      'companies',
+      pages(
+        bodies.map((b, n) => ({ id: n + 1, ...b })),
+        10,
+      ),
+    );
+    const changed = { ...company(2), name: 'Company 2, renamed' };
+    // Row 3 carries another source's external_id: its crm_account_id finds record 3.
+    const foreign = { ...company(3), external_id: 'OTHER-3' };
+    const rows = [company(1), changed, foreign].map((body, n) => ({
+      line: n + 2,
+      body,
+      keys: identityKeys('companies', body),
+      hash: hashOf(body),
+    }));
+
+    c.reset();
+    const planned = await store.lookup('companies', rows, {
+      job: 'j',
+      planning: { verifyRemote: false },
+    });
+    // The unchanged row found by its external_id needs nothing from the listing.
+    expect(planned[0]).toEqual({
+      platformId: 1,
+      storedHash: hashOf(company(1)),
+      matchedBy: 'x:E1',
+    });
+    expect(planned[1]).toMatchObject({ platformId: 2, remote: company(2) });
+    expect(planned[2]).toMatchObject({ platformId: 3, matchedBy: 'a:A3', remote: company(3) });
+    // The plan is the one a full lookup gives.
+    const full = await store.lookup('companies', rows, { job: 'j' });
+    expect(full[0]).toMatchObject({ remote: company(1) });
+    const opts = { entity: 'companies' as const };
+    expect(planBatch(rows, planned, opts)).toEqual(planBatch(rows, full, opts));
+    expect(planBatch(rows, planned, opts).map((a) => a.kind)).toEqual([
+      'unchanged',
+      'update',
+      'conflict',
+    ]);
+
+    // Only unchanged rows matched by their external_id: one round trip, no listed record read.
+    c.reset();
+    const quiet = await store.lookup('companies', rows.slice(0, 1), {
+      job: 'j',
+      planning: { verifyRemote: false },
+    });
+    expect(quiet[0]!.remote).toBeUndefined();
+    expect(c.trips()).toBe(1);
+
+    // --full compares every row with the platform's values.
+    const verified = await store.lookup('companies', rows, {
+      job: 'j',
+      planning: { verifyRemote: true },
+    });
+    expect(verified[0]).toMatchObject({ remote: company(1) });
   });
 
   it('never replaces a good index with a half-done listing', async () => {
