@@ -14,21 +14,23 @@ import {
   type ClaimConflict,
   type ConflictRecord,
 } from '../sync/claims.js';
-import { claimNames } from './claim-digest.js';
+import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
 import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
 
-// KEYS: conflicted hash, the run's claims marker, then the claim bucket of each key, in
-// order. ARGV: TTL of the claims (ms); one character per key, '1' where its bucket is to get
-// the TTL; then per row: its line, its number of keys, its keys' claim fields. Each key goes
-// to the first line that claims it (HSETNX). Replies {others, lines, records, fresh}: the
-// position (0-based, over all keys) and holder of every key held by another line than the
-// row's; the conflict record (nil for none) of every line involved, the rows' and their keys'
-// holders', read only once the run has any; and 1 when the marker was missing (a new
-// planning pass: every bucket touched then gets the TTL, and the caller forgets which
-// buckets it had given one).
+// KEYS: conflicted hash, the run's claims marker. ARGV: TTL of the claims (ms); one character
+// per key, '1' where its bucket is to get the TTL; a claim bucket's name without its number;
+// the batch's layout (per row: its line in five characters of 7 bits, high first, its number
+// of keys in one, then per key its bucket in two and its claim field in ten). The script names
+// the buckets itself: they share the prefix's hash tag, so on a cluster they are in the slot of
+// KEYS[1]. Each key goes to the first line that claims it (HSETNX). Replies {others, lines,
+// records, fresh}: the position (0-based, over all keys) and holder of every key held by
+// another line than the row's; the conflict record (nil for none) of every line involved, the
+// rows' and their keys' holders', read only once the run has any; and 1 when the marker was
+// missing (a new planning pass: every bucket touched then gets the TTL, and the caller forgets
+// which buckets it had given one).
 const CLAIM = `
 local others, lines, records, seen = {}, {}, {}, {}
 local anyConflict = redis.call('EXISTS', KEYS[1]) == 1
@@ -41,16 +43,21 @@ local function involve(line)
   lines[#lines + 1] = line
   records[#records + 1] = redis.call('HGET', KEYS[1], line)
 end
-local expire = ARGV[2]
-local i, k = 3, 1
-while i <= #ARGV do
-  local line, n = ARGV[i], tonumber(ARGV[i + 1])
+local expire, bucketAt, layout = ARGV[2], ARGV[3], ARGV[4]
+local at, k = 1, 1
+while at <= #layout do
+  local l1, l2, l3, l4, l5, n = string.byte(layout, at, at + 5)
+  local line = tostring((((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5)
+  at = at + 6
   involve(line)
-  for j = i + 2, i + 1 + n do
-    local bucket = KEYS[k + 2]
+  for j = 1, n do
+    local b1, b2 = string.byte(layout, at, at + 1)
+    local bucket = bucketAt .. (b1 * 128 + b2)
+    local field = string.sub(layout, at + 2, at + 11)
+    at = at + 12
     local holder = line
-    if redis.call('HSETNX', bucket, ARGV[j], line) == 0 then
-      holder = redis.call('HGET', bucket, ARGV[j])
+    if redis.call('HSETNX', bucket, field, line) == 0 then
+      holder = redis.call('HGET', bucket, field)
     end
     if holder ~= line then
       others[#others + 1] = k - 1
@@ -60,10 +67,39 @@ while i <= #ARGV do
     if fresh or string.byte(expire, k) == 49 then redis.call('PEXPIRE', bucket, ARGV[1]) end
     k = k + 1
   end
-  i = i + 2 + n
 end
 return {others, lines, records, fresh and 1 or 0}
 `;
+
+/** Lines a claim layout can carry: five characters of 7 bits. */
+const MAX_LINE = 2 ** 35 - 1;
+
+/** The layout argument of CLAIM (see there); `fields` and `buckets` are each key's, in order. */
+function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
+  let out = '';
+  let n = 0;
+  for (const e of entries) {
+    const line = e.line;
+    if (!Number.isSafeInteger(line) || line < 0 || line > MAX_LINE)
+      throw new RangeError(`line ${line} cannot be claimed (0 to ${MAX_LINE})`);
+    if (e.keys.length > 127)
+      throw new RangeError(`line ${line} has ${e.keys.length} identity keys`);
+    const high = Math.floor(line / 2 ** 28);
+    out += String.fromCharCode(
+      high & 127,
+      (line >>> 21) & 127,
+      (line >>> 14) & 127,
+      (line >>> 7) & 127,
+      line & 127,
+      e.keys.length,
+    );
+    for (let m = 0; m < e.keys.length; m++, n++) {
+      const b = names.buckets[n]!;
+      out += String.fromCharCode(b >>> 7, b & 127) + names.fields[n]!;
+    }
+  }
+  return out;
+}
 
 // KEYS: the claim bucket of each key. ARGV: their claim fields. Replies each holder (nil: none).
 const HOLDERS = `local out = {}
@@ -106,22 +142,19 @@ export class RunScratch {
       if (now) flagged.add(b);
       expire += now ? '1' : '0';
     }
-    const args: string[] = [String(this.ttlMs), expire];
-    let n = 0;
-    for (const e of entries) {
-      args.push(String(e.line), String(e.keys.length));
-      for (let m = 0; m < e.keys.length; m++) args.push(names.fields[n++]!);
-    }
+    const layout = claimLayout(entries, names);
     const reply: [(string | number)[], string[], (string | null)[], number] = (await redisCall(
       'claiming identities',
       () =>
         this.redis.eval(
           CLAIM,
-          2 + keys.length,
+          2,
           conflicted,
           this.keys.claims(runId),
-          ...names.buckets.map((b) => this.keys.claimBucket(runId, b)),
-          ...args,
+          String(this.ttlMs),
+          expire,
+          this.keys.claimBucketPrefix(runId),
+          layout,
         ),
     )) as typeof reply;
     const [others, lines, records, fresh] = reply;

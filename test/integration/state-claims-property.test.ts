@@ -36,4 +36,28 @@ describe('identity claims in Redis and in memory', () => {
       { numRuns: 150 },
     );
   });
+
+  it('carry every line a layout can hold, and refuse one beyond', async () => {
+    const runId = 'claims-lines';
+    const big = 2 ** 35 - 1;
+    const rows = [
+      { line: 3, keys: ['x:A'] },
+      { line: 2 ** 28 + 5, keys: ['x:B', 'c:1'] },
+      { line: 2 ** 32 + 7, keys: ['x:C'] },
+      { line: big, keys: ['x:D', 'c:1'] },
+    ];
+    const memory = new MemoryClaims();
+    expect(await store.claimIdentities(runId, rows)).toEqual(memory.claim(rows));
+    expect(await store.claimHolders(runId, ['x:A', 'x:B', 'c:1', 'x:C', 'x:D'])).toEqual([
+      3,
+      2 ** 28 + 5,
+      2 ** 28 + 5,
+      2 ** 32 + 7,
+      big,
+    ]);
+    await expect(store.claimIdentities(runId, [{ line: big + 1, keys: ['x:E'] }])).rejects.toThrow(
+      RangeError,
+    );
+    await store.clearRunScratch(runId);
+  });
 });
