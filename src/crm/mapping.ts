@@ -27,6 +27,7 @@ import type {
   MappedBody,
   SkippedRow,
 } from './mapped.js';
+import { beginRecord, endRecord } from './record-ref.js';
 import type { SourceRow } from './row.js';
 import {
   SkipSection,
@@ -239,6 +240,14 @@ export function compileMapping<E extends Entity = Entity>(
       if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
         return { ok: false, line, field: '(row)', reason: 'expected an object' };
       }
+      beginRecord(rec);
+      try {
+        return mapRecord(line, rec);
+      } finally {
+        endRecord();
+      }
+    };
+    const mapRecord = (line: number, rec: Rec): MapResult => {
       // Before any field: a row that is not a live record is never invalid.
       if (rules.length > 0) {
         const hit = firstSkip(rules, rec);

@@ -56,21 +56,104 @@ function parsedCell(rec: Rec, column: string, text: string): unknown {
   return parsed;
 }
 
+/**
+ * A record's own enumerable keys, in `Object.keys` order, and the first key
+ * of each case-insensitive spelling (trimmed, lower-cased): what a column
+ * finder scans for when the exact name is absent. Rows of a CSV share one
+ * header, and those of a JSON export mostly a few key sets, so a shape is
+ * computed once and then only compared, key by key, with the next record's.
+ */
+class Shape {
+  private folded: Map<string, string> | null = null;
+  constructor(readonly keys: readonly string[]) {}
+
+  /** The first key (in `keys` order) that is `wanted` after trimming and lower-casing. */
+  fold(wanted: string): string | undefined {
+    let m = this.folded;
+    if (m === null) {
+      m = new Map();
+      for (const k of this.keys) {
+        const f = k.trim().toLowerCase();
+        if (!m.has(f)) m.set(f, k);
+      }
+      this.folded = m;
+    }
+    return m.get(wanted);
+  }
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// The shapes seen last, most recent first: JSON exports may alternate a few key sets.
+const RECENT_SHAPES = 4;
+const recent: Shape[] = [];
+
+// The record being mapped (beginRecord … endRecord) and its shape, once known.
+let rowRec: object | null = null;
+let rowShape: Shape | null = null;
+
+/** The shape of `rec` as it is now: its keys are read again unless `rec` is the record being mapped. */
+function shapeOf(rec: Rec): Shape {
+  if (rec === rowRec && rowShape !== null) return rowShape;
+  const keys = Object.keys(rec);
+  let shape: Shape | undefined;
+  for (let i = 0; i < recent.length; i++) {
+    const s = recent[i]!;
+    if (sameKeys(s.keys, keys)) {
+      shape = s;
+      if (i > 0) {
+        recent.splice(i, 1);
+        recent.unshift(s);
+      }
+      break;
+    }
+  }
+  if (shape === undefined) {
+    shape = new Shape(keys);
+    recent.unshift(shape);
+    if (recent.length > RECENT_SHAPES) recent.pop();
+  }
+  if (rec === rowRec) rowShape = shape;
+  return shape;
+}
+
+/**
+ * Marks `rec` as the record being mapped until `endRecord`: its keys are read
+ * once for every reference instead of once per reference. The record must not
+ * change in between (mapping never changes it).
+ */
+export function beginRecord(rec: object): void {
+  rowRec = rec;
+  rowShape = null;
+}
+
+export function endRecord(): void {
+  rowRec = null;
+  rowShape = null;
+}
+
 /** A column found exactly, else case-insensitively after trimming; the key found is remembered. */
 function columnFinder(name: string): (rec: Rec) => string | undefined {
   const risky = PROTO_KEYS.has(name);
   const wanted = name.trim().toLowerCase();
   let hint: string | null = null;
+  // The answer of the case-insensitive scan for the last shape looked at.
+  let seen: Shape | null = null;
+  let found: string | undefined;
   return (rec) => {
     if (risky ? Object.hasOwn(rec, name) : rec[name] !== undefined) return name;
     if (hint !== null && Object.hasOwn(rec, hint)) return hint;
-    for (const k of Object.keys(rec)) {
-      if (k.trim().toLowerCase() === wanted) {
-        hint = k;
-        return k;
-      }
+    const shape = shapeOf(rec);
+    if (shape !== seen) {
+      seen = shape;
+      found = shape.fold(wanted);
     }
-    return undefined;
+    if (found !== undefined) hint = found;
+    return found;
   };
 }
 
