@@ -62,6 +62,19 @@ export function toInteger(v: unknown): number | Invalid {
     return v;
   }
   if (typeof v !== 'string') return new Invalid(`expected a whole number, got ${kindOf(v)}`);
+  // The common case, 1 to 15 plain digits, read without a regular expression
+  // or Number(): below 10^15 every step of the sum is exact.
+  const n = v.length;
+  if (n > 0 && n <= 15) {
+    let x = 0;
+    let i = 0;
+    for (; i < n; i++) {
+      const d = v.charCodeAt(i) - 48;
+      if (d < 0 || d > 9) break;
+      x = x * 10 + d;
+    }
+    if (i === n) return x;
+  }
   const s = v.trim();
   if (!INTEGER_TEXT.test(s)) {
     return new Invalid(/^[+-]?\d*\.\d+$/.test(s) ? 'not a whole number' : 'not a number');
@@ -124,7 +137,8 @@ export function toWebsite(v: unknown): string | null | Invalid {
   if (/\s/.test(s)) return new Invalid('not a website: contains whitespace');
   let rest: string;
   let out: string;
-  const scheme = SCHEME.exec(s);
+  // Both regular expressions need a character most websites do not have.
+  const scheme = s.includes(':') ? SCHEME.exec(s) : null;
   if (scheme) {
     const name = scheme[1]!.toLowerCase();
     if (name === 'mailto') return new Invalid('an e-mail address, not a website');
@@ -141,14 +155,46 @@ export function toWebsite(v: unknown): string | null | Invalid {
     out = `https:${s}`;
   } else {
     // `info@acme.com` is an e-mail address; `acme.com/@team` is a website.
-    if (/^[^/?#]*@/.test(s)) return new Invalid('an e-mail address, not a website');
+    if (s.includes('@') && /^[^/?#]*@/.test(s)) {
+      return new Invalid('an e-mail address, not a website');
+    }
     rest = s;
     out = `https://${s}`;
   }
-  const authority = rest.split(/[/?#]/, 1)[0]!;
-  const host = authority.slice(authority.lastIndexOf('@') + 1).replace(/:\d*$/, '');
-  if (!/[\p{L}\p{N}]/u.test(host)) return new Invalid('not a website: no host name');
+  const authority = rest.slice(0, endOfAuthority(rest));
+  const host = withoutPort(authority.slice(authority.lastIndexOf('@') + 1));
+  if (!hasLetterOrDigit(host)) return new Invalid('not a website: no host name');
   return out;
+}
+
+/** Where the authority of `//…` ends: at the first `/`, `?` or `#`, else the end. */
+function endOfAuthority(rest: string): number {
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest.charCodeAt(i);
+    if (c === 0x2f || c === 0x3f || c === 0x23) return i;
+  }
+  return rest.length;
+}
+
+/** `host:8080` and `host:` without the port: what `replace(/:\d*$/, '')` leaves. */
+function withoutPort(authority: string): string {
+  const colon = authority.lastIndexOf(':');
+  if (colon < 0) return authority;
+  for (let i = colon + 1; i < authority.length; i++) {
+    const c = authority.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return authority;
+  }
+  return authority.slice(0, colon);
+}
+
+/** `/[\p{L}\p{N}]/u.test(s)`, the regular expression only for text beyond ASCII. */
+function hasLetterOrDigit(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return /[\p{L}\p{N}]/u.test(s);
+    if ((c >= 0x30 && c <= 0x39) || ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a)) return true;
+  }
+  return false;
 }
 
 /**
