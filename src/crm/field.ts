@@ -195,6 +195,17 @@ export class Failure {
 /** A field's value, null when absent, or a Failure; dropped custom entries go to `warnings`. */
 export type Evaluator = (rec: Rec, warnings: FieldWarning[]) => unknown;
 
+/** 1 to 15 digits without a leading zero: text that String(toInteger(text)) gives back as it is. */
+function plainDigits(s: string): boolean {
+  const n = s.length;
+  if (n === 0 || n > 15 || (n > 1 && s.charCodeAt(0) === 0x30)) return false;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return false;
+  }
+  return true;
+}
+
 /** Reads a `from` (a column or path, or a list of them where the first non-null wins); null when absent. */
 export function readFrom(from: string | string[], isNull: (v: unknown) => boolean): Getter {
   const getters = (typeof from === 'string' ? [from] : from).map(getter);
@@ -223,12 +234,16 @@ export function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown
     read = () => c;
   } else if (def.template !== undefined) {
     const parts = parseTemplate(def.template) as TemplatePart[];
-    const compiled = parts.map((p) => ({
-      literal: p.literal,
-      get: p.refs === undefined ? null : readFrom(p.refs, isNull),
-      ref: p.ref,
-      transform: pipeline((p.transforms ?? []).map((t) => buildTransform(t) as Transform)),
-    }));
+    const compiled = parts.map((p) => {
+      const transform = pipeline((p.transforms ?? []).map((t) => buildTransform(t) as Transform));
+      return {
+        literal: p.literal,
+        get: p.refs === undefined ? null : readFrom(p.refs, isNull),
+        ref: p.ref,
+        transform,
+        integer: transform === toInteger,
+      };
+    });
     columns = parts.flatMap((p) => p.refs ?? []);
     read = (rec) => {
       let out = '';
@@ -238,7 +253,13 @@ export function compileField(def: FieldDef, kind: FieldKind, isNull: (v: unknown
         const raw = p.get(rec);
         if (isNull(raw)) return null;
         // Placeholders are trimmed: a stray space must never make a new identity.
-        const v = p.transform(typeof raw === 'string' ? raw.trim() : raw);
+        const text = typeof raw === 'string' ? raw.trim() : raw;
+        // `|integer` of plain digits gives the same digits back: no number to print.
+        if (p.integer && typeof text === 'string' && plainDigits(text)) {
+          out += text;
+          continue;
+        }
+        const v = p.transform(text);
         if (v === null) return null;
         if (v instanceof Invalid) return new Failure(`${p.ref}: ${v.reason}`, raw);
         if (typeof v === 'object')

@@ -162,12 +162,22 @@ export function compileMapping<E extends Entity = Entity>(
   const markers = new Set(m.nullMarkers.map((s) => s.trim()));
   // JSON scalars match a marker by their text: Odoo writes an empty field as
   // `false`, which `nullMarkers: ["", "false"]` makes absent.
-  const isNull = (v: unknown): boolean =>
-    v === undefined ||
-    v === null ||
-    (typeof v === 'string'
-      ? markers.has(v.trim())
-      : (typeof v === 'number' || typeof v === 'boolean') && markers.has(String(v)));
+  const longest = Math.max(0, ...[...markers].map((s) => s.length));
+  const isNull = (v: unknown): boolean => {
+    if (v === undefined || v === null) return true;
+    if (typeof v === 'string') {
+      // Longer than every marker, with printable ASCII at both ends (so
+      // nothing to trim): not a marker, without trimming or hashing the text.
+      const n = v.length;
+      if (n > longest) {
+        const a = v.charCodeAt(0);
+        const b = v.charCodeAt(n - 1);
+        if (a > 0x20 && a < 0x7f && b > 0x20 && b < 0x7f) return false;
+      }
+      return markers.has(v.trim());
+    }
+    return (typeof v === 'number' || typeof v === 'boolean') && markers.has(String(v));
+  };
 
   // A failing value costs only its field, unless the field is strict: required,
   // an identity (a row must never be synced under a different identity), or
@@ -204,7 +214,7 @@ export function compileMapping<E extends Entity = Entity>(
             warnings.push(warningOf(c.field, v));
             continue;
           }
-          json += `${json === '' ? '{' : ','}${c.prefix}${JSON.stringify(v)}`;
+          json += `${json === '' ? '{' : ','}${c.prefix}${jsonText(v)}`;
         }
         return json === '' ? null : `${json}}`;
       },
@@ -313,6 +323,16 @@ export function compileMapping<E extends Entity = Entity>(
     };
   };
   return build(allRules) as CompiledMapping<E>;
+}
+
+// What JSON.stringify escapes in a string: `"`, `\`, control characters and
+// (lone) surrogates. A string with none of them is itself between quotes.
+// eslint-disable-next-line no-control-regex
+const JSON_ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** JSON.stringify(v), without its cost for the common string that needs no escape. */
+function jsonText(v: unknown): string {
+  return typeof v === 'string' && !JSON_ESCAPED.test(v) ? `"${v}"` : String(JSON.stringify(v));
 }
 
 interface CompiledField {

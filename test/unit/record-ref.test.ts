@@ -165,3 +165,97 @@ describe('a mapping, rows with different keys in turn', () => {
     expect(compileRef('company domain name').read(record)).toBeUndefined();
   });
 });
+
+describe('a mapping, values the common cases take a shorter way for', () => {
+  const m = compileMapping({
+    name: 'values',
+    version: 1,
+    entity: 'companies',
+    nullMarkers: ['', 'N/A', '#N/A'],
+    fields: {
+      crm_company_id: { from: 'id', transforms: ['integer'] },
+      external_id: { template: 'x:{id|integer}' },
+      name: 'name',
+      website: { from: 'web', transforms: ['website'] },
+    },
+    custom: { note: { from: 'note' }, count: { from: 'count', transforms: ['integer'] } },
+  });
+  const body = (record: Rec): unknown => {
+    const r = m.map({ line: 2, record });
+    return r.ok ? r.body : r;
+  };
+
+  it('prints an integer placeholder as the number it reads', () => {
+    const ids: [string, string, number][] = [
+      ['5120000000', 'x:5120000000', 5120000000],
+      [' 42 ', 'x:42', 42],
+      ['007', 'x:7', 7],
+      ['0', 'x:0', 0],
+      ['+5', 'x:5', 5],
+      ['-0', 'x:0', -0],
+      ['12.000', 'x:12', 12],
+      ['999999999999999', 'x:999999999999999', 999999999999999],
+      ['9007199254740991', 'x:9007199254740991', 9007199254740991],
+    ];
+    for (const [id, external, n] of ids) {
+      expect(body({ id, name: 'A' }), id).toEqual({
+        crm_company_id: n,
+        external_id: external,
+        name: 'A',
+      });
+    }
+    expect(body({ id: '9007199254740993', name: 'A' })).toMatchObject({
+      ok: false,
+      field: 'crm_company_id',
+      reason: 'integer beyond 2^53 loses precision',
+    });
+  });
+
+  it('tells null markers from text however long, with spaces around', () => {
+    expect(body({ id: '1', name: ' N/A ' })).toEqual({ crm_company_id: 1, external_id: 'x:1' });
+    expect(body({ id: '1', name: '\u00a0#N/A\u2028' })).not.toHaveProperty('body.name');
+    expect(body({ id: '1', name: '\t \n' })).not.toHaveProperty('body.name');
+    expect(body({ id: '1', name: 'N/A.' })).toMatchObject({ name: 'N/A.' });
+    expect(body({ id: '1', name: ' Acme Corporation ' })).toMatchObject({
+      name: ' Acme Corporation ',
+    });
+  });
+
+  it('writes custom text as JSON.stringify does', () => {
+    const notes = [
+      'plain',
+      'a "quote"',
+      'back\\slash',
+      'tab\there',
+      'line\u2028sep',
+      '\ud800 lone',
+      '😀',
+      'é',
+    ];
+    for (const note of notes) {
+      expect(body({ id: '1', name: 'A', note, count: '12' }), note).toMatchObject({
+        custom: `{"note":${JSON.stringify(note)},"count":12}`,
+      });
+    }
+  });
+
+  it('reads websites with ports, user names and hosts beyond ASCII', () => {
+    const sites: [string, unknown][] = [
+      ['acme.com', 'https://acme.com'],
+      ['acme.com:8080/x', 'https://acme.com:8080/x'],
+      ['http://user@acme.com:80', 'http://user@acme.com:80'],
+      ['münchen.de', 'https://münchen.de'],
+      ['//acme.com', 'https://acme.com'],
+      ['acme.com/@team', 'https://acme.com/@team'],
+      [':8080', undefined],
+      ['https://:80/x', undefined],
+      ['https://…/x', undefined],
+      ['info@acme.com', undefined],
+    ];
+    for (const [web, want] of sites) {
+      const r = m.map({ line: 2, record: { id: '1', name: 'A', web } });
+      expect(r.ok ? r.body.website : 'row refused', web).toBe(want);
+      if (want === undefined) expect(r.ok && r.warnings?.[0]?.field, web).toBe('website');
+    }
+  });
+});
