@@ -167,7 +167,7 @@ describe('a mapping, rows with different keys in turn', () => {
 });
 
 describe('a mapping, values the common cases take a shorter way for', () => {
-  const m = compileMapping({
+  const m = compileMapping<'companies'>({
     name: 'values',
     version: 1,
     entity: 'companies',
