@@ -20,10 +20,11 @@ import { execAll, hgets } from './pipeline.js';
 // character, its number of keys, then per key its identity bucket in three characters of 7
 // bits, high first), then every record's keys. The script names the buckets itself: they share
 // the prefix's hash tag, so on a cluster they are in the slot of KEYS[1]. Replies {ids, pending,
-// states}: each key's platform id in our identity map (nil: none); each key's pending create
-// (nil: none), or an empty list when no create is pending at all (the usual case: the pending
-// hash is not searched); each record's state under the platform id of its first mapped key
-// (nil: no key mapped, or no state there).
+// states}: each key's platform id in our identity map, read up to the record's first mapped
+// key (nil: none, or a key after it: the strongest mapped key names the record); each key's
+// pending create (nil: none), or an empty list when no create is pending at all (the usual
+// case: the pending hash is not searched); each record's state under the platform id of its
+// first mapped key (nil: no key mapped, or no state there).
 const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local ids, pending, states = {}, {}, {}
 local at, k, r = 1, 5, 0
@@ -34,11 +35,14 @@ while at <= #layout do
   local state = false
   local mapped = false
   for j = 1, n do
-    local b1, b2, b3 = string.byte(layout, at, at + 2)
+    local id = false
+    if not mapped then
+      local b1, b2, b3 = string.byte(layout, at, at + 2)
+      id = redis.call('HGET', idsAt .. (b1 * 16384 + b2 * 128 + b3), ARGV[k])
+    end
     at = at + 3
-    local id = redis.call('HGET', idsAt .. (b1 * 16384 + b2 * 128 + b3), ARGV[k])
     ids[k - 4] = id
-    if id and not mapped then
+    if id then
       mapped = true
       -- A platform id that is not a number is reported by the caller, which reads it too.
       local num = tonumber(id)
