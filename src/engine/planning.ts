@@ -151,10 +151,13 @@ interface Prepared {
 
 /**
  * Maps, identifies and plans every row of the export. Returns the final
- * counts. The pure part of a batch (map, validate, identify, hash) runs while
- * the previous batch waits on the sink (claims, lookups, results), so the
- * process works while Redis does; batches still reach the sink one after the
- * other, in export order.
+ * counts. Two batches are under way at once, so that the process and Redis
+ * work at the same time: a batch is mapped, identified and hashed, and its
+ * lookup and claims go out, while the batch before it is still planned and
+ * accepted. A lookup only reads, so it goes at once; claims decide in export
+ * order (each batch's after the previous batch's); a batch is planned,
+ * accepted and its earlier rows withdrawn only after the previous batch's,
+ * so the sink sees results one batch after the other, in export order.
  */
 export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   const { mapping, sink } = opts;
@@ -169,8 +172,11 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
     env: opts.env,
   };
 
-  // The previous batch's work with the sink, still going while this one is prepared.
+  // The claims of the batch sent last, and its whole work with the sink.
+  let claimed: Promise<unknown> = Promise.resolve();
   let inFlight: Promise<void> | undefined;
+  // Every call of the last batch sent, so that a failure leaves none running.
+  let sent: Promise<unknown>[] = [];
   try {
     for await (const rows of readRows(opts.source, readOpts)) {
       if (!pathsChecked) {
@@ -187,16 +193,30 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
         opts,
         rows.map((row) => mapping.map(row)),
       );
-      await inFlight;
-      inFlight = settle(opts, prepared, counts, kinds);
-      // Awaited before the next batch goes to the sink, or below; never left unobserved.
-      inFlight.catch(() => undefined);
+      // A lookup reads and decides nothing: it goes out now, while the previous batch settles.
+      const known =
+        prepared.inputs.length === 0 ? Promise.resolve([]) : sink.lookup(prepared.inputs);
+      const conflicts = claimed.then(() =>
+        sink.claim(prepared.inputs.map((i) => ({ keys: i.keys, line: i.line }))),
+      );
+      claimed = conflicts;
+      const previous = inFlight;
+      inFlight = (async () => {
+        const [c, k] = await Promise.all([conflicts, known]);
+        await previous;
+        await settle(opts, prepared, c, k, counts, kinds);
+      })();
+      // Each is awaited through the batch after it, or below; never left unobserved.
+      sent = [known, conflicts, inFlight];
+      for (const p of sent) p.catch(() => undefined);
+      // At most two batches under way: the next is read once the one before this has settled.
+      await previous;
     }
     await inFlight;
     await sink.finish?.();
   } finally {
-    // A failed read leaves nothing of this pass running behind it.
-    await inFlight?.catch(() => undefined);
+    // A failure leaves nothing of this pass running behind it.
+    await Promise.allSettled(sent);
   }
   if (!pathsChecked) opts.checkPaths!(paths!.summary());
   return counts;
@@ -242,14 +262,16 @@ function prepare(opts: PlanningOptions, results: readonly MapResult[]): Prepared
 }
 
 /**
- * A prepared batch through the sink: its identities claimed and its records
- * looked up (both at once: a lookup reads and decides nothing, so looking up
- * a row that the claims withhold costs only its share of the call), planned,
+ * A prepared batch, its identities claimed (duplicates in this batch and
+ * against every earlier one) and its records looked up (looking up a row
+ * that the claims withhold costs only its share of the call): planned,
  * accepted, and earlier rows it found in conflict withdrawn.
  */
 async function settle(
   opts: PlanningOptions,
   p: Prepared,
+  conflicts: readonly ClaimConflict[],
+  knownAll: readonly Known[],
   counts: PlanCounts,
   kinds: LineKinds,
 ): Promise<void> {
@@ -258,11 +280,6 @@ async function settle(
   counts.read += p.rows;
   counts.notUtf8 += p.notUtf8;
 
-  // Duplicate identities, in this batch and against every earlier one.
-  const [conflicts, knownAll] = await Promise.all([
-    sink.claim(inputs.map((i) => ({ keys: i.keys, line: i.line }))),
-    inputs.length === 0 ? Promise.resolve([]) : sink.lookup(inputs),
-  ]);
   const conflictOf = new Map<number, ClaimConflict>();
   const earlier: ClaimConflict[] = [];
   for (const c of conflicts) {
