@@ -16,7 +16,7 @@ export function canonicalJson(value: unknown): string {
 function write(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
-      return JSON.stringify(value);
+      return quoted(value);
     case 'number':
       // JSON.stringify writes NaN and ±Infinity as null; so do we.
       return Number.isFinite(value) ? String(value) : 'null';
@@ -48,15 +48,55 @@ function writeArray(items: readonly unknown[]): string {
 }
 
 function writeObject(obj: Record<string, unknown>): string {
-  const keys = Object.keys(obj).sort();
+  const keys = Object.keys(obj);
+  const { order, names } = keyOrder(keys);
   let out = '{';
   let first = true;
-  for (const k of keys) {
-    const v = write(obj[k]);
+  for (let j = 0; j < order.length; j++) {
+    const v = write(obj[keys[order[j]!]!]);
     if (v === undefined) continue;
     if (!first) out += ',';
     first = false;
-    out += JSON.stringify(k) + ':' + v;
+    out += names[j]! + v;
   }
   return out + '}';
+}
+
+// What JSON.stringify escapes in a string: `"`, `\`, control characters and
+// (lone) surrogates. A string with none of them is itself between quotes.
+// eslint-disable-next-line no-control-regex
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** `JSON.stringify(s)`, without its cost for the common string that needs no escape. */
+function quoted(s: string): string {
+  return ESCAPED.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** A key set in `Object.keys` order, its keys' positions in sorted order, and their written names. */
+interface KeyOrder {
+  keys: readonly string[];
+  order: number[];
+  /** `"key":` of each key, in sorted order. */
+  names: string[];
+}
+
+// The key sets written last, most recent first: the bodies of one mapping
+// have a few, so an object's keys are compared, not sorted and quoted again.
+const RECENT_ORDERS = 8;
+const recent: KeyOrder[] = [];
+
+function keyOrder(keys: readonly string[]): KeyOrder {
+  for (const o of recent) if (sameKeys(o.keys, keys)) return o;
+  // By UTF-16 code units, as Array.prototype.sort compares strings; keys are distinct.
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1));
+  const o = { keys, order, names: order.map((i) => `${quoted(keys[i]!)}:`) };
+  recent.unshift(o);
+  if (recent.length > RECENT_ORDERS) recent.pop();
+  return o;
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

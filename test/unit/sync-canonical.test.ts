@@ -55,6 +55,51 @@ describe('canonicalJson', () => {
   });
 });
 
+/** The first release's writer: keys sorted and quoted on every object, strings by JSON.stringify. */
+function referenceJson(value: unknown): string | undefined {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'null';
+  if (typeof value === 'boolean') return String(value);
+  if (value === null || typeof value !== 'object') return value === null ? 'null' : undefined;
+  if (Array.isArray(value)) return `[${value.map((v) => referenceJson(v) ?? 'null').join(',')}]`;
+  const parts: string[] = [];
+  for (const k of Object.keys(value).sort()) {
+    const v = referenceJson((value as Record<string, unknown>)[k]);
+    if (v !== undefined) parts.push(`${JSON.stringify(k)}:${v}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+describe("canonicalJson against the first release's writer", () => {
+  it('writes every JSON value alike, key sets met again in another order included', () => {
+    // Keys from a small alphabet with escapes and surrogates, so that key sets repeat.
+    const key = fc.constantFrom('a', 'b', 'B', '"q"', 'é', '\u{1F600}', '\ud800', 'a\nb', 'z', '');
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(
+        fc.string(),
+        fc.double(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.string({ unit: 'binary' }),
+        fc.constantFrom('\ud800x', 'a\udfff', '\u0000\u001f', 'tab\there'),
+      ),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        tie('leaf'),
+        fc.array(tie('node'), { maxLength: 4 }),
+        fc.dictionary(key, tie('node'), { maxKeys: 6 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(fc.array(value, { minLength: 1, maxLength: 6 }), (values) => {
+        for (const v of [...values, ...values.map(reorder)])
+          expect(canonicalJson(v)).toBe(referenceJson(v) ?? 'null');
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
 describe('contentHash', () => {
   it('is 22 base64url characters', () => {
     const h = contentHash({ name: 'Acme' }, 'v1');
