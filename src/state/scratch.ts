@@ -170,6 +170,8 @@ export class RunScratch {
       if (record !== null && record !== undefined) conflicts.set(Number(line), parseInfo(record));
     });
 
+    // No key held by another line and no line in conflict before: nothing to decide (the usual batch).
+    if (holders.size === 0 && conflicts.size === 0) return [];
     // The keys are claimed already: the decision's `claimed` is empty, its records are to keep.
     const decision = decideClaims({ holders, conflicts }, entries);
     if (decision.recorded.size > 0) {
