@@ -29,6 +29,19 @@ export const DEFAULT_LATENCY_HINT_MS = 200;
 /** A platform request without an answer for this long fails as a timeout (PLATFORM_TIMEOUT_MS). */
 export const DEFAULT_PLATFORM_TIMEOUT_MS = 30_000;
 
+/**
+ * An idle keep-alive socket to the platform is closed after this long. A
+ * server, proxy or NAT in between ends idle connections after its own
+ * timeout (Node's http server 5 s, nginx 75 s, cloud NAT gateways a few
+ * minutes), often without a word that reaches us; a request sent on such a
+ * socket is answered by a reset, and for a create that is an unknown outcome
+ * verified by listing the platform. Node's agent keeps idle sockets forever
+ * unless given a timeout (it then also honours a shorter `Keep-Alive:
+ * timeout=N` from the server, less a second). 4 s is under every such
+ * timeout we know of, and what agentkeepalive chose for the same reason.
+ */
+export const DEFAULT_IDLE_SOCKET_MS = 4_000;
+
 /** How long a shutdown waits for work in flight before it stops anyway (SHUTDOWN_TIMEOUT_MS). */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 

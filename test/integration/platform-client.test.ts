@@ -12,13 +12,14 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RETRY_DEFAULTS } from '../../src/config.js';
+import { DEFAULT_IDLE_SOCKET_MS } from '../../src/defaults.js';
 import { createLogger } from '../../src/log.js';
 import { PlatformClient, type PlatformClientOptions } from '../../src/platform/client.js';
 import {
@@ -79,6 +80,62 @@ async function scripted(handler: Handler): Promise<{ url: string; seen: Seen[] }
   });
   return { url: `http://127.0.0.1:${await listening(server)}`, seen };
 }
+
+/**
+ * A keep-alive HTTP/1.1 server behind a middlebox (a NAT or load balancer)
+ * that forgets a connection idle for `forgetMs` without telling the client:
+ * the next bytes on it are answered by a reset. Every request gets 201
+ * `{"id":N}` after `answerMs`, `Connection: keep-alive`, and no
+ * `Keep-Alive: timeout` hint.
+ */
+async function forgetfulServer(
+  forgetMs: number,
+  answerMs = 0,
+): Promise<{ url: string; stats: { connections: number; requests: number; resets: number } }> {
+  const stats = { connections: 0, requests: 0, resets: 0 };
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    stats.connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let idleSince = Date.now();
+    let buffer = '';
+    socket.on('data', (chunk: Buffer) => {
+      if (Date.now() - idleSince > forgetMs) {
+        stats.resets++;
+        socket.resetAndDestroy();
+        return;
+      }
+      buffer += chunk.toString('latin1');
+      for (;;) {
+        const end = buffer.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const length = Number(/content-length: *(\d+)/i.exec(buffer.slice(0, end))?.[1] ?? 0);
+        if (buffer.length < end + 4 + length) return;
+        buffer = buffer.slice(end + 4 + length);
+        const body = JSON.stringify({ id: ++stats.requests });
+        setTimeout(() => {
+          socket.write(
+            `HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`,
+          );
+          idleSince = Date.now();
+        }, answerMs);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, stats };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function json(
   res: ServerResponse,
@@ -190,6 +247,44 @@ describe('PlatformClient over HTTP', () => {
     expect(err.retryable).toBe(true);
     expect(s.seen).toHaveLength(1);
     expectNoKey(err);
+  });
+
+  it('closes an idle socket before a middlebox forgets it: a create after a quiet spell is not cut', async () => {
+    // Kept idle longer than the middlebox remembers, a socket is reset when
+    // reused, and a create sent on it has an unknown outcome.
+    const kept = await forgetfulServer(150);
+    const keeps = client(kept.url, { idleSocketMs: 60_000 });
+    await keeps.createCompany({ name: 'First' });
+    await sleep(400);
+    const cut = await failure(keeps.createCompany({ name: 'After a quiet spell' }));
+    expect(cut).toBeInstanceOf(NetworkError);
+    expect(cut.mayHaveApplied).toBe(true);
+    expect(kept.stats).toEqual({ connections: 1, requests: 1, resets: 1 });
+
+    // Closed by us first, the next create opens a new socket and lands.
+    const s = await forgetfulServer(300);
+    const c = client(s.url, { idleSocketMs: 100 });
+    await c.createCompany({ name: 'First' });
+    await sleep(400);
+    expect(await c.createCompany({ name: 'After a quiet spell' })).toEqual({ id: 2 });
+    expect(s.stats).toEqual({ connections: 2, requests: 2, resets: 0 });
+  });
+
+  it('an answer slower than the idle timeout still arrives, and the busy socket is reused', async () => {
+    const s = await forgetfulServer(10_000, 250);
+    const c = client(s.url, { idleSocketMs: 100 });
+    expect(await c.createCompany({ name: 'Slow' })).toEqual({ id: 1 });
+    expect(await c.createCompany({ name: 'Slow again' })).toEqual({ id: 2 });
+    expect(s.stats).toEqual({ connections: 1, requests: 2, resets: 0 });
+  });
+
+  it(`closes idle sockets after ${DEFAULT_IDLE_SOCKET_MS} ms by default`, async () => {
+    const s = await forgetfulServer(DEFAULT_IDLE_SOCKET_MS + 200);
+    const c = client(s.url);
+    await c.createCompany({ name: 'First' });
+    await sleep(DEFAULT_IDLE_SOCKET_MS + 500);
+    expect(await c.createCompany({ name: 'Next' })).toEqual({ id: 2 });
+    expect(s.stats).toEqual({ connections: 2, requests: 2, resets: 0 });
   });
 
   it('connection refused was not applied', async () => {
