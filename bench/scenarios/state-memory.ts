@@ -277,7 +277,7 @@ const scenario: Scenario = {
           notes: [
             'state = identity map (every identity key → platform id) + record state (hash, synced at, run); target < 200 bytes',
             'index = identity map + the platform values of the request fields, as canonical JSON (values > 64 bytes leave listpack)',
-            `redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1]}, default hash-max-listpack-entries 128 / -value 64`,
+            `redis ${(await redis.info('server')).match(/redis_version:(\S+)/)?.[1]}, hash-max-listpack-entries ${((await redis.config('GET', 'hash-max-listpack-entries')) as string[])[1]} / -value 64 (the server's defaults)`,
           ],
         },
         {
