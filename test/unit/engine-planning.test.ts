@@ -1,10 +1,10 @@
 /**
- * The planning pass keeps two batches under way: a batch is prepared and
- * looked up while the previous one is still claimed, planned and accepted.
- * Claims still go one batch at a time and results reach the sink one batch
- * at a time, in export order, with duplicates across batches withdrawn as
- * before; a sink that fails ends the pass with its error, and no later batch
- * is claimed or accepted.
+ * The planning pass keeps BATCHES_UNDER_WAY batches under way: a batch is
+ * prepared and looked up while the ones before it are still claimed, planned
+ * and accepted. Claims still go one batch at a time and results reach the
+ * sink one batch at a time, in export order, with duplicates across batches
+ * withdrawn as before; a sink that fails ends the pass with its error, and no
+ * later batch is claimed or accepted.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COLUMNS, companyRow, csvCell } from '../../bench/crm-data.js';
 import { loadMapping } from '../../src/crm/presets.js';
-import { planExport, type PlanningSink } from '../../src/engine/planning.js';
+import { BATCHES_UNDER_WAY, planExport, type PlanningSink } from '../../src/engine/planning.js';
 import { silentLogger } from '../../src/log.js';
 import type { Action } from '../../src/sync/action.js';
 import { MemoryClaims } from '../../src/sync/claims.js';
@@ -20,7 +20,7 @@ import { MemoryClaims } from '../../src/sync/claims.js';
 const dir = mkdtempSync(join(tmpdir(), 'planning-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** 35 companies; the 33rd repeats the 3rd's record id (a duplicate two batches later). */
+/** 35 companies; the 33rd repeats the 3rd's record id (a duplicate six batches later). */
 function exportFile(): string {
   const rows = Array.from({ length: 35 }, (_, i) => companyRow(i === 32 ? 2 : i));
   const path = join(dir, 'companies.csv');
@@ -31,7 +31,8 @@ function exportFile(): string {
 
 /**
  * A sink that records every call and checks what may be under way at once:
- * one claim, one accept or withdraw, two lookups (this batch's and the next).
+ * one claim, one accept or withdraw, a lookup per batch under way; and how
+ * many batches were under way at most (looked up, not yet accepted).
  */
 function recordingSink(failOnClaim?: number) {
   const claims = new MemoryClaims();
@@ -39,7 +40,10 @@ function recordingSink(failOnClaim?: number) {
   const accepted: Action[] = [];
   const withdrawn: number[] = [];
   const busy = { claim: 0, lookup: 0, result: 0 };
-  const most = { claim: 1, lookup: 2, result: 1 };
+  const most = { claim: 1, lookup: BATCHES_UNDER_WAY, result: 1 };
+  let lookedUp = 0;
+  let acceptedBatches = 0;
+  let deepest = 0;
   // Lookups that began while a batch's results were being accepted: the overlap sought.
   let lookupsBesideResults = 0;
   let claimCalls = 0;
@@ -48,9 +52,16 @@ function recordingSink(failOnClaim?: number) {
     const group = name === 'claim' || name === 'lookup' ? name : 'result';
     busy[group]++;
     expect(busy[group], `${name} calls under way at once`).toBeLessThanOrEqual(most[group]);
-    if (name === 'lookup' && busy.result > 0) lookupsBesideResults++;
+    if (name === 'lookup') {
+      if (busy.result > 0) lookupsBesideResults++;
+      deepest = Math.max(deepest, ++lookedUp - acceptedBatches);
+      expect(lookedUp - acceptedBatches, 'batches under way').toBeLessThanOrEqual(
+        BATCHES_UNDER_WAY,
+      );
+    }
     await new Promise((r) => setTimeout(r, 2));
     busy[group]--;
+    if (name === 'accept') acceptedBatches++;
     return f();
   };
   const sink: PlanningSink = {
@@ -64,7 +75,14 @@ function recordingSink(failOnClaim?: number) {
     withdraw: (rows) =>
       step('withdraw', () => void withdrawn.push(...rows.map((r) => r.conflict.line))),
   };
-  return { sink, calls, accepted, withdrawn, overlaps: () => lookupsBesideResults };
+  return {
+    sink,
+    calls,
+    accepted,
+    withdrawn,
+    overlaps: () => lookupsBesideResults,
+    deepest: () => deepest,
+  };
 }
 
 const base = {
@@ -74,7 +92,8 @@ const base = {
   mode: 'upsert' as const,
   memberUpdates: false,
   logger: silentLogger,
-  batchSize: 10,
+  // Seven batches: more than are under way at once.
+  batchSize: 5,
 };
 
 describe('planning pass', () => {
@@ -89,12 +108,13 @@ describe('planning pass', () => {
     expect(lines).toEqual([...lines].sort((a, b) => a - b));
     expect(lines).toHaveLength(35);
     // The 3rd company (line 5: the first one's description holds a line break) was planned
-    // in the first batch and withdrawn in the fourth, where its duplicate came.
+    // in the first batch and withdrawn in the seventh, where its duplicate came.
     expect(rec.withdrawn).toEqual([5]);
     expect(rec.accepted.find((a) => a.kind === 'conflict')).toMatchObject({ otherLines: [5] });
-    expect(rec.calls.filter((c) => c === 'accept')).toHaveLength(4);
-    // The next batch's lookup went out while a batch was being accepted.
+    expect(rec.calls.filter((c) => c === 'accept')).toHaveLength(7);
+    // Later batches' lookups went out while a batch was being accepted, as many as may.
     expect(rec.overlaps()).toBeGreaterThan(0);
+    expect(rec.deepest()).toBe(BATCHES_UNDER_WAY);
   });
 
   it('ends with the error of a sink that fails, and sends nothing after it', async () => {
@@ -103,9 +123,11 @@ describe('planning pass', () => {
       planExport({ ...base, source: { path: exportFile() }, sink: rec.sink }),
     ).rejects.toThrow('redis went away');
     // The first batch was accepted; the second failed at its claim; no later batch was
-    // claimed or accepted (the third's lookup, a read, may have gone out beside it).
+    // claimed or accepted (the lookups of the batches read meanwhile, reads, may have gone out).
     expect(rec.calls.filter((c) => c === 'accept')).toHaveLength(1);
     expect(rec.calls.filter((c) => c === 'claim')).toHaveLength(2);
-    expect(rec.calls.filter((c) => c === 'lookup').length).toBeLessThanOrEqual(3);
+    expect(rec.calls.filter((c) => c === 'lookup').length).toBeLessThanOrEqual(
+      BATCHES_UNDER_WAY + 1,
+    );
   });
 });
