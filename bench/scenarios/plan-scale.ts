@@ -139,7 +139,7 @@ const scenario: Scenario = {
         rows,
         notes: [
           'Each plan runs in its own `node --import tsx` child (tsx adds about 60 MiB to every peak); peak from process.resourceUsage().maxRSS; batches of 500 rows; redis-server is private.',
-          'The planner maps and hashes a batch while the previous one is with Redis (claims and lookups at once, then the record state of the matched, then planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
+          'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis commands per row: the sum of INFO commandstats around the child (commands run by Lua scripts counted, as in the sync tables).',
           'Redis bytes per synced record: see the state-memory section (131 bytes per company: identity map + record state).',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,

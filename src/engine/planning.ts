@@ -154,8 +154,8 @@ interface Prepared {
  * lookups and claims sent, not yet accepted. With two, the planner waited on
  * Redis for about a third of a 1M-row pass (each batch's claims, lookup and
  * accept are round trips in turn); with four, the wall time of that pass fell
- * to 0.78 of two's (medians of five runs each, plan-scale's child; six gained
- * nothing more). Each holds one batch of mapped rows: a few hundred bodies.
+ * to 0.78 of two's (medians of five runs or more, plan-scale's child; six
+ * gained nothing more). Each holds one batch of mapped rows: a few hundred bodies.
  */
 export const BATCHES_UNDER_WAY = 4;
 
