@@ -36,6 +36,7 @@ import {
   UnauthorizedError,
 } from '../../src/platform/errors.js';
 import { withRetry } from '../../src/platform/with-retry.js';
+import { sleep } from '../../src/sleep.js';
 import { freePort } from '../harness/redis-server.js';
 
 const KEY = 'pk_live_9f8e7d6c5b4a39281706';
@@ -134,8 +135,6 @@ async function forgetfulServer(
   );
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, stats };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function json(
   res: ServerResponse,
