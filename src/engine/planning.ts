@@ -186,10 +186,9 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   // The claims of the batch sent last, and its whole work with the sink.
   let claimed: Promise<unknown> = Promise.resolve();
   let inFlight: Promise<void> | undefined;
-  // The whole work of each batch under way, oldest first.
-  const underWay: Promise<void>[] = [];
-  // Every call of the batches under way, so that a failure leaves none running.
-  let sent: Promise<unknown>[] = [];
+  // Every call of each batch under way (its lookup, its claims, its whole work with the sink),
+  // oldest first: a failure leaves none of them running.
+  const underWay: (readonly [Promise<unknown>, Promise<unknown>, Promise<void>])[] = [];
   try {
     for await (const rows of readRows(opts.source, readOpts)) {
       if (!pathsChecked) {
@@ -206,7 +205,7 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
         opts,
         rows.map((row) => mapping.map(row)),
       );
-      // A lookup reads and decides nothing: it goes out now, while the previous batch settles.
+      // A lookup reads and decides nothing: it goes out now, while earlier batches settle.
       const known =
         prepared.inputs.length === 0 ? Promise.resolve([]) : sink.lookup(prepared.inputs);
       const conflicts = claimed.then(() =>
@@ -220,18 +219,21 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
         await settle(opts, prepared, c, k, counts, kinds);
       })();
       // Each is awaited through the batch after it, or below; never left unobserved.
-      const calls = [known, conflicts, inFlight];
+      const calls = [known, conflicts, inFlight] as const;
       for (const p of calls) p.catch(() => undefined);
-      sent = [...sent.slice(-3 * (BATCHES_UNDER_WAY - 1)), ...calls];
-      underWay.push(inFlight);
-      // The next batch is read once the oldest under way has settled.
-      if (underWay.length >= BATCHES_UNDER_WAY) await underWay.shift();
+      underWay.push(calls);
+      // The next batch is read once the oldest under way has settled (kept in the list until
+      // then, so that a failure of its work still waits for its lookup).
+      if (underWay.length >= BATCHES_UNDER_WAY) {
+        await underWay[0]![2];
+        underWay.shift();
+      }
     }
     await inFlight;
     await sink.finish?.();
   } finally {
     // A failure leaves nothing of this pass running behind it.
-    await Promise.allSettled(sent);
+    await Promise.allSettled(underWay.flat());
   }
   if (!pathsChecked) opts.checkPaths!(paths!.summary());
   return counts;

@@ -34,7 +34,7 @@ export interface HttpOptions {
   agent?: { http?: HttpAgent; https?: HttpsAgent };
   /** Sockets per origin for the agents we create. Default 16. */
   maxSockets?: number;
-  /** An idle keep-alive socket of the agents we create is closed after this long. Default 4,000 ms. */
+  /** An idle keep-alive socket of the agents we create is closed after this long. Default DEFAULT_IDLE_SOCKET_MS. */
   idleSocketMs?: number;
   /**
    * Paces every request (src/queue/pacer.ts): `acquire` before sending,
