@@ -16,7 +16,8 @@
  * of the writes.
  *
  * BENCH_COST_ROWS and BENCH_COST_RATE_ROWS shrink the two cases;
- * BENCH_COST_CASES=cost (or 1000) runs one of them only.
+ * BENCH_COST_CASES=cost (or 1000) runs one of them only; BENCH_COST_RUNS=N
+ * runs each case N times, the cases taking turns, and shows the median run.
  */
 import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
@@ -43,6 +44,9 @@ interface Case {
   rate: number;
   latencyMs: number;
 }
+
+/** Runs of each case (BENCH_COST_RUNS, default 1); the table shows the median one by CPU per write. */
+const RUNS = Math.max(1, Number(process.env.BENCH_COST_RUNS ?? 1));
 
 const ONLY = process.env.BENCH_COST_CASES?.split(',').map((s) => s.trim());
 
@@ -198,8 +202,17 @@ const scenario: Scenario = {
     const rows: (string | number)[][] = [];
     const profiles: string[] = [];
     try {
+      const runs = new Map<Case, Steady[]>(CASES.map((c) => [c, []]));
+      // The cases take turns, so that each sees the machine's changing load alike.
+      for (let n = 0; n < RUNS; n++)
+        for (const c of CASES)
+          runs.get(c)!.push(await runCase(c, redis.url, redis.prefix(`cost-${c.rate}-${n}`)));
       for (const c of CASES) {
-        const s = await runCase(c, redis.url, redis.prefix(`cost-${c.rate}`));
+        const all = runs.get(c)!;
+        // The median run by CPU per write (of an even count, the costlier middle one).
+        const s = [...all].sort((a, b) => a.cpuMsPerWrite - b.cpuMsPerWrite)[
+          Math.floor(all.length / 2)
+        ]!;
         profiles.push(
           `Redis commands per write, ${c.label} (steady part): ${s.profile
             .map(([name, perWrite]) => `${name} ${perWrite.toFixed(2)}`)
@@ -211,6 +224,9 @@ const scenario: Scenario = {
           ratio(s.rate / c.rate),
           s.cpuMsPerWrite.toFixed(3),
           ratio(s.cpuMsPerWrite / TARGET.cpuMsPerWrite),
+          RUNS > 1
+            ? all.map((r) => `${r.cpuMsPerWrite.toFixed(3)} (${ratio(r.rate / c.rate)})`).join(', ')
+            : '-',
           s.commandsPerWrite.toFixed(1),
           ratio(s.commandsPerWrite / TARGET.commandsPerWrite),
           s.phaseCpuMsPerWrite.toFixed(3),
@@ -233,6 +249,7 @@ const scenario: Scenario = {
           'steady / R',
           'worker CPU ms per write',
           'CPU / target (0.5 ms)',
+          'CPU ms per write (steady / R) of each run, in order',
           'Redis commands per write',
           'commands / target (20)',
           'CPU ms per write, write phase',
@@ -243,6 +260,7 @@ const scenario: Scenario = {
         ],
         rows,
         notes: [
+          `Runs per case: ${RUNS} (BENCH_COST_RUNS), the cases taking turns; every column but "of each run" is the median run by worker CPU per write (of an even count, the costlier middle one).`,
           '"Write phase" is from the last sample before the first write to the end of the run (the claims of the first writes and the verification included; planning not).',
           "Worker CPU from /proc of the `crm-sync worker` process; Redis commands are the sum of `calls` in INFO commandstats (commands run by Lua scripts included), the sampler's own INFO calls among them (one per 200 ms).",
           `Targets: at most ${TARGET.cpuMsPerWrite} ms of worker CPU and ${TARGET.commandsPerWrite} Redis commands per write; at R = 1,000/s, steady / R at least ${TARGET.rateShare}.`,
