@@ -26,10 +26,16 @@ export function packRecord(s: RecordState): string {
 }
 
 export function unpackRecord(value: string): RecordState {
-  const [hash, at, run, job] = value.split('.');
-  const syncedAt = at === undefined ? NaN : parseInt(at, 36);
-  const runNumber = run === undefined ? NaN : parseInt(run, 36);
-  const jobNumber = job === undefined ? undefined : parseInt(job, 36);
+  // The parts between dots, as `split('.')` gives them (a fifth part and on are not read),
+  // cut out without the array: every looked-up record passes here.
+  const d1 = value.indexOf('.');
+  const d2 = d1 < 0 ? -1 : value.indexOf('.', d1 + 1);
+  const d3 = d2 < 0 ? -1 : value.indexOf('.', d2 + 1);
+  const d4 = d3 < 0 ? -1 : value.indexOf('.', d3 + 1);
+  const hash = d1 < 0 ? value : value.slice(0, d1);
+  const syncedAt = d1 < 0 ? NaN : parseInt(value.slice(d1 + 1, d2 < 0 ? undefined : d2), 36);
+  const runNumber = d2 < 0 ? NaN : parseInt(value.slice(d2 + 1, d3 < 0 ? undefined : d3), 36);
+  const jobNumber = d3 < 0 ? undefined : parseInt(value.slice(d3 + 1, d4 < 0 ? undefined : d4), 36);
   if (
     !hash ||
     !Number.isFinite(syncedAt) ||

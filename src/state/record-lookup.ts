@@ -64,20 +64,28 @@ return {ids, pending, states}`;
 function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): string {
   if (keys.buckets.ids > 1 << 21)
     throw new RangeError(`${keys.buckets.ids} identity buckets: at most ${1 << 21}`);
-  const codes: number[] = [];
+  let size = 0;
   for (const r of records) {
     if (r.keys.length > 127) throw new RangeError(`a record with ${r.keys.length} identity keys`);
-    codes.push(r.keys.length);
+    size += 1 + 3 * r.keys.length;
+  }
+  // Every code is below 128: one byte each, read back as Latin-1 (the same characters).
+  const codes = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const r of records) {
+    codes[at++] = r.keys.length;
     for (const key of r.keys) {
       const b = keys.idBucketOf(key);
-      codes.push(b >>> 14, (b >>> 7) & 127, b & 127);
+      codes[at++] = b >>> 14;
+      codes[at++] = (b >>> 7) & 127;
+      codes[at++] = b & 127;
     }
   }
-  let out = '';
-  for (let i = 0; i < codes.length; i += 4096)
-    out += String.fromCharCode(...codes.slice(i, i + 4096));
-  return out;
+  return codes.toString('latin1', 0, size);
 }
+
+/** What the listing maps each key of a record to when there is no listing: nothing (up to 127 keys). */
+const NOTHING_LISTED: readonly undefined[] = Array.from({ length: 127 }, () => undefined);
 
 /** A record to look up: its identity keys, and for planning the row's content hash. */
 export interface LookupRecord {
@@ -194,31 +202,34 @@ export async function lookupRecords(
   // of every stronger key.
   const remoteOfMatched: [number, readonly [string, string]][] = [];
   const indexIdOf: [number, number, readonly [string, string]][] = [];
-  const listedIds: (number | undefined)[][] = records.map((r) => r.keys.map(() => undefined));
-  records.forEach((r, n) => {
-    const at = stateAt[n]!;
-    if (at < r.keys.length && index) {
-      const id = stateIds[n]![at]!;
-      const state = states[n];
-      // Listed values older than our last write are not used; nor read.
-      const fresh = state === undefined || state.syncedAt <= index.refreshedAt;
-      const matters =
-        planning === undefined ||
-        r.hash === undefined ||
-        remoteMatters(
-          { keys: r.keys, hash: r.hash },
-          { matchedBy: r.keys[at], ...(state && { storedHash: state.hash }) },
-          planning.verifyRemote,
-        );
-      if (fresh && matters) remoteOfMatched.push([n, indexedField(index.generation, id)]);
-    }
-    for (let m = 0; m < at; m++) {
-      const key = r.keys[m]!;
-      if (listing) listedIds[n]![m] = listing.idOf(key);
-      else if (index)
-        indexIdOf.push([n, m, [k.indexIds(entity, index.generation, k.idBucketOf(key)), key]]);
-    }
-  });
+  // Without a listing or a stored index nothing is listed (NOTHING_LISTED), nor read here.
+  const listedIds: (number | undefined)[][] | undefined =
+    listing || index ? records.map((r) => r.keys.map(() => undefined)) : undefined;
+  if (listedIds)
+    records.forEach((r, n) => {
+      const at = stateAt[n]!;
+      if (at < r.keys.length && index) {
+        const id = stateIds[n]![at]!;
+        const state = states[n];
+        // Listed values older than our last write are not used; nor read.
+        const fresh = state === undefined || state.syncedAt <= index.refreshedAt;
+        const matters =
+          planning === undefined ||
+          r.hash === undefined ||
+          remoteMatters(
+            { keys: r.keys, hash: r.hash },
+            { matchedBy: r.keys[at], ...(state && { storedHash: state.hash }) },
+            planning.verifyRemote,
+          );
+        if (fresh && matters) remoteOfMatched.push([n, indexedField(index.generation, id)]);
+      }
+      for (let m = 0; m < at; m++) {
+        const key = r.keys[m]!;
+        if (listing) listedIds![n]![m] = listing.idOf(key);
+        else if (index)
+          indexIdOf.push([n, m, [k.indexIds(entity, index.generation, k.idBucketOf(key)), key]]);
+      }
+    });
   const remoteById = new Map<number, string | null>();
   if (remoteOfMatched.length > 0 || indexIdOf.length > 0) {
     const p2 = from.redis.pipeline();
@@ -234,7 +245,7 @@ export async function lookupRecords(
     remoteOfMatched.forEach(([n], m) => remoteById.set(n, rm![m] ?? null));
     ix!.forEach((value, m) => {
       const [n, at] = indexIdOf[m]!;
-      listedIds[n]![at] = platformIdOf(value);
+      listedIds![n]![at] = platformIdOf(value);
     });
   }
 
@@ -244,7 +255,7 @@ export async function lookupRecords(
   const listedOnly: number[] = [];
   records.forEach((r, n) => {
     const kn = known[n]!;
-    const match = strongestMatch(r.keys, stateIds[n]!, listedIds[n]!);
+    const match = strongestMatch(r.keys, stateIds[n]!, listedIds?.[n] ?? NOTHING_LISTED);
     if (!match) return;
     kn.platformId = match.platformId;
     kn.matchedBy = match.key;

@@ -30,3 +30,21 @@ describe('claim names of identity keys', () => {
     expect(new Set(names.fields).size).toBe(keys.length);
   });
 });
+
+describe('claim names are part of a run in progress', () => {
+  it('stay what they were: a planning pass resumed by another release finds its claims', () => {
+    const names = claimNames([
+      'x:hubspot:company:5120000000',
+      'c:5120000000',
+      'd:example.com',
+      'e:é@x.org',
+    ]);
+    expect(names.buckets).toEqual([14211, 6192, 9188, 16333]);
+    expect(names.fields).toEqual([
+      'B\u000f&F\u000b\u0007M t\u0004',
+      'C\u001c\u001f\u0013\u0000[@\nw\u000f',
+      'S?V9\u000fiH\u0016 \u000f',
+      '\u0005)\u0017u\u000bY\u0004~3\u0000',
+    ]);
+  });
+});
