@@ -196,6 +196,9 @@ export function createRedis(
   return redis;
 }
 
+/** The reason ioredis leaves when every sentinel connection closed without saying why. */
+const NO_SENTINEL = 'no sentinel answered';
+
 function reasonOf(err: unknown): string {
   const e = err as (NodeJS.ErrnoException & { lastNodeError?: unknown }) | undefined;
   // A cluster that could not be reached says why through its last node's error.
@@ -205,9 +208,7 @@ function reasonOf(err: unknown): string {
   // ioredis says "All sentinels are unreachable" also when they answered with an error.
   const sentinels = /^All sentinels are unreachable.*Last error: (.*)$/.exec(msg);
   if (sentinels) {
-    return sentinels[1] === 'Connection is closed.'
-      ? 'no sentinel answered'
-      : `sentinels: ${sentinels[1]}`;
+    return sentinels[1] === 'Connection is closed.' ? NO_SENTINEL : `sentinels: ${sentinels[1]}`;
   }
   return msg;
 }
@@ -237,6 +238,44 @@ async function seedFailure(t: Extract<RedisTarget, { kind: 'cluster' }>): Promis
 }
 
 /**
+ * Why no sentinel answered, asked of each sentinel in turn as a single node
+ * with what the sentinels get (their password, the TLS settings): the first
+ * one's socket or command error (ECONNREFUSED, a TLS failure, WRONGPASS),
+ * named by its address, or undefined if one answers. ioredis's own sentinel
+ * connections say only "Connection is closed." whatever happened.
+ */
+async function sentinelFailure(
+  t: Extract<RedisTarget, { kind: 'sentinel' }>,
+): Promise<Error | undefined> {
+  for (const node of t.sentinels) {
+    const probe = clientFor(
+      'producer',
+      {
+        kind: 'single',
+        node,
+        db: 0,
+        display: t.display,
+        ...(t.sentinelPassword !== undefined && { password: t.sentinelPassword }),
+        ...(t.tls && { tls: t.tls }),
+      },
+      true,
+    );
+    let socketError: unknown;
+    probe.on('error', (err) => (socketError ??= err));
+    try {
+      await probe.connect();
+      await probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name);
+    } catch (err) {
+      const cause = socketError ?? err;
+      return new Error(`sentinel ${node.host}:${node.port}: ${reasonOf(cause)}`, { cause });
+    } finally {
+      probe.disconnect();
+    }
+  }
+  return undefined;
+}
+
+/**
  * A producer connection, connected and answering PING, or a
  * `RedisUnavailableError` naming the target (without its password) and the cause.
  */
@@ -258,8 +297,11 @@ export async function connectProducer(
   } catch (err) {
     redis.disconnect();
     let cause = socketError ?? err;
-    // A cluster's nodes say only "Connection is closed."; one seed alone says why.
+    // A cluster's nodes say only "Connection is closed."; one seed alone says why. So do
+    // the sentinels when none answered.
     if (t.kind === 'cluster') cause = (await seedFailure(t)) ?? cause;
+    if (t.kind === 'sentinel' && reasonOf(cause) === NO_SENTINEL)
+      cause = (await sentinelFailure(t)) ?? cause;
     throw new RedisUnavailableError(t.display, reasonOf(cause), { cause });
   }
   try {

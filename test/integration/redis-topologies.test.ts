@@ -3,9 +3,9 @@
  * configures it (loadConfig from the variables) and driven through the worker
  * service: a Redis Cluster (seeded with a primary that does not own the
  * prefix's slot), a Sentinel-managed primary, one node with an ACL user whose
- * password is read from a file, and one node and a 3-primary cluster reached
- * only over TLS (a CA made by openssl here, the certificate checked against
- * REDIS_TLS_SERVERNAME). Each runs a short sync twice: every record created
+ * password is read from a file, and one node, a 3-primary cluster and a
+ * sentinel with its primary reached only over TLS (a CA made by openssl here,
+ * the certificate checked against REDIS_TLS_SERVERNAME). Each runs a short sync twice: every record created
  * once, then nothing written.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -180,10 +180,11 @@ describe('Redis Cluster', () => {
       REDIS_SENTINELS: `127.0.0.1:${port}`,
       REDIS_SENTINEL_NAME: 'mymaster',
     });
+    // ioredis says only that no sentinel answered; the sentinel asked alone says why.
     expect(
       ((await connectProducer(sentinels.redis).catch((e: unknown) => e)) as Error).message,
     ).toBe(
-      `Redis at redis://127.0.0.1:${port}/0 (sentinel mymaster) is not reachable (no sentinel answered)`,
+      `Redis at redis://127.0.0.1:${port}/0 (sentinel mymaster) is not reachable (sentinel 127.0.0.1:${port}: ECONNREFUSED)`,
     );
   });
 });
@@ -314,7 +315,7 @@ async function startTlsRedis(
   extra: string[] = [],
 ): Promise<number> {
   const port = await freePort();
-  const proc: ChildProcess = spawn(
+  await startTlsProcess(
     'redis-server',
     [
       '--port',
@@ -338,8 +339,22 @@ async function startTlsRedis(
       ...TEST_SERVER_ARGS,
       ...extra,
     ],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+    dir,
   );
+  return port;
+}
+
+/**
+ * Starts `command` (a redis-server, or a redis-sentinel) and waits for `ready` in its log
+ * (a sentinel never logs "Ready to accept connections": it logs its first `+monitor`).
+ */
+async function startTlsProcess(
+  command: string,
+  args: string[],
+  dir: string,
+  ready = 'Ready to accept connections',
+): Promise<void> {
+  const proc: ChildProcess = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   cleanups.push(async () => {
     if (proc.exitCode !== null) return;
     await new Promise<void>((resolve) => {
@@ -351,11 +366,10 @@ async function startTlsRedis(
     let out = '';
     proc.stdout?.on('data', (b: Buffer) => {
       out += b.toString();
-      if (out.includes('Ready to accept connections')) resolve();
+      if (out.includes(ready)) resolve();
     });
-    proc.once('exit', (code) => reject(new Error(`redis-server (TLS) exited (${code}): ${out}`)));
+    proc.once('exit', (code) => reject(new Error(`${command} (TLS) exited (${code}): ${out}`)));
   });
-  return port;
 }
 
 describe('TLS', () => {
@@ -384,6 +398,81 @@ describe('TLS', () => {
     const { REDIS_TLS_CA_FILE: _ca, ...noCa } = env;
     expect(await reason(noCa)).toMatch(
       /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)/,
+    );
+  });
+
+  it('asks a sentinel reached over TLS for a TLS-only primary and syncs on it, both certificates checked', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'crm-sync-tls-sentinel-'));
+    cleanups.push(() => removeDir(dir));
+    const certs = makeCertificates(dir);
+    const primaryDir = join(dir, 'primary');
+    mkdirSync(primaryDir);
+    const primaryPort = await startTlsRedis(primaryDir, certs);
+    // A sentinel on TLS only, reaching the primary over TLS too (`tls-replication`).
+    const sentinelDir = join(dir, 'sentinel');
+    mkdirSync(sentinelDir);
+    const sentinelPort = await freePort();
+    const conf = join(sentinelDir, 'sentinel.conf');
+    writeFileSync(
+      conf,
+      [
+        'port 0',
+        `tls-port ${sentinelPort}`,
+        'bind 127.0.0.1',
+        `dir ${sentinelDir}`,
+        'protected-mode no',
+        `tls-cert-file ${certs.cert}`,
+        `tls-key-file ${certs.key}`,
+        `tls-ca-cert-file ${certs.ca}`,
+        'tls-auth-clients no',
+        'tls-replication yes',
+        `sentinel monitor tls-primary 127.0.0.1 ${primaryPort} 1`,
+        '',
+      ].join('\n'),
+    );
+    await startTlsProcess('redis-sentinel', [conf], sentinelDir, '+monitor master tls-primary');
+    const sentinel = (...args: string[]): string =>
+      execFileSync(
+        'redis-cli',
+        ['--tls', '--cacert', certs.ca, '--sni', 'redis.test', '-p', String(sentinelPort), ...args],
+        { encoding: 'utf8', timeout: 10_000 },
+      );
+    // The sentinel has reached the primary (over TLS) once it knows its role.
+    for (
+      let i = 0;
+      !/role-reported\s+master/.test(sentinel('SENTINEL', 'MASTER', 'tls-primary'));
+      i++
+    ) {
+      expect(i, 'the sentinel sees the primary').toBeLessThan(100);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    const env = {
+      // The scheme turns TLS on; the host is not used (the sentinels name the primary).
+      REDIS_URL: 'rediss://not-used.invalid:1',
+      REDIS_SENTINELS: `127.0.0.1:${sentinelPort}`,
+      REDIS_SENTINEL_NAME: 'tls-primary',
+      REDIS_TLS_CA_FILE: certs.ca,
+      REDIS_TLS_SERVERNAME: 'redis.test',
+    };
+    const h = await engine({ env });
+    expect(h.config.redis.kind).toBe('sentinel');
+    await syncTwice(h);
+
+    // Without the name, the sentinel's certificate (for redis.test, not 127.0.0.1) is refused;
+    // without the CA, it is not trusted. Each refusal names the sentinel and the reason.
+    const reason = async (e: Record<string, string>): Promise<string> => {
+      const err = await connectProducer(loadConfig(e).redis).catch((x: unknown) => x);
+      expect(err).toBeInstanceOf(RedisUnavailableError);
+      return (err as Error).message;
+    };
+    const { REDIS_TLS_SERVERNAME: _name, ...noName } = env;
+    expect(await reason(noName)).toBe(
+      `Redis at rediss://127.0.0.1:${sentinelPort}/0 (sentinel tls-primary) is not reachable (sentinel 127.0.0.1:${sentinelPort}: ERR_TLS_CERT_ALTNAME_INVALID)`,
+    );
+    const { REDIS_TLS_CA_FILE: _ca, ...noCa } = env;
+    expect(await reason(noCa)).toMatch(
+      /\(sentinel 127\.0\.0\.1:\d+: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)$/,
     );
   });
 
