@@ -25,7 +25,7 @@ import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox, writePhase, type Sample } from '../lib/meter.js';
 import { writeFileSync } from 'node:fs';
 import { readPacerState, type PacerView } from '../../src/queue/pacer-store.js';
-import { fixedPace } from '../../src/queue/pacer.js';
+import { FIXED_MARGIN, fixedPace } from '../../src/queue/pacer.js';
 
 const LATENCY_MS = 50;
 const ROWS = Number(process.env.BENCH_RATE_ROWS ?? 20_000);
@@ -150,7 +150,7 @@ export default {
         rows,
         notes: [
           'steady: writes the sandbox accepted between 10% and 90% of them, per second; overall: first write to last',
-          'each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced 5% under PLATFORM_RATE_LIMIT',
+          `each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced ${Math.round((1 - FIXED_MARGIN) * 100)}% under PLATFORM_RATE_LIMIT`,
           `PLATFORM_LATENCY_HINT_MS=${LATENCY_MS}; load average ${load0} before, ${load1} after`,
         ],
       },
