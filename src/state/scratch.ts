@@ -76,29 +76,36 @@ const MAX_LINE = 2 ** 35 - 1;
 
 /** The layout argument of CLAIM (see there); `fields` and `buckets` are each key's, in order. */
 function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
-  let out = '';
-  let n = 0;
+  let size = 0;
   for (const e of entries) {
     const line = e.line;
     if (!Number.isSafeInteger(line) || line < 0 || line > MAX_LINE)
       throw new RangeError(`line ${line} cannot be claimed (0 to ${MAX_LINE})`);
     if (e.keys.length > 127)
       throw new RangeError(`line ${line} has ${e.keys.length} identity keys`);
-    const high = Math.floor(line / 2 ** 28);
-    out += String.fromCharCode(
-      high & 127,
-      (line >>> 21) & 127,
-      (line >>> 14) & 127,
-      (line >>> 7) & 127,
-      line & 127,
-      e.keys.length,
-    );
+    size += 6 + 12 * e.keys.length;
+  }
+  // Every code is below 128 (fields are 7-bit characters): one byte each, read back as Latin-1.
+  const codes = Buffer.allocUnsafe(size);
+  let at = 0;
+  let n = 0;
+  for (const e of entries) {
+    const line = e.line;
+    codes[at++] = Math.floor(line / 2 ** 28) & 127;
+    codes[at++] = (line >>> 21) & 127;
+    codes[at++] = (line >>> 14) & 127;
+    codes[at++] = (line >>> 7) & 127;
+    codes[at++] = line & 127;
+    codes[at++] = e.keys.length;
     for (let m = 0; m < e.keys.length; m++, n++) {
       const b = names.buckets[n]!;
-      out += String.fromCharCode(b >>> 7, b & 127) + names.fields[n]!;
+      codes[at++] = b >>> 7;
+      codes[at++] = b & 127;
+      const field = names.fields[n]!;
+      for (let i = 0; i < 10; i++) codes[at++] = field.charCodeAt(i);
     }
   }
-  return out;
+  return codes.toString('latin1', 0, size);
 }
 
 // KEYS: the claim bucket of each key. ARGV: their claim fields. Replies each holder (nil: none).

@@ -269,6 +269,13 @@ describe('an ACL user with its password in a file', () => {
   });
 });
 
+/** Why a producer configured by `env` cannot connect (it must not). */
+async function refusedWith(env: Record<string, string>): Promise<string> {
+  const err = await connectProducer(loadConfig(env).redis).catch((x: unknown) => x);
+  expect(err).toBeInstanceOf(RedisUnavailableError);
+  return (err as Error).message;
+}
+
 /** A CA and a certificate for `redis.test` signed by it, made by openssl in `dir`. */
 function makeCertificates(dir: string): { ca: string; cert: string; key: string } {
   const ssl = (...args: string[]): void => {
@@ -388,15 +395,10 @@ describe('TLS', () => {
     await syncTwice(h);
 
     // The certificate is checked: not for this name, or not from a trusted CA, is refused.
-    const reason = async (e: Record<string, string>): Promise<string> => {
-      const err = await connectProducer(loadConfig(e).redis).catch((x: unknown) => x);
-      expect(err).toBeInstanceOf(RedisUnavailableError);
-      return (err as Error).message;
-    };
     const { REDIS_TLS_SERVERNAME: _name, ...noName } = env;
-    expect(await reason({ ...noName })).toContain('(ERR_TLS_CERT_ALTNAME_INVALID)');
+    expect(await refusedWith({ ...noName })).toContain('(ERR_TLS_CERT_ALTNAME_INVALID)');
     const { REDIS_TLS_CA_FILE: _ca, ...noCa } = env;
-    expect(await reason(noCa)).toMatch(
+    expect(await refusedWith(noCa)).toMatch(
       /\((UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)/,
     );
   });
@@ -461,17 +463,12 @@ describe('TLS', () => {
 
     // Without the name, the sentinel's certificate (for redis.test, not 127.0.0.1) is refused;
     // without the CA, it is not trusted. Each refusal names the sentinel and the reason.
-    const reason = async (e: Record<string, string>): Promise<string> => {
-      const err = await connectProducer(loadConfig(e).redis).catch((x: unknown) => x);
-      expect(err).toBeInstanceOf(RedisUnavailableError);
-      return (err as Error).message;
-    };
     const { REDIS_TLS_SERVERNAME: _name, ...noName } = env;
-    expect(await reason(noName)).toBe(
+    expect(await refusedWith(noName)).toBe(
       `Redis at rediss://127.0.0.1:${sentinelPort}/0 (sentinel tls-primary) is not reachable (sentinel 127.0.0.1:${sentinelPort}: ERR_TLS_CERT_ALTNAME_INVALID)`,
     );
     const { REDIS_TLS_CA_FILE: _ca, ...noCa } = env;
-    expect(await reason(noCa)).toMatch(
+    expect(await refusedWith(noCa)).toMatch(
       /\(sentinel 127\.0\.0\.1:\d+: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)\)$/,
     );
   });
