@@ -101,6 +101,7 @@ function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
       const b = names.buckets[n]!;
       codes[at++] = b >>> 7;
       codes[at++] = b & 127;
+      // The claim field: ten 7-bit characters (claim-digest.ts), as the script reads them.
       const field = names.fields[n]!;
       for (let i = 0; i < 10; i++) codes[at++] = field.charCodeAt(i);
     }
