@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { StateStore } from '../../src/state/store.js';
-import { planGeneratedCompanies } from './plan-pass.js';
+import { PLAN_RUN_ID, planGeneratedCompanies } from './plan-pass.js';
 
 const [path, redisUrl, prefix] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
@@ -17,7 +17,7 @@ if (path === undefined || redisUrl === undefined || prefix === undefined)
 
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const store = new StateStore(redis, { prefix });
-const runId = 'bench-plan-run';
+const runId = PLAN_RUN_ID;
 
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
 const sink = redisPlanningSink(store, runId, 'companies', 'bench');

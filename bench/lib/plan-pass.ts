@@ -7,6 +7,9 @@ import { loadMapping } from '../../src/crm/presets.js';
 import { planExport, type PlanCounts, type PlanningSink } from '../../src/engine/planning.js';
 import { silentLogger } from '../../src/log.js';
 
+/** The run id of the benchmarks' planning passes (whose scratch a bench clears between passes). */
+export const PLAN_RUN_ID = 'bench-plan-run';
+
 export function planGeneratedCompanies(path: string, sink: PlanningSink): Promise<PlanCounts> {
   return planExport({
     entity: 'companies',

@@ -15,7 +15,8 @@ import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
 import { ensureData } from '../crm-data.js';
 import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
-import { int, loadAverage, median, ratio, seconds } from '../lib/measure.js';
+import { PLAN_RUN_ID } from '../lib/plan-pass.js';
+import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
 import type { CommitEntry } from '../../src/state/records.js';
@@ -73,16 +74,6 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
   return n;
 }
 
-/** Deletes every scratch key of the runs planned under `prefix` (the next pass starts afresh). */
-async function clearScratch(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:run:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
-}
-
 async function planInChild(path: string, url: string, prefix: string): Promise<ChildResult> {
   const { stdout } = await run(
     process.execPath,
@@ -111,7 +102,7 @@ const scenario: Scenario = {
         const loadMs = performance.now() - t0;
         const passes: { r: ChildResult; redisCpu: number; calls: number }[] = [];
         for (let n = 0; n < RUNS; n++) {
-          if (n > 0) await clearScratch(redis, prefix);
+          if (n > 0) await store.clearRunScratch(PLAN_RUN_ID);
           const redis0 = await redisCounters(redisServer.url);
           const r = await planInChild(path, redisServer.url, prefix);
           const redis1 = await redisCounters(redisServer.url);
@@ -125,9 +116,7 @@ const scenario: Scenario = {
             calls: redis1.calls - redis0.calls,
           });
         }
-        // The median pass by wall time (of an even count, the slower middle one).
-        const byWall = [...passes].sort((a, b) => a.r.wallMs - b.r.wallMs);
-        const { r, redisCpu, calls } = byWall[Math.floor(byWall.length / 2)]!;
+        const { r, redisCpu, calls } = medianBy(passes, (p) => p.r.wallMs);
         const perPass = passes.map((p) => size / (p.r.wallMs / 1000));
         rss.push(median(passes.map((p) => p.r.maxRssKb)));
         rows.push([

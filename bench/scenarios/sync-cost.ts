@@ -31,7 +31,7 @@ import {
   syncRun,
 } from '../lib/cli.js';
 import { ensureSyncExport } from '../lib/exports.js';
-import { int, loadAverage, percent, ratio } from '../lib/measure.js';
+import { int, loadAverage, medianBy, percent, ratio } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox } from '../lib/meter.js';
 import { sleep } from '../../src/sleep.js';
 
@@ -209,10 +209,7 @@ const scenario: Scenario = {
           runs.get(c)!.push(await runCase(c, redis.url, redis.prefix(`cost-${c.rate}-${n}`)));
       for (const c of CASES) {
         const all = runs.get(c)!;
-        // The median run by CPU per write (of an even count, the costlier middle one).
-        const s = [...all].sort((a, b) => a.cpuMsPerWrite - b.cpuMsPerWrite)[
-          Math.floor(all.length / 2)
-        ]!;
+        const s = medianBy(all, (r) => r.cpuMsPerWrite);
         profiles.push(
           `Redis commands per write, ${c.label} (steady part): ${s.profile
             .map(([name, perWrite]) => `${name} ${perWrite.toFixed(2)}`)
