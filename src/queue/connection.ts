@@ -214,25 +214,41 @@ function reasonOf(err: unknown): string {
 }
 
 /**
+ * Asks one node alone, as a producer would connect to it: its socket or
+ * command error (ECONNREFUSED, NOAUTH, a TLS failure, or what `ask` throws),
+ * or undefined when it answered.
+ */
+async function askAlone(
+  target: Extract<RedisTarget, { kind: 'single' }>,
+  ask: (probe: RedisClient) => Promise<unknown>,
+): Promise<unknown> {
+  const probe = clientFor('producer', target, true);
+  let socketError: unknown;
+  probe.on('error', (err) => (socketError ??= err));
+  try {
+    await probe.connect();
+    await ask(probe);
+    return undefined;
+  } catch (err) {
+    return socketError ?? err;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+/**
  * Why a cluster could not be reached, asked of its seeds one by one as single
  * nodes: the first one's socket or command error (ECONNREFUSED, WRONGPASS, a
  * TLS failure, cluster support disabled), or undefined if every seed answers.
  */
 async function seedFailure(t: Extract<RedisTarget, { kind: 'cluster' }>): Promise<unknown> {
+  const { nodes: _nodes, kind: _kind, ...rest } = t;
   for (const node of t.nodes) {
-    const { nodes: _nodes, kind: _kind, ...rest } = t;
-    const probe = clientFor('producer', { ...rest, kind: 'single', node, db: 0 }, true);
-    let socketError: unknown;
-    probe.on('error', (err) => (socketError ??= err));
-    try {
-      await probe.connect();
+    const failure = await askAlone({ ...rest, kind: 'single', node, db: 0 }, async (probe) => {
       const info = String(await probe.call('CLUSTER', 'INFO'));
-      if (!info.includes('cluster_state:ok')) return new Error('cluster_state is not ok');
-    } catch (err) {
-      return socketError ?? err;
-    } finally {
-      probe.disconnect();
-    }
+      if (!info.includes('cluster_state:ok')) throw new Error('cluster_state is not ok');
+    });
+    if (failure !== undefined) return failure;
   }
   return undefined;
 }
@@ -248,29 +264,21 @@ async function sentinelFailure(
   t: Extract<RedisTarget, { kind: 'sentinel' }>,
 ): Promise<Error | undefined> {
   for (const node of t.sentinels) {
-    const probe = clientFor(
-      'producer',
-      {
-        kind: 'single',
-        node,
-        db: 0,
-        display: t.display,
-        ...(t.sentinelPassword !== undefined && { password: t.sentinelPassword }),
-        ...(t.tls && { tls: t.tls }),
-      },
-      true,
+    const sentinel = {
+      kind: 'single' as const,
+      node,
+      db: 0,
+      display: t.display,
+      ...(t.sentinelPassword !== undefined && { password: t.sentinelPassword }),
+      ...(t.tls && { tls: t.tls }),
+    };
+    const failure = await askAlone(sentinel, (probe) =>
+      probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name),
     );
-    let socketError: unknown;
-    probe.on('error', (err) => (socketError ??= err));
-    try {
-      await probe.connect();
-      await probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', t.name);
-    } catch (err) {
-      const cause = socketError ?? err;
-      return new Error(`sentinel ${node.host}:${node.port}: ${reasonOf(cause)}`, { cause });
-    } finally {
-      probe.disconnect();
-    }
+    if (failure !== undefined)
+      return new Error(`sentinel ${node.host}:${node.port}: ${reasonOf(failure)}`, {
+        cause: failure,
+      });
   }
   return undefined;
 }

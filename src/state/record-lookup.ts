@@ -84,8 +84,8 @@ function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): string {
   return codes.toString('latin1', 0, size);
 }
 
-/** What the listing maps each key of a record to when there is no listing: nothing (up to 127 keys). */
-const NOTHING_LISTED: readonly undefined[] = Array.from({ length: 127 }, () => undefined);
+/** What the listing maps each key of a record to when there is no listing: nothing. */
+const NOTHING_LISTED: readonly undefined[] = [];
 
 /** A record to look up: its identity keys, and for planning the row's content hash. */
 export interface LookupRecord {
@@ -225,7 +225,7 @@ export async function lookupRecords(
       }
       for (let m = 0; m < at; m++) {
         const key = r.keys[m]!;
-        if (listing) listedIds![n]![m] = listing.idOf(key);
+        if (listing) listedIds[n]![m] = listing.idOf(key);
         else if (index)
           indexIdOf.push([n, m, [k.indexIds(entity, index.generation, k.idBucketOf(key)), key]]);
       }
