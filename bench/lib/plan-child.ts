@@ -3,8 +3,10 @@
  * over an export whose records are all in state already, with a sink that
  * keeps its results in Redis as a real run's planning does (identity claims,
  * planned writes, failures, seen ids), then prints its counts, wall and CPU
- * time and peak RSS as one JSON line.
+ * time and peak RSS as one JSON line, with the V8 heap (committed) at the
+ * highest RSS sampled: what of the peak is the heap.
  * Usage: node --import tsx bench/lib/plan-child.ts PATH REDIS_URL PREFIX
+ * BENCH_PLAN_BATCH sets the rows per batch (default: the planner's own).
  */
 import { Redis } from 'ioredis';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
@@ -22,11 +24,21 @@ const runId = PLAN_RUN_ID;
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
 const sink = redisPlanningSink(store, runId, 'companies', 'bench');
 
+const batchSize = process.env.BENCH_PLAN_BATCH ? Number(process.env.BENCH_PLAN_BATCH) : undefined;
+
+// RSS and the committed V8 heap every 50 ms; the heap beside the highest RSS seen.
+let sampled = { rss: 0, heapTotal: 0 };
+const sampler = setInterval(() => {
+  const m = process.memoryUsage();
+  if (m.rss > sampled.rss) sampled = m;
+}, 50);
+
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-const counts = await planGeneratedCompanies(path, sink);
+const counts = await planGeneratedCompanies(path, sink, batchSize);
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
+clearInterval(sampler);
 redis.disconnect();
 // maxRSS is in kilobytes on Linux.
 console.log(
@@ -35,5 +47,6 @@ console.log(
     wallMs,
     cpuMs: (cpu.user + cpu.system) / 1000,
     maxRssKb: process.resourceUsage().maxRSS,
+    heapAtPeakKb: sampled.heapTotal / 1024,
   }),
 );

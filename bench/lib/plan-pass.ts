@@ -10,8 +10,14 @@ import { silentLogger } from '../../src/log.js';
 /** The run id of the benchmarks' planning passes (whose scratch a bench clears between passes). */
 export const PLAN_RUN_ID = 'bench-plan-run';
 
-export function planGeneratedCompanies(path: string, sink: PlanningSink): Promise<PlanCounts> {
+export function planGeneratedCompanies(
+  path: string,
+  sink: PlanningSink,
+  /** Rows per batch; the planner's default when not given. */
+  batchSize?: number,
+): Promise<PlanCounts> {
   return planExport({
+    ...(batchSize !== undefined && { batchSize }),
     entity: 'companies',
     mapping: loadMapping('hubspot-companies'),
     source: { path },

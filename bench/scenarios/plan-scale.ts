@@ -18,7 +18,7 @@ import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
 import { PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
-import { readRows } from '../../src/crm/read.js';
+import { DEFAULT_BATCH_SIZE, readRows } from '../../src/crm/read.js';
 import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
@@ -32,6 +32,8 @@ const SIZES = (process.env.BENCH_PLAN_SIZES ?? '10000,100000,1000000').split(','
  * table shows the median pass (by wall time) and every pass's rows/s.
  */
 const RUNS = Math.max(1, Number(process.env.BENCH_PLAN_RUNS ?? 1));
+/** Rows per batch (BENCH_PLAN_BATCH, read by the child); the planner's default when unset. */
+const BATCH = process.env.BENCH_PLAN_BATCH ?? String(DEFAULT_BATCH_SIZE);
 /** Planning rows per second (wall) the issue asks for. */
 const TARGET = 50_000;
 
@@ -42,6 +44,8 @@ interface ChildResult {
   wallMs: number;
   cpuMs: number;
   maxRssKb: number;
+  /** The committed V8 heap at the highest RSS the child sampled. */
+  heapAtPeakKb: number;
 }
 
 /** Commits every row of the export into state, as a first sync would leave it. */
@@ -92,6 +96,7 @@ const scenario: Scenario = {
     const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
     const rows: (string | number)[][] = [];
     const rss: number[] = [];
+    const heap: number[] = [];
     try {
       for (const size of SIZES) {
         const path = await ensureData('csv', size);
@@ -119,6 +124,7 @@ const scenario: Scenario = {
         const { r, redisCpu, calls } = medianBy(passes, (p) => p.r.wallMs);
         const perPass = passes.map((p) => size / (p.r.wallMs / 1000));
         rss.push(median(passes.map((p) => p.r.maxRssKb)));
+        heap.push(median(passes.map((p) => p.r.heapAtPeakKb)));
         rows.push([
           int(size),
           int(size / (r.wallMs / 1000)),
@@ -129,6 +135,7 @@ const scenario: Scenario = {
           (calls / size).toFixed(1),
           seconds(r.wallMs),
           `${(rss.at(-1)! / 1024).toFixed(0)} MiB`,
+          `${(heap.at(-1)! / 1024).toFixed(0)} MiB`,
           ratio(rss.at(-1)! / rss[0]!),
           `${int(synced)} in ${seconds(loadMs)}`,
         ]);
@@ -152,13 +159,14 @@ const scenario: Scenario = {
           'Redis commands per row',
           'wall',
           'peak RSS',
+          'V8 heap at the peak',
           'peak vs 10k',
           'state loaded first (not timed in the plan)',
         ],
         rows,
         notes: [
           `Passes per size: ${RUNS} (BENCH_PLAN_RUNS), each in a new child against the same loaded state, the run's scratch cleared between them; every column but "rows/s of each pass" is the median pass by wall time (of an even count, the slower middle one), peak RSS the median of the passes.`,
-          'Each plan runs in its own `node --import tsx` child (tsx adds about 60 MiB to every peak); peak from process.resourceUsage().maxRSS; batches of 500 rows; redis-server is private.',
+          `Each plan runs in its own \`node --import tsx\` child (tsx adds about 30 MiB to every peak: see docs/BENCHMARKS.md, plan-scale); peak from process.resourceUsage().maxRSS, and the V8 heap committed (process.memoryUsage().heapTotal) at the highest RSS sampled every 50 ms, both medians of the passes; batches of ${BATCH} rows (BENCH_PLAN_BATCH); redis-server is private.`,
           'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis commands per row: the sum of INFO commandstats around the child (commands run by Lua scripts counted, as in the sync tables).',
           'Redis bytes per synced record: see the state-memory section (131 bytes per company: identity map + record state).',
