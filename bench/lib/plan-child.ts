@@ -17,14 +17,17 @@ const [path, redisUrl, prefix] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
   throw new Error('usage: plan-child.ts PATH REDIS_URL PREFIX');
 
+const batchText = process.env.BENCH_PLAN_BATCH || undefined;
+const batchSize = batchText === undefined ? undefined : Number(batchText);
+if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0))
+  throw new Error(`BENCH_PLAN_BATCH: ${batchText} is not a whole number of rows above 0`);
+
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const store = new StateStore(redis, { prefix });
 const runId = PLAN_RUN_ID;
 
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
 const sink = redisPlanningSink(store, runId, 'companies', 'bench');
-
-const batchSize = process.env.BENCH_PLAN_BATCH ? Number(process.env.BENCH_PLAN_BATCH) : undefined;
 
 // RSS and the committed V8 heap every 50 ms; the heap beside the highest RSS seen.
 let sampled = { rss: 0, heapTotal: 0 };
