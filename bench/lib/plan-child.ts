@@ -5,22 +5,17 @@
  * planned writes, failures, seen ids), then prints its counts, wall and CPU
  * time and peak RSS as one JSON line, with the V8 heap (committed) at the
  * highest RSS sampled: what of the peak is the heap.
- * Usage: node --import tsx bench/lib/plan-child.ts PATH REDIS_URL PREFIX
- * BENCH_PLAN_BATCH sets the rows per batch (default: the planner's own).
+ * Usage: node --import tsx bench/lib/plan-child.ts PATH REDIS_URL PREFIX [BATCH]
+ * BATCH is the rows per batch (default: the planner's own).
  */
 import { Redis } from 'ioredis';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { StateStore } from '../../src/state/store.js';
 import { PLAN_RUN_ID, planGeneratedCompanies } from './plan-pass.js';
 
-const [path, redisUrl, prefix] = process.argv.slice(2);
+const [path, redisUrl, prefix, batch] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
-  throw new Error('usage: plan-child.ts PATH REDIS_URL PREFIX');
-
-const batchText = process.env.BENCH_PLAN_BATCH || undefined;
-const batchSize = batchText === undefined ? undefined : Number(batchText);
-if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize > 0))
-  throw new Error(`BENCH_PLAN_BATCH: ${batchText} is not a whole number of rows above 0`);
+  throw new Error('usage: plan-child.ts PATH REDIS_URL PREFIX [BATCH]');
 
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 const store = new StateStore(redis, { prefix });
@@ -29,17 +24,24 @@ const runId = PLAN_RUN_ID;
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
 const sink = redisPlanningSink(store, runId, 'companies', 'bench');
 
-// RSS and the committed V8 heap every 50 ms; the heap beside the highest RSS seen.
-let sampled = { rss: 0, heapTotal: 0 };
+// RSS every 50 ms, and the committed V8 heap whenever the RSS is the highest seen.
+let peakRss = 0;
+let heapAtPeak = 0;
 const sample = (): void => {
-  const m = process.memoryUsage();
-  if (m.rss > sampled.rss) sampled = m;
+  const rss = process.memoryUsage.rss();
+  if (rss <= peakRss) return;
+  peakRss = rss;
+  heapAtPeak = process.memoryUsage().heapTotal;
 };
 const sampler = setInterval(sample, 50);
 
 const c0 = process.cpuUsage();
 const t0 = performance.now();
-const counts = await planGeneratedCompanies(path, sink, batchSize);
+const counts = await planGeneratedCompanies(
+  path,
+  sink,
+  batch === undefined ? undefined : Number(batch),
+);
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(c0);
 clearInterval(sampler);
@@ -53,6 +55,6 @@ console.log(
     wallMs,
     cpuMs: (cpu.user + cpu.system) / 1000,
     maxRssKb: process.resourceUsage().maxRSS,
-    heapAtPeakKb: sampled.heapTotal / 1024,
+    heapAtPeakKb: heapAtPeak / 1024,
   }),
 );

@@ -32,8 +32,8 @@ const SIZES = (process.env.BENCH_PLAN_SIZES ?? '10000,100000,1000000').split(','
  * table shows the median pass (by wall time) and every pass's rows/s.
  */
 const RUNS = Math.max(1, Number(process.env.BENCH_PLAN_RUNS ?? 1));
-/** Rows per batch (BENCH_PLAN_BATCH, read by the child); the planner's default when unset. */
-const BATCH = process.env.BENCH_PLAN_BATCH ?? String(DEFAULT_BATCH_SIZE);
+/** Rows per batch (BENCH_PLAN_BATCH), handed to each child; the planner's default when unset. */
+const BATCH = Number(process.env.BENCH_PLAN_BATCH || DEFAULT_BATCH_SIZE);
 /** Planning rows per second (wall) the issue asks for. */
 const TARGET = 50_000;
 
@@ -81,7 +81,15 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
 async function planInChild(path: string, url: string, prefix: string): Promise<ChildResult> {
   const { stdout } = await run(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'bench', 'lib', 'plan-child.ts'), path, url, prefix],
+    [
+      '--import',
+      'tsx',
+      join(ROOT, 'bench', 'lib', 'plan-child.ts'),
+      path,
+      url,
+      prefix,
+      String(BATCH),
+    ],
     { cwd: ROOT, maxBuffer: 1 << 20, timeout: 600_000 },
   );
   return JSON.parse(stdout.trim().split('\n').pop()!) as ChildResult;
@@ -91,12 +99,16 @@ const scenario: Scenario = {
   name: 'plan-scale',
   description: `planning pass with the Redis sink (every row unchanged) and peak RSS at ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} rows, one child process per pass (${RUNS} per size)`,
   async run(): Promise<BenchTable[]> {
+    // Checked here, not on import: every scenario module is imported, whichever runs.
+    if (!Number.isInteger(BATCH) || BATCH < 1)
+      throw new Error(
+        `BENCH_PLAN_BATCH: ${process.env.BENCH_PLAN_BATCH} is not a whole number of rows above 0`,
+      );
     const load0 = await loadAverage();
     const redisServer = await openBenchRedis();
     const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
     const rows: (string | number)[][] = [];
     const rss: number[] = [];
-    const heap: number[] = [];
     try {
       for (const size of SIZES) {
         const path = await ensureData('csv', size);
@@ -124,7 +136,7 @@ const scenario: Scenario = {
         const { r, redisCpu, calls } = medianBy(passes, (p) => p.r.wallMs);
         const perPass = passes.map((p) => size / (p.r.wallMs / 1000));
         rss.push(median(passes.map((p) => p.r.maxRssKb)));
-        heap.push(median(passes.map((p) => p.r.heapAtPeakKb)));
+        const heapKb = median(passes.map((p) => p.r.heapAtPeakKb));
         rows.push([
           int(size),
           int(size / (r.wallMs / 1000)),
@@ -135,7 +147,7 @@ const scenario: Scenario = {
           (calls / size).toFixed(1),
           seconds(r.wallMs),
           `${(rss.at(-1)! / 1024).toFixed(0)} MiB`,
-          `${(heap.at(-1)! / 1024).toFixed(0)} MiB`,
+          `${(heapKb / 1024).toFixed(0)} MiB`,
           ratio(rss.at(-1)! / rss[0]!),
           `${int(synced)} in ${seconds(loadMs)}`,
         ]);
