@@ -81,13 +81,16 @@ export const FIXED_MARGIN = 0.9;
 /**
  * Turns due within this many milliseconds after the one a timer fires for
  * go out with it, up to that much early. At 1,000 requests a second a timer
- * per turn woke the worker for every request; together, its CPU per write
- * fell by 8% (medians of five runs: docs/BENCHMARKS.md, sync-cost). A one-second
- * sliding window then holds at most 3 ms of turns more than the rate gives:
- * well inside the margin under the limit of a fixed rate (FIXED_MARGIN, 100
- * ms of turns) and of a learned one (it settles at 0.95 of the limit).
+ * per turn woke the worker for every request, and each answer came back on
+ * its own; in groups the worker wakes, claims and settles a group at a time.
+ * 3 ms cut the CPU per write by 8%, 10 ms by 13% more (docs/BENCHMARKS.md,
+ * sync-cost). 10 ms is 1% of the shortest window a platform's rate is
+ * counted in (a second): a sliding window then holds at most 10 ms of turns
+ * more than the rate gives, inside the margin under the limit of a fixed
+ * rate (FIXED_MARGIN, 100 ms of turns) and of a learned one (it settles at
+ * 0.95 of the limit).
  */
-export const TOGETHER_MS = 3;
+export const TOGETHER_MS = 10;
 /**
  * Lateness of a turn beyond which the turns after it move (by the excess). Less is absorbed by the
  * margin under the limit (10% of a 1 s window is 100 ms); more would let a
