@@ -82,8 +82,8 @@ export const FIXED_MARGIN = 0.9;
  * Turns due within this many milliseconds after the one a timer fires for
  * go out with it, up to that much early. At 1,000 requests a second a timer
  * per turn woke the worker for every request, and each answer came back on
- * its own; in groups the worker wakes, claims and settles a group at a time.
- * 3 ms cut the CPU per write by 8%, 10 ms by 13% more (docs/BENCHMARKS.md,
+ * its own; in groups it wakes once for several, and its claim and settle
+ * batches grow (the CPU per write of each span: docs/BENCHMARKS.md,
  * sync-cost). 10 ms is 1% of the shortest window a platform's rate is
  * counted in (a second): a sliding window then holds at most 10 ms of turns
  * more than the rate gives, inside the margin under the limit of a fixed
