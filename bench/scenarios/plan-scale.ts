@@ -18,7 +18,8 @@ import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
 import { PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
-import { DEFAULT_BATCH_SIZE, readRows } from '../../src/crm/read.js';
+import { readRows } from '../../src/crm/read.js';
+import { PLANNING_BATCH_ROWS } from '../../src/engine/planning.js';
 import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
@@ -33,7 +34,7 @@ const SIZES = (process.env.BENCH_PLAN_SIZES ?? '10000,100000,1000000').split(','
  */
 const RUNS = Math.max(1, Number(process.env.BENCH_PLAN_RUNS ?? 1));
 /** Rows per batch (BENCH_PLAN_BATCH), handed to each child; the planner's default when unset. */
-const BATCH = Number(process.env.BENCH_PLAN_BATCH || DEFAULT_BATCH_SIZE);
+const BATCH = Number(process.env.BENCH_PLAN_BATCH || PLANNING_BATCH_ROWS);
 /** Planning rows per second (wall) the issue asks for. */
 const TARGET = 50_000;
 

@@ -14,12 +14,13 @@ import type { RetrySettings } from '../platform/retry-policy.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
+import { PLANNING_BATCH_ROWS } from './planning.js';
 import type { WriteSlots } from './write-slots.js';
 import type { RunProgress } from '../state/progress.js';
 import type { RunRecord } from '../state/runs.js';
 
 export interface EngineSettings {
-  /** Rows per planning batch (one Redis round trip or three each). */
+  /** Rows per planning batch (src/engine/planning.ts says why PLANNING_BATCH_ROWS). */
   batchSize: number;
   /** The run waits before enqueueing more while this many writes are waiting (in chunks). */
   maxWaitingWrites: number;
@@ -38,7 +39,7 @@ export interface EngineSettings {
 }
 
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
-  batchSize: 500,
+  batchSize: PLANNING_BATCH_ROWS,
   maxWaitingWrites: 5_000,
   writeChunk: DEFAULT_WRITE_CHUNK,
   pollMs: 500,

@@ -12,7 +12,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COLUMNS, companyRow, csvCell } from '../../bench/crm-data.js';
 import { loadMapping } from '../../src/crm/presets.js';
-import { BATCHES_UNDER_WAY, planExport, type PlanningSink } from '../../src/engine/planning.js';
+import {
+  BATCHES_UNDER_WAY,
+  PLANNING_BATCH_ROWS,
+  planExport,
+  type PlanningSink,
+} from '../../src/engine/planning.js';
 import { silentLogger } from '../../src/log.js';
 import type { Action } from '../../src/sync/action.js';
 import { MemoryClaims } from '../../src/sync/claims.js';
@@ -22,8 +27,14 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** 35 companies; the 33rd repeats the 3rd's record id (a duplicate six batches later). */
 function exportFile(): string {
-  const rows = Array.from({ length: 35 }, (_, i) => companyRow(i === 32 ? 2 : i));
-  const path = join(dir, 'companies.csv');
+  return writeExport(
+    'companies.csv',
+    Array.from({ length: 35 }, (_, i) => companyRow(i === 32 ? 2 : i)),
+  );
+}
+
+function writeExport(name: string, rows: readonly string[][]): string {
+  const path = join(dir, name);
   const text = [COLUMNS, ...rows].map((r) => r.map((c) => csvCell(c)).join(',')).join('\n');
   writeFileSync(path, `${text}\n`);
   return path;
@@ -47,6 +58,7 @@ function recordingSink(failOnClaim?: number) {
   // Lookups that began while a batch's results were being accepted: the overlap sought.
   let lookupsBesideResults = 0;
   let claimCalls = 0;
+  const lookupSizes: number[] = [];
   const step = async <T>(name: string, f: () => T): Promise<T> => {
     calls.push(name);
     const group = name === 'claim' || name === 'lookup' ? name : 'result';
@@ -70,7 +82,11 @@ function recordingSink(failOnClaim?: number) {
         if (++claimCalls === failOnClaim) throw new Error('redis went away');
         return claims.claim(entries);
       }),
-    lookup: (records) => step('lookup', () => records.map(() => ({}))),
+    lookup: (records) =>
+      step('lookup', () => {
+        lookupSizes.push(records.length);
+        return records.map(() => ({}));
+      }),
     accept: (actions) => step('accept', () => void accepted.push(...actions)),
     withdraw: (rows) =>
       step('withdraw', () => void withdrawn.push(...rows.map((r) => r.conflict.line))),
@@ -80,6 +96,7 @@ function recordingSink(failOnClaim?: number) {
     calls,
     accepted,
     withdrawn,
+    lookupSizes,
     overlaps: () => lookupsBesideResults,
     deepest: () => deepest,
   };
@@ -129,5 +146,18 @@ describe('planning pass', () => {
     expect(rec.calls.filter((c) => c === 'lookup').length).toBeLessThanOrEqual(
       BATCHES_UNDER_WAY + 1,
     );
+  });
+
+  it('plans in batches of PLANNING_BATCH_ROWS when the caller names no size', async () => {
+    const rec = recordingSink();
+    const n = PLANNING_BATCH_ROWS + 7;
+    const path = writeExport(
+      'many.csv',
+      Array.from({ length: n }, (_, i) => companyRow(i)),
+    );
+    const { batchSize: _named, ...unsized } = base;
+    const counts = await planExport({ ...unsized, source: { path }, sink: rec.sink });
+    expect(counts.read).toBe(n);
+    expect(rec.lookupSizes).toEqual([PLANNING_BATCH_ROWS, 7]);
   });
 });
