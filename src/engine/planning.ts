@@ -162,12 +162,12 @@ export const BATCHES_UNDER_WAY = 4;
 
 /**
  * Rows per batch when the caller names none (a run's `batchSize` is this).
- * Batches of 500 planned a 1M-row unchanged export about 3% faster but
- * peaked 6% higher in RSS (docs/BENCHMARKS.md, plan-scale): V8 lets the old
- * generation grow to about four times what is live at its last full
- * collection, and four batches of 500 mapped rows under way are 2,000 rows
- * of bodies, keys and replies live at any moment. At 250 the peak is below
- * what planning needed with two batches of 500 under way.
+ * V8 lets the old generation grow to about four times what is live at its
+ * last full collection, and what is live while planning is mostly the rows
+ * under way (their bodies, keys, hashes and lookup replies). Batches of 500
+ * planned a 1M-row unchanged export 3-6% faster than 250 but peaked 9-19 MiB
+ * higher in RSS, above the planner that took one batch at a time; at 250
+ * the peak is below it (docs/BENCHMARKS.md, plan-scale).
  */
 export const PLANNING_BATCH_ROWS = 250;
 
