@@ -26,6 +26,10 @@ import { execAll, hgets } from './pipeline.js';
 // case: the pending hash is not searched); each record's state under the platform id of its
 // first mapped key (nil: no key mapped, or no state there).
 const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+-- Bucket names by string.format from a pattern: half the CPU of '..' with a number (%.14g).
+local format = string.format
+local idsName = string.gsub(idsAt, '%%', '%%%%') .. '%d'
+local recsName = string.gsub(recsAt, '%%', '%%%%') .. '%d'
 local ids, pending, states = {}, {}, {}
 local at, k, r = 1, 5, 0
 while at <= #layout do
@@ -38,7 +42,7 @@ while at <= #layout do
     local id = false
     if not mapped then
       local b1, b2, b3 = string.byte(layout, at, at + 2)
-      id = redis.call('HGET', idsAt .. (b1 * 16384 + b2 * 128 + b3), ARGV[k])
+      id = redis.call('HGET', format(idsName, b1 * 16384 + b2 * 128 + b3), ARGV[k])
     end
     at = at + 3
     ids[k - 4] = id
@@ -46,7 +50,7 @@ while at <= #layout do
       mapped = true
       -- A platform id that is not a number is reported by the caller, which reads it too.
       local num = tonumber(id)
-      if num then state = redis.call('HGET', recsAt .. (num % recBuckets), id) end
+      if num then state = redis.call('HGET', format(recsName, num % recBuckets), id) end
     end
     k = k + 1
   end

@@ -44,15 +44,18 @@ local function involve(line)
   records[#records + 1] = redis.call('HGET', KEYS[1], line)
 end
 local expire, bucketAt, layout = ARGV[2], ARGV[3], ARGV[4]
+-- Names by string.format: half the CPU of '..' with a number or tostring (both %.14g).
+local format = string.format
+local bucketName = string.gsub(bucketAt, '%%', '%%%%') .. '%d'
 local at, k = 1, 1
 while at <= #layout do
   local l1, l2, l3, l4, l5, n = string.byte(layout, at, at + 5)
-  local line = tostring((((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5)
+  local line = format('%d', (((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5)
   at = at + 6
   involve(line)
   for j = 1, n do
     local b1, b2 = string.byte(layout, at, at + 1)
-    local bucket = bucketAt .. (b1 * 128 + b2)
+    local bucket = format(bucketName, b1 * 128 + b2)
     local field = string.sub(layout, at + 2, at + 11)
     at = at + 12
     local holder = line

@@ -198,6 +198,35 @@ describe('StateStore: record state', () => {
     expect(c.trips()).toBe(2);
   });
 
+  it("names the buckets its scripts read as the store writes them, a prefix's % included", async () => {
+    // The scripts name buckets with string.format from the prefix: a % in it must stay a %.
+    const store = new StateStore(redis, { prefix: `${prefix}:100%d%%s%` });
+    const rows = Array.from({ length: 50 }, (_, n) => company(n));
+    const records = rows.map((b) => ({ keys: identityKeys('companies', b) }));
+    await store.commit(
+      'companies',
+      records.map((r, n) => ({
+        keys: r.keys,
+        platformId: n + 7,
+        hash: `h${n}`,
+        runId: 'r',
+        job: 'j',
+      })),
+    );
+    const known = await store.lookup('companies', records);
+    expect(known.map((k) => [k.platformId, k.storedHash])).toEqual(
+      records.map((_, n) => [n + 7, `h${n}`]),
+    );
+    const claims = records.map((r, n) => ({ line: n + 2, keys: r.keys }));
+    expect(await store.claimIdentities('run', claims)).toEqual([]);
+    expect(
+      await store.claimHolders(
+        'run',
+        claims.map((c) => c.keys[0]!),
+      ),
+    ).toEqual(claims.map((c) => c.line));
+  });
+
   it('refuses a prefix without a hash tag, and a layout with other bucket counts', async () => {
     expect(() => new StateStore(redis, { prefix: 'crm-sync' })).toThrow(/hash tag/);
     expect(() => new StateStore(redis, { prefix: '{}crm' })).toThrow(/hash tag/);
