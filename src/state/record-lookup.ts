@@ -17,35 +17,38 @@ import { execAll, hgets } from './pipeline.js';
 
 // KEYS: the pending hash. ARGV: an identity-map bucket's name without its number, a
 // record-state bucket's likewise, the number of record buckets, the layout (per record one
-// character, its number of keys, then per key its identity bucket in three characters of 7
-// bits, high first), then every record's keys. The script names the buckets itself: they share
-// the prefix's hash tag, so on a cluster they are in the slot of KEYS[1]. Replies {ids, pending,
-// states}: each key's platform id in our identity map, read up to the record's first mapped
-// key (nil: none, or a key after it: the strongest mapped key names the record); each key's
-// pending create (nil: none), or an empty list when no create is pending at all (the usual
-// case: the pending hash is not searched); each record's state under the platform id of its
-// first mapped key (nil: no key mapped, or no state there).
-const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+// character, its number of keys, then per key its identity bucket and its length in bytes,
+// each in three characters of 7 bits, high first), then every record's keys end to end, in
+// one argument (one argument a batch, not one a key: a third of the client's CPU a key). The
+// script names the buckets itself: they share the prefix's hash tag, so on a cluster they are
+// in the slot of KEYS[1]. Replies {ids, pending, states}: each key's platform id in our
+// identity map, read up to the record's first mapped key (nil: none, or a key after it: the
+// strongest mapped key names the record); each key's pending create (nil: none), or an empty
+// list when no create is pending at all (the usual case: the pending hash is not searched);
+// each record's state under the platform id of its first mapped key (nil: no key mapped, or no
+// state there).
+const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout, text = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 -- Bucket names by string.format from a pattern: half the CPU of '..' with a number (%.14g).
-local format = string.format
+local format, byte, sub = string.format, string.byte, string.sub
 local idsName = string.gsub(idsAt, '%%', '%%%%') .. '%d'
 local recsName = string.gsub(recsAt, '%%', '%%%%') .. '%d'
 local ids, pending, states = {}, {}, {}
-local at, k, r = 1, 5, 0
+local at, k, r, from = 1, 1, 0, 1
 while at <= #layout do
-  local n = string.byte(layout, at)
+  local n = byte(layout, at)
   at = at + 1
   r = r + 1
   local state = false
   local mapped = false
   for j = 1, n do
+    local b1, b2, b3, l1, l2, l3 = byte(layout, at, at + 5)
+    local to = from + l1 * 16384 + l2 * 128 + l3
     local id = false
     if not mapped then
-      local b1, b2, b3 = string.byte(layout, at, at + 2)
-      id = redis.call('HGET', format(idsName, b1 * 16384 + b2 * 128 + b3), ARGV[k])
+      id = redis.call('HGET', format(idsName, b1 * 16384 + b2 * 128 + b3), sub(text, from, to - 1))
     end
-    at = at + 3
-    ids[k - 4] = id
+    at, from = at + 6, to
+    ids[k] = id
     if id then
       mapped = true
       -- A platform id that is not a number is reported by the caller, which reads it too.
@@ -57,35 +60,61 @@ while at <= #layout do
   states[r] = state
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  for i = 5, #ARGV, 1000 do
-    local part = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  local keys = {}
+  at, from = 1, 1
+  while at <= #layout do
+    local n = byte(layout, at)
+    at = at + 1
+    for j = 1, n do
+      local l1, l2, l3 = byte(layout, at + 3, at + 5)
+      local to = from + l1 * 16384 + l2 * 128 + l3
+      keys[#keys + 1] = sub(text, from, to - 1)
+      at, from = at + 6, to
+    end
+  end
+  for i = 1, #keys, 1000 do
+    local part = redis.call('HMGET', KEYS[1], unpack(keys, i, math.min(i + 999, #keys)))
     for j = 1, #part do pending[#pending + 1] = part[j] end
   end
 end
 return {ids, pending, states}`;
 
-/** The layout argument of IDS_AND_STATES: each record's key count, then its keys' buckets. */
-function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): string {
+/** A key's length in bytes that a layout can carry: three characters of 7 bits. */
+const MAX_KEY_BYTES = 2 ** 21 - 1;
+
+/**
+ * The layout and keys arguments of IDS_AND_STATES: each record's key count, then its keys'
+ * buckets and lengths; and the keys end to end.
+ */
+function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): [string, string] {
   if (keys.buckets.ids > 1 << 21)
     throw new RangeError(`${keys.buckets.ids} identity buckets: at most ${1 << 21}`);
   let size = 0;
   for (const r of records) {
     if (r.keys.length > 127) throw new RangeError(`a record with ${r.keys.length} identity keys`);
-    size += 1 + 3 * r.keys.length;
+    size += 1 + 6 * r.keys.length;
   }
   // Every code is below 128: one byte each, read back as Latin-1 (the same characters).
   const codes = Buffer.allocUnsafe(size);
+  let text = '';
   let at = 0;
   for (const r of records) {
     codes[at++] = r.keys.length;
     for (const key of r.keys) {
       const b = keys.idBucketOf(key);
+      const bytes = Buffer.byteLength(key);
+      if (bytes > MAX_KEY_BYTES)
+        throw new RangeError(`an identity key of ${bytes} bytes: at most ${MAX_KEY_BYTES}`);
       codes[at++] = b >>> 14;
       codes[at++] = (b >>> 7) & 127;
       codes[at++] = b & 127;
+      codes[at++] = bytes >>> 14;
+      codes[at++] = (bytes >>> 7) & 127;
+      codes[at++] = bytes & 127;
+      text += key;
     }
   }
-  return codes.toString('latin1', 0, size);
+  return [codes.toString('latin1', 0, size), text];
 }
 
 /** What the listing maps each key of a record to when there is no listing: nothing. */
@@ -156,8 +185,7 @@ export async function lookupRecords(
     k.idsPrefix(entity),
     k.recsPrefix(entity),
     String(k.buckets.records),
-    idsLayout(k, records),
-    ...records.flatMap((r) => r.keys),
+    ...idsLayout(k, records),
   );
   if (askJob) p1.hget(from.jobNumbers.key, `r:${job}`);
   const [indexHash, [idValues, pendingValues, stateValues], jobValue] = (await execAll(

@@ -161,6 +161,48 @@ describe('StateStore: record state', () => {
     expect(await store.listPending('members')).toEqual([]);
   });
 
+  it('looks up keys of any script and length, each pending create under its own key', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:bytes`, now: () => 99 });
+    await store.createRun({
+      id: 'run-u',
+      job: 'j',
+      entity: 'members',
+      mode: 'upsert',
+      source: 's',
+    });
+    await store.updateRun('run-u', { status: 'writing', phase: 'waiting' });
+    // The lookup sends every key in one argument, each by its length in bytes, not characters.
+    const long = `x:${'é'.repeat(70_000)}`;
+    await store.commit('members', [
+      {
+        keys: ['x:Zürich-1', 'e:jürgen@beispiel.de'],
+        platformId: 8,
+        hash: 'h8',
+        runId: 'r',
+        job: 'j',
+      },
+      { keys: [long], platformId: 9, hash: 'h9', runId: 'r', job: 'j' },
+    ]);
+    await store.writes.claim({
+      runId: 'run-u',
+      entity: 'members',
+      line: 4,
+      createKeys: ['x:東京-3', 'e:ünal@beispiel.de'],
+    });
+    const known = await store.lookup('members', [
+      { keys: ['x:東京-3', 'e:ünal@beispiel.de'] },
+      { keys: ['x:Zürich-9', 'e:jürgen@beispiel.de'] },
+      { keys: [long, 'e:😀@beispiel.de'] },
+      { keys: ['x:Zürich-1'] },
+    ]);
+    expect(known).toEqual([
+      { pending: { runId: 'run-u', since: 99 } },
+      { platformId: 8, storedHash: 'h8', matchedBy: 'e:jürgen@beispiel.de' },
+      { platformId: 9, storedHash: 'h9', matchedBy: long },
+      { platformId: 8, storedHash: 'h8', matchedBy: 'x:Zürich-1' },
+    ]);
+  });
+
   it('says whether a prefix holds state, writing nothing to ask', async () => {
     const fresh = new StateStore(redis, { prefix: `${prefix}:fresh` });
     expect(await fresh.hasState()).toBe(false);
