@@ -122,7 +122,10 @@ const RELEASED = 'released';
 
 export class RunScratch {
   private readonly planned: PlannedWrites;
-  /** The claim buckets given their TTL in this process, for the run planned last. */
+  /**
+   * The claim buckets given their TTL in this process, for the run planned last (a pass sends
+   * its claims one batch after the other: one claim call at a time).
+   */
   private expiry: { runId: string; buckets: Uint8Array } | undefined;
 
   constructor(
@@ -142,32 +145,37 @@ export class RunScratch {
   async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
     const conflicted = this.keys.conflicted(runId);
-    const keys = entries.flatMap((e) => e.keys);
+    const keys: string[] = [];
+    for (const e of entries) for (const key of e.keys) keys.push(key);
     const names = claimNames(keys);
-    const expired = this.expiredBuckets(runId);
-    let expire = '';
-    const flagged = new Set<number>();
-    for (const b of names.buckets) {
-      // A bucket's TTL is set once per planning pass and process, not on every claim.
-      const now = expired[b] === 0 && !flagged.has(b);
-      if (now) flagged.add(b);
-      expire += now ? '1' : '0';
-    }
     const layout = claimLayout(entries, names);
-    const reply: [(string | number)[], string[], (string | null)[], number] = (await redisCall(
-      'claiming identities',
-      () =>
+    const expired = this.expiredBuckets(runId);
+    // '1' where the key's bucket is to get its TTL: once per planning pass and process, not on
+    // every claim. A bucket flagged in this batch is marked 2 until the reply (0 again if none).
+    const expire = Buffer.allocUnsafe(keys.length);
+    names.buckets.forEach((b, n) => {
+      const now = expired[b] === 0;
+      if (now) expired[b] = 2;
+      expire[n] = now ? 49 : 48;
+    });
+    let reply: [(string | number)[], string[], (string | null)[], number];
+    try {
+      reply = (await redisCall('claiming identities', () =>
         this.redis.eval(
           CLAIM,
           2,
           conflicted,
           this.keys.claims(runId),
           String(this.ttlMs),
-          expire,
+          expire.toString('latin1'),
           this.keys.claimBucketPrefix(runId),
           layout,
         ),
-    )) as typeof reply;
+      )) as typeof reply;
+    } catch (err) {
+      for (const b of names.buckets) if (expired[b] === 2) expired[b] = 0;
+      throw err;
+    }
     const [others, lines, records, fresh] = reply;
     if (fresh === 1) expired.fill(0);
     for (const b of names.buckets) expired[b] = 1;

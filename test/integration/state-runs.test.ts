@@ -237,6 +237,30 @@ describe('run scratch', () => {
     expect(await store.claimHolders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
   });
 
+  it('gives a claim bucket its TTL on the next claim when the call that was to give it failed', async () => {
+    const run = 'claims-ttl-run';
+    let failNext = false;
+    const flaky = new Proxy(redis, {
+      get(target, prop, receiver) {
+        if (prop === 'eval' && failNext) {
+          failNext = false;
+          return () => Promise.reject(new Error('connection lost'));
+        }
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    const s = new StateStore(flaky, { prefix: `${prefix}:ttl` });
+    const [first, later] = ['x:T1', 'x:T2'];
+    const bucketOf = (key: string) => s.keys.claimBucket(run, claimNames([key]).buckets[0]!);
+    expect(bucketOf(first)).not.toBe(bucketOf(later));
+    // The pass has begun (its first claim set the marker): later buckets get their TTL one by one.
+    await s.claimIdentities(run, [{ line: 2, keys: [first] }]);
+    failNext = true;
+    await expect(s.claimIdentities(run, [{ line: 3, keys: [later] }])).rejects.toThrow();
+    expect(await s.claimIdentities(run, [{ line: 3, keys: [later] }])).toEqual([]);
+    expect(await redis.pttl(bucketOf(later))).toBeGreaterThan(0);
+  });
+
   it('saves, scans and drops planned writes, and clears scratch', async () => {
     const run = 'plan-run';
     const writes: WriteAction[] = Array.from(
