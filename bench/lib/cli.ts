@@ -176,7 +176,7 @@ function watchCpu(child: ChildProcess): { last(): number; stop(): void } {
  */
 export async function redisCounters(
   url: string,
-): Promise<{ cpuS: number; commands: number; calls: number }> {
+): Promise<{ cpuS: number; commands: number; calls: number; usedMemory: number }> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   try {
@@ -188,6 +188,7 @@ export async function redisCounters(
       cpuS: field('used_cpu_user') + field('used_cpu_sys'),
       commands: field('total_commands_processed'),
       calls,
+      usedMemory: field('used_memory'),
     };
   } finally {
     redis.disconnect();

@@ -118,7 +118,7 @@ const scenario: Scenario = {
         const t0 = performance.now();
         const synced = await syncIntoState(store, path);
         const loadMs = performance.now() - t0;
-        const passes: { r: ChildResult; redisCpu: number; calls: number }[] = [];
+        const passes: { r: ChildResult; redisCpu: number; calls: number; scratch: number }[] = [];
         for (let n = 0; n < RUNS; n++) {
           if (n > 0) await store.clearRunScratch(PLAN_RUN_ID);
           const redis0 = await redisCounters(redisServer.url);
@@ -132,9 +132,11 @@ const scenario: Scenario = {
             r,
             redisCpu: redis1.cpuS - redis0.cpuS,
             calls: redis1.calls - redis0.calls,
+            // What the pass leaves in Redis until the run ends: its seen ids, mostly.
+            scratch: redis1.usedMemory - redis0.usedMemory,
           });
         }
-        const { r, redisCpu, calls } = medianBy(passes, (p) => p.r.wallMs);
+        const { r, redisCpu, calls, scratch } = medianBy(passes, (p) => p.r.wallMs);
         const perPass = passes.map((p) => size / (p.r.wallMs / 1000));
         rss.push(median(passes.map((p) => p.r.maxRssKb)));
         const heapKb = median(passes.map((p) => p.r.heapAtPeakKb));
@@ -146,6 +148,7 @@ const scenario: Scenario = {
           int(size / (r.cpuMs / 1000)),
           int(size / redisCpu),
           (calls / size).toFixed(1),
+          `${(scratch / size).toFixed(1)} B`,
           seconds(r.wallMs),
           `${(rss.at(-1)! / 1024).toFixed(0)} MiB`,
           `${(heapKb / 1024).toFixed(0)} MiB`,
@@ -170,6 +173,7 @@ const scenario: Scenario = {
           'rows per CPU-s of the planner',
           'rows per CPU-s of redis-server',
           'Redis commands per row',
+          'run scratch left in Redis per row',
           'wall',
           'peak RSS',
           'V8 heap at the peak',
@@ -182,6 +186,7 @@ const scenario: Scenario = {
           `Each plan runs in its own \`node --import tsx\` child (tsx adds about 30 MiB to every peak: see docs/BENCHMARKS.md, plan-scale); peak from process.resourceUsage().maxRSS, and the V8 heap committed (process.memoryUsage().heapTotal) at the highest RSS sampled every 50 ms, both medians of the passes; batches of ${BATCH} rows (BENCH_PLAN_BATCH); redis-server is private.`,
           'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis commands per row: the sum of INFO commandstats around the child (commands run by Lua scripts counted, as in the sync tables).',
+          "Run scratch left in Redis per row: used_memory after the child less before it, over the rows: what the pass keeps until the run ends (the platform ids it saw, for the orphan report; its claims are freed at the pass's end).",
           'Redis bytes per synced record: see the state-memory section (131 bytes per company: identity map + record state).',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],

@@ -209,11 +209,24 @@ export class KeyLayout {
   planIndex(runId: string): string {
     return `${this.prefix}:run:${runId}:plan:ix`;
   }
+  /**
+   * The platform ids a run's export maps to, as one set: where releases before the seen
+   * buckets kept them (read still, for a run such a release began).
+   */
   seen(runId: string): string {
     return `${this.prefix}:run:${runId}:seen`;
   }
+  /** The seen platform ids of one record bucket (the same number as `recBucketOf`). */
+  seenBucket(runId: string, bucket: number): string {
+    return `${this.seenBucketPrefix(runId)}${bucket}`;
+  }
+  /** A seen bucket's name without its number (a script that names buckets itself). */
+  seenBucketPrefix(runId: string): string {
+    return `${this.prefix}:run:${runId}:seen:`;
+  }
   scratch(runId: string): string[] {
     const claims = Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b));
+    const seen = Array.from({ length: this.buckets.records }, (_, b) => this.seenBucket(runId, b));
     return [
       this.claims(runId),
       ...claims,
@@ -221,6 +234,7 @@ export class KeyLayout {
       this.plan(runId),
       this.planIndex(runId),
       this.seen(runId),
+      ...seen,
     ];
   }
 

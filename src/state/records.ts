@@ -42,6 +42,15 @@ export interface Orphan {
   syncedAt: number;
 }
 
+/** A record of the run's job in state, to be checked against what the run saw. */
+interface Candidate {
+  /** Its record bucket, whose number its seen bucket has too. */
+  bucket: number;
+  platformId: number;
+  syncedAt: number;
+  runNumber?: number;
+}
+
 /** The job of a run, or undefined when the run is not known (any more). */
 export type JobOfRun = (runId: string) => Promise<string | undefined>;
 
@@ -157,8 +166,8 @@ export class RecordStates {
   }
 
   /**
-   * Records in state that `run` neither saw (`seenKey`, a set of platform
-   * ids) nor wrote and whose last writer was a run of the same job, in
+   * Records in state that `run` neither saw (its seen buckets, and the one
+   * set of seen ids of a run an earlier release began) nor wrote and whose last writer was a run of the same job, in
    * batches, reading 256 buckets per round trip. The writer's job is the
    * record state's job number: unchanged rows are never committed again, so
    * the run number may name a run the history has forgotten. State written
@@ -168,10 +177,11 @@ export class RecordStates {
   async *orphans(
     entity: Entity,
     run: { id: string; job: string },
-    seenKey: string,
     jobOfRun: JobOfRun,
   ): AsyncGenerator<Orphan[]> {
     const k = this.keys;
+    const legacy = k.seen(run.id);
+    const hasLegacy = (await redisCall('listing orphans', () => this.redis.exists(legacy))) === 1;
     const thisRun = (await this.runNumbers.peek(run.id)) ?? -1;
     // A job never numbered has written no record.
     const thisJob = (await this.jobNumbers.peek(run.job)) ?? -1;
@@ -181,13 +191,14 @@ export class RecordStates {
       const p = this.redis.pipeline();
       for (const b of part) p.hgetall(k.recs(entity, b));
       const out = (await execAll(p, 'listing orphans')) as Record<string, string>[];
-      const candidates: { platformId: number; syncedAt: number; runNumber?: number }[] = [];
-      for (const h of out) {
+      const candidates: Candidate[] = [];
+      for (const [n, h] of out.entries()) {
         for (const [id, value] of Object.entries(h)) {
           const s = unpackRecord(value);
           if (s.runNumber === thisRun) continue;
           if (s.jobNumber !== undefined && s.jobNumber !== thisJob) continue;
           candidates.push({
+            bucket: part[n]!,
             platformId: platformIdOf(id)!,
             syncedAt: s.syncedAt,
             ...(s.jobNumber === undefined && { runNumber: s.runNumber }),
@@ -195,10 +206,7 @@ export class RecordStates {
         }
       }
       if (candidates.length === 0) continue;
-      const seen: number[] = await redisCall('listing orphans', () =>
-        this.redis.smismember(seenKey, ...candidates.map((c) => String(c.platformId))),
-      );
-      const unseen = candidates.filter((_, n) => seen[n] === 0);
+      const unseen = await this.unseen(run.id, candidates, hasLegacy);
       const older = [...new Set(unseen.flatMap((o) => o.runNumber ?? []))].filter(
         (n) => !jobOf.has(n),
       );
@@ -213,5 +221,32 @@ export class RecordStates {
       if (orphans.length > 0)
         yield orphans.map((o) => ({ platformId: o.platformId, syncedAt: o.syncedAt }));
     }
+  }
+
+  /** The candidates the run did not see: in none of their seen buckets (nor the one set). */
+  private async unseen(
+    runId: string,
+    candidates: readonly Candidate[],
+    hasLegacy: boolean,
+  ): Promise<Candidate[]> {
+    const byBucket = new Map<number, number[]>();
+    candidates.forEach((c, n) => {
+      const at = byBucket.get(c.bucket);
+      if (at) at.push(n);
+      else byBucket.set(c.bucket, [n]);
+    });
+    const p = this.redis.pipeline();
+    for (const [b, at] of byBucket)
+      p.smismember(
+        this.keys.seenBucket(runId, b),
+        ...at.map((n) => String(candidates[n]!.platformId)),
+      );
+    if (hasLegacy)
+      p.smismember(this.keys.seen(runId), ...candidates.map((c) => String(c.platformId)));
+    const replies = (await execAll(p, 'listing orphans')) as number[][];
+    const seen = new Uint8Array(candidates.length);
+    [...byBucket.values()].forEach((at, i) => at.forEach((n, j) => (seen[n] = replies[i]![j]!)));
+    if (hasLegacy) replies.at(-1)!.forEach((v, n) => (seen[n] = seen[n]! | v));
+    return candidates.filter((_, n) => seen[n] === 0);
   }
 }

@@ -117,16 +117,78 @@ const HOLDERS = `local out = {}
 for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
 return out`;
 
+// KEYS: the seen bucket of the first id. ARGV: TTL of the buckets (ms); a seen bucket's name
+// without its number; the number of buckets; one character per id, '1' where its bucket is to
+// get the TTL; then the ids. Each id goes to the bucket of its number modulo the buckets, the
+// record bucket's number: a few hundred ids each, which Redis keeps as a small sorted array of
+// integers (an intset), not a hashtable of strings. The script names the buckets itself: they
+// share the prefix's hash tag, so on a cluster they are in the slot of KEYS[1].
+const MARK_SEEN = `local ttl, buckets, expire = ARGV[1], tonumber(ARGV[3]), ARGV[4]
+local name = string.gsub(ARGV[2], '%%', '%%%%') .. '%d'
+local format, byte = string.format, string.byte
+for i = 5, #ARGV do
+  local bucket = format(name, tonumber(ARGV[i]) % buckets)
+  redis.call('SADD', bucket, ARGV[i])
+  if byte(expire, i - 4) == 49 then redis.call('PEXPIRE', bucket, ttl) end
+end
+return 0`;
+
+/**
+ * The buckets of one kind (claims, seen ids) that this process gave their TTL, for the run it
+ * planned last: a bucket's TTL is set once per planning pass and process, not on every write.
+ * Calls of one kind go one at a time (a pass sends its batches' claims, and their seen ids, one
+ * after the other).
+ */
+class BucketTtls {
+  private runId: string | undefined;
+  private state: Uint8Array;
+
+  constructor(private readonly count: number) {
+    this.state = new Uint8Array(count);
+  }
+
+  /**
+   * For the call about to go: '1' for each bucket it is to give the TTL to (the first time the
+   * bucket appears), '0' for the rest, as text. Those are marked 2 until `sent` or `failed`.
+   */
+  flags(runId: string, buckets: readonly number[]): string {
+    if (this.runId !== runId) {
+      this.runId = runId;
+      this.state = new Uint8Array(this.count);
+    }
+    const given = this.state;
+    const out = Buffer.allocUnsafe(buckets.length);
+    buckets.forEach((b, n) => {
+      const now = given[b] === 0;
+      if (now) given[b] = 2;
+      out[n] = now ? 49 : 48;
+    });
+    return out.toString('latin1');
+  }
+
+  /** The call went through: its buckets have their TTL. */
+  sent(buckets: readonly number[]): void {
+    for (const b of buckets) this.state[b] = 1;
+  }
+
+  /** The call failed: the buckets it was to give the TTL to are flagged again next time. */
+  failed(buckets: readonly number[]): void {
+    for (const b of buckets) if (this.state[b] === 2) this.state[b] = 0;
+  }
+
+  /** A new planning pass began: every bucket is to get its TTL again. */
+  forgetAll(): void {
+    this.state.fill(0);
+  }
+}
+
 /** The claims marker's value once the claims are released. */
 const RELEASED = 'released';
 
 export class RunScratch {
   private readonly planned: PlannedWrites;
-  /**
-   * The claim buckets given their TTL in this process, for the run planned last (a pass sends
-   * its claims one batch after the other: one claim call at a time).
-   */
-  private expiry: { runId: string; buckets: Uint8Array } | undefined;
+  private readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
+  private readonly seenTtls: BucketTtls;
 
   constructor(
     private readonly redis: RedisClient,
@@ -134,6 +196,7 @@ export class RunScratch {
     private readonly ttlMs: number,
   ) {
     this.planned = new PlannedWrites(redis, keys, ttlMs);
+    this.seenTtls = new BucketTtls(keys.buckets.records);
   }
 
   /**
@@ -149,15 +212,7 @@ export class RunScratch {
     for (const e of entries) for (const key of e.keys) keys.push(key);
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
-    const expired = this.expiredBuckets(runId);
-    // '1' where the key's bucket is to get its TTL: once per planning pass and process, not on
-    // every claim. A bucket flagged in this batch is marked 2 until the reply (0 again if none).
-    const expire = Buffer.allocUnsafe(keys.length);
-    names.buckets.forEach((b, n) => {
-      const now = expired[b] === 0;
-      if (now) expired[b] = 2;
-      expire[n] = now ? 49 : 48;
-    });
+    const expire = this.claimTtls.flags(runId, names.buckets);
     let reply: [(string | number)[], string[], (string | null)[], number];
     try {
       reply = (await redisCall('claiming identities', () =>
@@ -167,18 +222,18 @@ export class RunScratch {
           conflicted,
           this.keys.claims(runId),
           String(this.ttlMs),
-          expire.toString('latin1'),
+          expire,
           this.keys.claimBucketPrefix(runId),
           layout,
         ),
       )) as typeof reply;
     } catch (err) {
-      for (const b of names.buckets) if (expired[b] === 2) expired[b] = 0;
+      this.claimTtls.failed(names.buckets);
       throw err;
     }
     const [others, lines, records, fresh] = reply;
-    if (fresh === 1) expired.fill(0);
-    for (const b of names.buckets) expired[b] = 1;
+    if (fresh === 1) this.claimTtls.forgetAll();
+    this.claimTtls.sent(names.buckets);
     // Keys held by the row's own line are left out: the decision reads them as unheld.
     const holders = new Map<string, number>();
     for (let i = 0; i < others.length; i += 2)
@@ -203,12 +258,6 @@ export class RunScratch {
       await execAll(tx, 'recording conflicts');
     }
     return decision.conflicts;
-  }
-
-  private expiredBuckets(runId: string): Uint8Array {
-    if (this.expiry?.runId !== runId)
-      this.expiry = { runId, buckets: new Uint8Array(CLAIM_BUCKETS) };
-    return this.expiry.buckets;
   }
 
   /**
@@ -302,21 +351,42 @@ export class RunScratch {
     return this.planned.count(runId);
   }
 
-  /** Notes platform ids the run's export maps to (for the orphan report). */
+  /**
+   * Notes platform ids the run's export maps to (for the orphan report), each in the seen
+   * bucket of its record bucket's number.
+   */
   async markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
     if (platformIds.length === 0) return;
-    const key = this.keys.seen(runId);
+    const count = this.keys.buckets.records;
     for (const part of chunks(platformIds, 5000)) {
-      const p = this.redis.pipeline();
-      p.sadd(key, ...part.map(String));
-      p.pexpire(key, this.ttlMs);
-      await execAll(p, 'noting seen records');
+      const buckets = part.map((id) => this.keys.recBucketOf(id));
+      const expire = this.seenTtls.flags(runId, buckets);
+      try {
+        await redisCall('noting seen records', () =>
+          this.redis.eval(
+            MARK_SEEN,
+            1,
+            this.keys.seenBucket(runId, buckets[0]!),
+            String(this.ttlMs),
+            this.keys.seenBucketPrefix(runId),
+            String(count),
+            expire,
+            ...part.map(String),
+          ),
+        );
+      } catch (err) {
+        this.seenTtls.failed(buckets);
+        throw err;
+      }
+      this.seenTtls.sent(buckets);
     }
   }
 
   /** Deletes every scratch key of the run (at its end). */
   async clear(runId: string): Promise<void> {
-    await redisCall('clearing run scratch', () => this.redis.unlink(...this.keys.scratch(runId)));
+    const p = this.redis.pipeline();
+    for (const part of chunks(this.keys.scratch(runId), 1024)) p.unlink(...part);
+    await execAll(p, 'clearing run scratch');
   }
 }
 

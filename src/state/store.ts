@@ -191,12 +191,7 @@ export class StateStore {
    */
   async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
     await this.assertLayout();
-    yield* this.records.orphans(
-      entity,
-      run,
-      this.keys.seen(run.id),
-      async (id) => (await this.runs.get(id))?.job,
-    );
+    yield* this.records.orphans(entity, run, async (id) => (await this.runs.get(id))?.job);
   }
 
   // ---- index of platform records ---------------------------------------------

@@ -468,6 +468,33 @@ describe('StateStore: orphans and key layout', () => {
     expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
   });
 
+  it('keeps seen ids in small sets of integers with a TTL, and reads the one set of older runs', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:seen` });
+    const ids = Array.from({ length: 3000 }, (_, n) => n + 1);
+    await store.commit(
+      'companies',
+      ids.map((id) => ({ keys: [`x:E${id}`], platformId: id, hash: 'h', runId: 'old', job: 'j' })),
+    );
+    await store.markSeen('new', ids.slice(0, 2990));
+    // Each id in the seen bucket of its record bucket: an intset of a few ids, not one set of all.
+    const bucket = store.keys.seenBucket('new', store.keys.recBucketOf(7));
+    expect(await redis.sismember(bucket, '7')).toBe(1);
+    expect(await redis.object('ENCODING', bucket)).toBe('intset');
+    expect(await redis.pttl(bucket)).toBeGreaterThan(0);
+    expect(await redis.exists(store.keys.seen('new'))).toBe(0);
+    const orphans = async (id: string) => {
+      const found: number[] = [];
+      for await (const batch of store.orphans('companies', { id, job: 'j' }))
+        found.push(...batch.map((o) => o.platformId));
+      return found.sort((a, b) => a - b);
+    };
+    expect(await orphans('new')).toEqual(ids.slice(2990));
+    // A run begun by a release that kept one set: its ids count, beside any in buckets.
+    await redis.sadd(store.keys.seen('older'), ...ids.slice(0, 2995).map(String));
+    await store.markSeen('older', [2998]);
+    expect(await orphans('older')).toEqual([2996, 2997, 2999, 3000]);
+  });
+
   it("finds the orphans of the run's job by the job that last wrote them, the run long forgotten", async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans-jobs` });
     const commit = (ids: number[], runId: string, job: string) =>
