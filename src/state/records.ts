@@ -167,12 +167,13 @@ export class RecordStates {
 
   /**
    * Records in state that `run` neither saw (its seen buckets, and the one
-   * set of seen ids of a run an earlier release began) nor wrote and whose last writer was a run of the same job, in
-   * batches, reading 256 buckets per round trip. The writer's job is the
-   * record state's job number: unchanged rows are never committed again, so
-   * the run number may name a run the history has forgotten. State written
-   * before job numbers were kept names only its run: `jobOfRun` answers for
-   * it (a run no longer known leaves that record out).
+   * set of seen ids of a run an earlier release began) nor wrote and whose
+   * last writer was a run of the same job, in batches, reading 256 buckets
+   * per round trip. The writer's job is the record state's job number:
+   * unchanged rows are never committed again, so the run number may name a
+   * run the history has forgotten. State written before job numbers were
+   * kept names only its run: `jobOfRun` answers for it (a run no longer
+   * known leaves that record out).
    */
   async *orphans(
     entity: Entity,

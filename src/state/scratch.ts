@@ -3,7 +3,8 @@
  * without re-reading its export: which row claimed each identity (to find
  * duplicates across the whole export), the rows found in conflict, the
  * planned writes, and the platform ids the run saw (for orphans). Every key
- * carries a TTL (refreshed on each write): scratch outlives a crash, not the
+ * carries a TTL (refreshed on each write; a claim or seen bucket gets its TTL
+ * once per planning pass and process): scratch outlives a crash, not the
  * week.
  */
 import type { RedisClient } from '../queue/connection.js';
