@@ -46,6 +46,14 @@ for i = 1, #KEYS do
 end
 return out`;
 
+/**
+ * Queues UNLINK of every key, 1,024 a command: a run's scratch is some 20,000
+ * keys, and one command of them all would hold a megabyte of arguments.
+ */
+export function unlinks(p: ChainableCommander, keys: readonly string[]): void {
+  for (const part of chunks(keys, 1024)) p.unlink(...part);
+}
+
 /** Queues HGET of each `[key, field]`; the reply is an array of values (null when absent). */
 export function hgets(p: ChainableCommander, pairs: readonly (readonly [string, string])[]): void {
   p.eval(HGETS, pairs.length, ...pairs.map(([k]) => k), ...pairs.map(([, f]) => f));

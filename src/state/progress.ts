@@ -10,7 +10,7 @@
 import type { RedisClient } from '../queue/connection.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
-import { execAll } from './pipeline.js';
+import { execAll, unlinks } from './pipeline.js';
 import type { RunCounter, RunCounts } from './runs.js';
 import { RUN_COUNTERS } from './runs.js';
 
@@ -137,14 +137,14 @@ export class RunProgress {
     const k = this.keys;
     const tx = this.redis.multi();
     tx.hdel(k.run(runId), ...RUN_COUNTERS.map((c) => RunField.counter(c)), UNKNOWN);
-    tx.unlink(k.failures(runId), ...k.progress(runId), ...k.scratch(runId));
+    unlinks(tx, [k.failures(runId), ...k.progress(runId), ...k.scratch(runId)]);
     await execAll(tx, 'resetting a planning pass');
   }
 
   /** Deletes the run's scratch and progress at its end (the run record and failures stay). */
   async clear(runId: string): Promise<void> {
-    await redisCall('clearing run progress', () =>
-      this.redis.unlink(...this.keys.progress(runId), ...this.keys.scratch(runId)),
-    );
+    const p = this.redis.pipeline();
+    unlinks(p, [...this.keys.progress(runId), ...this.keys.scratch(runId)]);
+    await execAll(p, 'clearing run progress');
   }
 }

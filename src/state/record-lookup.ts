@@ -19,7 +19,7 @@ import { execAll, hgets } from './pipeline.js';
 // record-state bucket's likewise, the number of record buckets, the layout (per record one
 // character, its number of keys, then per key its identity bucket and its length in bytes,
 // each in three characters of 7 bits, high first), then every record's keys end to end, in
-// one argument (one argument a batch, not one a key: a third of the client's CPU a key). The
+// one argument (one argument a batch, not one a key: a quarter of the client's CPU a key). The
 // script names the buckets itself: they share the prefix's hash tag, so on a cluster they are
 // in the slot of KEYS[1]. Replies {ids, pending, states}: each key's platform id in our
 // identity map, read up to the record's first mapped key (nil: none, or a key after it: the

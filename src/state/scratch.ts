@@ -18,7 +18,7 @@ import {
 import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
-import { chunks, execAll } from './pipeline.js';
+import { chunks, execAll, unlinks } from './pipeline.js';
 import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
 
 // KEYS: conflicted hash, the run's claims marker. ARGV: TTL of the claims (ms); one character
@@ -277,7 +277,7 @@ export class RunScratch {
       this.redis.set(this.keys.claims(runId), RELEASED, 'PX', this.ttlMs),
     );
     const p = this.redis.pipeline();
-    for (const part of chunks(buckets, 1024)) p.unlink(...part);
+    unlinks(p, buckets);
     await execAll(p, 'releasing identity claims');
   }
 
@@ -386,7 +386,7 @@ export class RunScratch {
   /** Deletes every scratch key of the run (at its end). */
   async clear(runId: string): Promise<void> {
     const p = this.redis.pipeline();
-    for (const part of chunks(this.keys.scratch(runId), 1024)) p.unlink(...part);
+    unlinks(p, this.keys.scratch(runId));
     await execAll(p, 'clearing run scratch');
   }
 }
