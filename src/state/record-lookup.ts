@@ -9,7 +9,7 @@ import type { Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import { remoteMatters, type Known } from '../sync/plan.js';
 import { parseStored } from './errors.js';
-import type { KeyLayout } from './keys.js';
+import { LUA_BUCKET_PATTERN, type KeyLayout } from './keys.js';
 import type { Numbering } from './numbering.js';
 import { parsePending, platformIdOf, unpackRecord, type RecordState } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
@@ -27,11 +27,10 @@ import { execAll, hgets } from './pipeline.js';
 // list when no create is pending at all (the usual case: the pending hash is not searched);
 // each record's state under the platform id of its first mapped key (nil: no key mapped, or no
 // state there).
-const IDS_AND_STATES = `local idsAt, recsAt, recBuckets, layout, text = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
--- Bucket names by string.format from a pattern: half the CPU of '..' with a number (%.14g).
+const IDS_AND_STATES = `${LUA_BUCKET_PATTERN}local idsAt, recsAt, recBuckets, layout, text = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local format, byte, sub = string.format, string.byte, string.sub
-local idsName = string.gsub(idsAt, '%%', '%%%%') .. '%d'
-local recsName = string.gsub(recsAt, '%%', '%%%%') .. '%d'
+local idsName = bucketPattern(idsAt)
+local recsName = bucketPattern(recsAt)
 local ids, pending, states = {}, {}, {}
 local at, k, r, from = 1, 1, 0, 1
 while at <= #layout do

@@ -17,7 +17,7 @@ import {
 } from '../sync/claims.js';
 import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
-import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
+import { CLAIM_BUCKETS, LUA_BUCKET_PATTERN, type KeyLayout } from './keys.js';
 import { chunks, execAll, unlinks } from './pipeline.js';
 import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
 
@@ -32,8 +32,7 @@ import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-write
 // rows' and their keys' holders', read only once the run has any; and 1 when the marker was
 // missing (a new planning pass: every bucket touched then gets the TTL, and the caller forgets
 // which buckets it had given one).
-const CLAIM = `
-local others, lines, records, seen = {}, {}, {}, {}
+const CLAIM = `${LUA_BUCKET_PATTERN}local others, lines, records, seen = {}, {}, {}, {}
 local anyConflict = redis.call('EXISTS', KEYS[1]) == 1
 local marker = redis.call('GET', KEYS[2])
 local fresh = marker == false or marker == 'released'
@@ -45,9 +44,8 @@ local function involve(line)
   records[#records + 1] = redis.call('HGET', KEYS[1], line)
 end
 local expire, bucketAt, layout = ARGV[2], ARGV[3], ARGV[4]
--- Names by string.format: half the CPU of '..' with a number or tostring (both %.14g).
 local format = string.format
-local bucketName = string.gsub(bucketAt, '%%', '%%%%') .. '%d'
+local bucketName = bucketPattern(bucketAt)
 local at, k = 1, 1
 while at <= #layout do
   local l1, l2, l3, l4, l5, n = string.byte(layout, at, at + 5)
@@ -124,8 +122,8 @@ return out`;
 // record bucket's number: a few hundred ids each, which Redis keeps as a small sorted array of
 // integers (an intset), not a hashtable of strings. The script names the buckets itself: they
 // share the prefix's hash tag, so on a cluster they are in the slot of KEYS[1].
-const MARK_SEEN = `local ttl, buckets, expire = ARGV[1], tonumber(ARGV[3]), ARGV[4]
-local name = string.gsub(ARGV[2], '%%', '%%%%') .. '%d'
+const MARK_SEEN = `${LUA_BUCKET_PATTERN}local ttl, buckets, expire = ARGV[1], tonumber(ARGV[3]), ARGV[4]
+local name = bucketPattern(ARGV[2])
 local format, byte = string.format, string.byte
 for i = 5, #ARGV do
   local bucket = format(name, tonumber(ARGV[i]) % buckets)
