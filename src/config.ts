@@ -87,7 +87,11 @@ export const EnvSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   OPS_HOST: z.string().min(1).default(DEFAULT_OPS_HOST),
   OPS_PORT: z.coerce.number().int().min(0).max(65_535).default(9464),
-  OPS_TOKEN: z.string().min(16, 'at least 16 characters').optional(),
+  OPS_TOKEN: z
+    .string()
+    .refine((v) => v.trim() === v, 'must not start or end with white space')
+    .refine((v) => v.length >= 16, 'at least 16 characters')
+    .optional(),
   SANDBOX_API_KEY: optionalSecret,
   WRITE_CONCURRENCY: positiveInt.optional(),
   PLATFORM_LATENCY_HINT_MS: positiveInt.default(DEFAULT_LATENCY_HINT_MS),

@@ -21,7 +21,7 @@ import type { Listing } from '../state/record-lookup.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
-import { sourceOf } from './run-source.js';
+import { sourceEnvOf, sourceOf } from './run-source.js';
 
 export interface DryRunResult {
   counts: PlanCounts;
@@ -94,7 +94,7 @@ export async function dryRun(opts: {
     entity: def.entity,
     mapping: def.mapping,
     source: sourceOf(def, opts.req),
-    env: opts.env,
+    env: sourceEnvOf(def, opts.req, opts.env),
     mode: (opts.req.mode ?? def.mode) as Mode,
     memberUpdates: def.membersUpdate === 'put',
     verifyRemote: opts.req.full === true,

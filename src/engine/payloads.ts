@@ -5,15 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { JobDefinition } from '../jobs/definition.js';
-import type { RunRecord } from '../state/runs.js';
+import { JOB_NAME, type JobDefinition } from '../jobs/definition.js';
+import { RUN_ID, type RunRecord } from '../state/runs.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 
 /** A request to run a job definition (queue `sync-runs`). */
 export const RunJobData = z.strictObject({
   /** The job definition's name (its file name in the jobs folder). */
-  job: z.string().min(1),
+  job: z.string().regex(JOB_NAME, 'not a job name'),
   /** Overrides the job's source (a path or URL). */
   source: z.string().min(1).optional(),
   /** Refresh the platform index and re-plan every record. */
@@ -26,7 +26,7 @@ export const RunJobData = z.strictObject({
   trigger: z.enum(['cli', 'schedule', 'retry']).default('cli'),
   slot: z.string().optional(),
   /** For `retry`: the run whose failed writes are tried again. */
-  retryOf: z.string().optional(),
+  retryOf: z.string().regex(RUN_ID, 'not a run id').optional(),
 });
 export type RunJobData = z.input<typeof RunJobData>;
 export type RunJobRequest = z.output<typeof RunJobData>;
@@ -37,7 +37,7 @@ export type RunJobRequest = z.output<typeof RunJobData>;
  * starts), so the queue window stays small whatever the rows hold.
  */
 export const WriteChunkData = z.strictObject({
-  runId: z.string().min(1),
+  runId: z.string().regex(RUN_ID, 'not a run id'),
   entity: z.enum(ENTITIES as [Entity, ...Entity[]]),
   /** Creates of companies go to POST /companies or POST /customers. */
   createVia: z.enum(['companies', 'customers']).default('companies'),

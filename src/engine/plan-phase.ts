@@ -17,7 +17,7 @@ import { planExport, type PlanCounts } from './planning.js';
 import { redisPlanningSink } from './planning-sink.js';
 import { refreshIndex } from './reconcile.js';
 import { endRun } from './run-end.js';
-import { pullSince, sourceOf } from './run-source.js';
+import { pullSince, sourceEnvOf, sourceOf } from './run-source.js';
 import { hasEnded } from './run-summary.js';
 
 /**
@@ -76,7 +76,7 @@ export async function planRun(
     entity,
     mapping: def.mapping,
     source: sourceOf(def, req, since),
-    env: ctx.sourceEnv,
+    env: sourceEnvOf(def, req, ctx.sourceEnv),
     mode: req.mode ?? def.mode,
     memberUpdates: def.membersUpdate === 'put',
     verifyRemote: req.full,

@@ -103,7 +103,7 @@ export function prepareRun(
   request: RunRequest = {},
 ): PreparedRun {
   const def = deps.loadJob(job);
-  if (request.source !== undefined) checkSourceOverride(request.source);
+  if (request.source !== undefined) checkSourceOverride(def, request.source);
   return {
     def,
     data: {
@@ -131,7 +131,7 @@ export async function prepareRetry(
   if (!original) throw new NoSuchRunError(runId);
   if (!hasEnded(original)) throw new RunNotEndedError(original);
   const def = deps.loadJob(original.job);
-  if (opts.source !== undefined) checkSourceOverride(opts.source);
+  if (opts.source !== undefined) checkSourceOverride(def, opts.source);
   return { def, data: retryRequest(original, def, opts.source), original };
 }
 

@@ -2,9 +2,17 @@
  * The source a run reads: the job's, or the one given with `--source` (a path
  * or an http(s) URL), keeping the job's format settings; with `{{since}}` in
  * its URL replaced by the start time of the pull (`since`).
+ *
+ * A job's headers and CRM_SOURCE_AUTHORIZATION are credentials for the
+ * origin of the job's own source URL, and go nowhere else: an override URL
+ * on that origin keeps them; one on another origin (or any URL, for a job
+ * that reads a file) is read without them, and is refused when the job's
+ * source has headers of its own (it needs them). The check runs where a run
+ * is asked for and again in the worker, which trusts nothing it finds in
+ * the queue.
  */
 import { hasSince, withSince } from '../crm/since.js';
-import { sourceName } from '../crm/source.js';
+import { sourceName, type SourceEnv } from '../crm/source.js';
 import { urlCredentials, type SourceSpec } from '../crm/source-spec.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { stripCredentials } from '../state/redaction.js';
@@ -27,9 +35,42 @@ export function sourceOf(
 /** The run's source as written, `{{since}}` still in it. */
 function rawSource(def: JobDefinition, req: Pick<RunJobRequest, 'source'>): SourceSpec {
   if (req.source === undefined) return def.source as SourceSpec;
-  const { path: _path, url: _url, ...settings } = def.source;
-  const isUrl = /^https?:\/\//i.test(req.source);
-  return { ...settings, ...(isUrl ? { url: req.source } : { path: req.source }) } as SourceSpec;
+  const { path: _path, url: _url, headers, ...settings } = def.source;
+  if (!isUrl(req.source)) return { ...settings, path: req.source } as SourceSpec;
+  const own = isForeign(def, req.source) ? {} : headers !== undefined ? { headers } : {};
+  return { ...settings, ...own, url: req.source } as SourceSpec;
+}
+
+function isUrl(source: string): boolean {
+  return /^https?:\/\//i.test(source);
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether an override URL leaves the origin of the job's own source URL (a file-source job has none). */
+function isForeign(def: JobDefinition, source: string): boolean {
+  const own = def.source.url === undefined ? undefined : originOf(def.source.url);
+  return own === undefined || originOf(source) !== own;
+}
+
+/**
+ * The variables a run's source may read: the worker's, without
+ * CRM_SOURCE_AUTHORIZATION when an override URL leaves the job's origin.
+ */
+export function sourceEnvOf(
+  def: JobDefinition,
+  req: Pick<RunJobRequest, 'source'>,
+  env: SourceEnv,
+): SourceEnv {
+  if (req.source === undefined || !isUrl(req.source) || !isForeign(def, req.source)) return env;
+  const { CRM_SOURCE_AUTHORIZATION: _auth, ...rest } = env;
+  return rest;
 }
 
 /** How the source is shown in the run record: never with credentials. */
@@ -70,7 +111,7 @@ export function pullSince(
   return undefined;
 }
 
-/** A `--source` that would put a credential into Redis (in the queued run's data). */
+/** A `--source` that would put a credential into Redis, or send the job's credentials to another origin. */
 export class SourceCredentialsError extends Error {
   readonly code = 'run.source-credentials';
   constructor(message: string) {
@@ -80,12 +121,20 @@ export class SourceCredentialsError extends Error {
 }
 
 /**
- * Refuses a `--source` URL with a credential written out: the run request is
- * stored in Redis for the worker, and secrets never go there. As in job files,
- * a credential is written as `${VAR}`, read from the worker's environment.
+ * Refuses a `--source` URL with a credential written out (the run request is
+ * stored in Redis for the worker, and secrets never go there; as in job
+ * files, a credential is written as `${VAR}`, read from the worker's
+ * environment), and one on another origin than the job's source URL when
+ * that source has headers: it needs them, and they go to its origin only.
  */
-export function checkSourceOverride(source: string): void {
-  if (!/^https?:\/\//i.test(source)) return;
+export function checkSourceOverride(def: JobDefinition, source: string): void {
+  if (!isUrl(source)) return;
+  if (isForeign(def, source) && Object.keys(def.source.headers ?? {}).length > 0) {
+    const own = def.source.url === undefined ? undefined : originOf(def.source.url);
+    throw new SourceCredentialsError(
+      `--source: ${originOf(source) ?? 'the URL'} is not the origin of the job's source${own ? ` (${own})` : ''}; the job's headers are sent to that origin only: give a URL on it, or a file`,
+    );
+  }
   // Not a URL we can read: the source layer says so when the run reads it.
   const found = urlCredentials(source);
   if (!found) return;

@@ -28,7 +28,7 @@ import { planRun } from './plan-phase.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';
-import { pullSince, sourceLabel } from './run-source.js';
+import { checkSourceOverride, pullSince, sourceLabel } from './run-source.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
   const parsed = RunJobData.safeParse(job.data);
@@ -53,6 +53,8 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   let def: JobDefinition;
   try {
     def = ctx.loadJob(req.job);
+    // The queue's data is checked as any request is: it may not have come through our producers.
+    if (req.source !== undefined) checkSourceOverride(def, req.source);
   } catch (err) {
     if (!run) await createRunRecord(ctx.store, runId, undefined, req);
     await failRun(ctx, runId, (err as Error).message);

@@ -107,7 +107,8 @@ export interface LoadJobOptions {
   mappingsDir?: string;
 }
 
-const JOB_NAME = /^[a-z0-9][a-z0-9_-]*$/;
+/** A job's name: its file name, lower-case letters, digits, - and _. */
+export const JOB_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
 /** Parses one job file; returns the job or its problems, each prefixed with the file. */
 function parseJob(

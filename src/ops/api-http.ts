@@ -1,17 +1,15 @@
 /**
  * The HTTP edges of the ops API: one-line JSON errors, engine errors mapped
- * to statuses, query strings and bodies checked against their zod shapes,
- * and the guard that keeps other sites from starting work through an
- * operator's browser.
+ * to statuses, and query strings and bodies checked against their zod
+ * shapes.
  */
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { SourceError } from '../crm/source-error.js';
 import { NoSuchRunError, RetrySourceError, RunNotEndedError } from '../engine/run-service.js';
 import { SourceCredentialsError } from '../engine/run-source.js';
 import { JobError } from '../jobs/definition.js';
 import { redactSecrets } from '../log.js';
-import { isLoopback } from '../loopback.js';
 
 /** An answer the route gives on purpose: a status and a one-line reason. */
 export class ApiError extends Error {
@@ -27,6 +25,20 @@ export class ApiError extends Error {
 /** One line, without any registered secret. */
 export function oneLine(text: string): string {
   return redactSecrets(text).replace(/\s*\n\s*/g, '; ');
+}
+
+/** What an error may tell a caller: its message, with file paths cut to their last part. */
+export function errorText(err: unknown): string {
+  return withoutFolders(err instanceof Error ? err.message : String(err));
+}
+
+/**
+ * An absolute path (one that starts a word) named by its last part only: an
+ * answer does not tell a caller where the worker keeps its files. URLs are
+ * left as they are (their path follows `//host`).
+ */
+export function withoutFolders(text: string): string {
+  return text.replace(/(^|[\s"'(=])\/(?:[^\s"'/]+\/)+/g, '$1');
 }
 
 export function sendError(res: Response, status: number, message: string): void {
@@ -71,46 +83,4 @@ export function queryOf(req: Request): Record<string, string> {
     out[name] = value;
   }
   return out;
-}
-
-/**
- * Refuses a request that starts work when the browser says it comes from
- * another site: `Sec-Fetch-Site: cross-site`, or an `Origin` whose host is
- * not this server's (scheme aside, for a proxy that ends TLS in front).
- * Scripts (curl) send neither header and pass with their token.
- */
-export function sameOriginOnly(req: Request, res: Response, next: NextFunction): void {
-  if (req.get('sec-fetch-site') === 'cross-site') {
-    sendError(res, 403, 'a page on another site may not start work here (Sec-Fetch-Site)');
-    return;
-  }
-  const origin = req.get('origin');
-  if (origin !== undefined) {
-    let host: string | undefined;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      host = undefined;
-    }
-    if (host === undefined || host !== req.get('host')) {
-      sendError(res, 403, 'a page on another site may not start work here (Origin)');
-      return;
-    }
-  }
-  next();
-}
-
-/**
- * Without a token the server listens on loopback only, so every honest
- * request names a loopback host. One that names another host reached it
- * through a name that an attacker's DNS pointed at 127.0.0.1 (DNS
- * rebinding): its page would be "same origin" with itself, and is refused.
- */
-export function loopbackHostOnly(req: Request, res: Response, next: NextFunction): void {
-  const host = (req.get('host') ?? '').replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
-  if (isLoopback(host)) {
-    next();
-    return;
-  }
-  sendError(res, 403, 'without OPS_TOKEN the API answers only requests to a loopback host');
 }

@@ -20,16 +20,7 @@ import { silentLogger, type Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
-import {
-  ApiError,
-  loopbackHostOnly,
-  oneLine,
-  parseInput,
-  queryOf,
-  sameOriginOnly,
-  sendError,
-  statusOf,
-} from './api-http.js';
+import { ApiError, errorText, parseInput, queryOf, sendError, statusOf } from './api-http.js';
 import { FailuresQuery, PlanQuery, RunRequestBody, RunsQuery } from './api-schemas.js';
 import { openApiDocument } from './openapi.js';
 
@@ -54,10 +45,10 @@ const FAILURE_PAGE_DEFAULT = 100;
 
 type Handler = (req: Request, res: Response) => Promise<void>;
 
-export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Router {
+/** The API's routes; the ops server's door (door.ts) has checked Host, token and site before. */
+export function opsApi(deps: OpsApiDeps): Router {
   const logger = deps.logger ?? silentLogger;
   const router = express.Router();
-  if (!opts.tokenRequired) router.use(loopbackHostOnly);
   const document = openApiDocument();
   const jsonBody = express.json({ limit: MAX_BODY_BYTES, strict: true, type: () => true });
 
@@ -72,23 +63,20 @@ export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Rout
           res.destroy();
           return;
         }
-        sendError(res, status, err instanceof Error ? err.message : String(err));
+        sendError(res, status, errorText(err));
       });
     };
 
-  /** A body that starts work: JSON, small, and from this site. */
-  const workBody = [
-    sameOriginOnly,
-    (req: Request, res: Response, next: NextFunction) => {
-      const hasBody =
-        Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-      if (hasBody && !req.is('application/json')) {
-        sendError(res, 415, 'send the body as application/json');
-        return;
-      }
-      jsonBody(req, res, next);
-    },
-  ];
+  /** A body that starts work: JSON and small (the door has checked it comes from this site). */
+  const workBody = (req: Request, res: Response, next: NextFunction) => {
+    const hasBody =
+      Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+    if (hasBody && !req.is('application/json')) {
+      sendError(res, 415, 'send the body as application/json');
+      return;
+    }
+    jsonBody(req, res, next);
+  };
 
   router.get('/openapi.json', (_req, res) => {
     res.json(document);
@@ -159,7 +147,7 @@ export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Rout
 
   router.post(
     '/runs',
-    ...workBody,
+    workBody,
     route(async (req, res) => {
       const body = parseInput(RunRequestBody, req.body, 'body');
       const started = await startRun(
@@ -220,7 +208,7 @@ export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Rout
 
   router.post(
     '/runs/:runId/retry',
-    ...workBody,
+    workBody,
     route(async (req, res) => {
       if (req.body !== undefined && Object.keys(req.body as object).length > 0)
         throw new ApiError(400, 'body: a retry takes no fields');
@@ -247,7 +235,7 @@ export function opsApi(deps: OpsApiDeps, opts: { tokenRequired: boolean }): Rout
       sendError(res, 415, 'send the body as UTF-8 JSON');
     else {
       logger.error({ err }, 'ops API request failed');
-      sendError(res, 500, oneLine(err instanceof Error ? err.message : String(err)));
+      sendError(res, 500, errorText(err));
     }
   });
 

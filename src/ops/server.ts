@@ -1,13 +1,12 @@
 /**
- * The ops HTTP server: liveness, readiness, Prometheus metrics and the BullMQ
- * dashboard. Bound to loopback unless configured; bound anywhere else it
- * refuses to start without a token, and with a token every route but
- * /healthz and /readyz (which orchestrators probe without credentials) and
- * the console's static page needs `Authorization: Bearer <token>`: the JSON
- * API under /api (src/ops/api.ts), /metrics and /queues.
+ * The ops HTTP server: liveness, readiness, Prometheus metrics, the web
+ * console, its JSON API and the BullMQ dashboard (read-only). Bound to
+ * loopback unless configured; bound anywhere else it refuses to start
+ * without a token. Every route goes through one door (door.ts): the Host
+ * check without a token, the token with one, and the same-site check for
+ * anything that changes state. No answer carries a stack trace or a path.
  */
-import { timingSafeEqual, createHash } from 'node:crypto';
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -20,6 +19,7 @@ import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log
 import { isLoopback } from '../loopback.js';
 import { opsApi, type OpsApiDeps } from './api.js';
 import { consoleRouter } from './console-route.js';
+import { door, readOnly, refuse } from './door.js';
 import { processMetrics, type Metrics } from './metrics.js';
 
 export interface OpsServerOptions {
@@ -53,13 +53,6 @@ export class OpsServerError extends Error {
   }
 }
 
-// Hash first so the comparison is constant-time whatever the lengths.
-function sameToken(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
-
 const PING_TIMEOUT_MS = 2_000;
 
 async function pingRedis(redis: RedisClient): Promise<void> {
@@ -83,6 +76,24 @@ function messageOf(err: unknown): string {
   return redactSecrets(err instanceof Error ? err.message : String(err));
 }
 
+// The dashboard's page: its own scripts and styles (it sets inline styles), nothing from elsewhere.
+const BOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function boardCsp(_req: Request, res: Response, next: NextFunction): void {
+  res.set({ 'Content-Security-Policy': BOARD_CSP, 'Referrer-Policy': 'no-referrer' });
+  next();
+}
+
 export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer> {
   const host = opts.host ?? DEFAULT_OPS_HOST;
   const logger = opts.logger ?? silentLogger;
@@ -94,27 +105,13 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
 
   const app = express();
   app.disable('x-powered-by');
+  app.use(door(opts.token !== undefined ? { token: opts.token } : {}));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  // The console's page and files hold no data and no secret: no token needed.
+  // The console's page and files hold no data and no secret: the door lets them through without a token.
   app.use(consoleRouter());
-
-  if (opts.token) {
-    const token = opts.token;
-    app.use((req: Request, res: Response, next: NextFunction) => {
-      // Probes carry no credentials; readiness says only whether Redis and the platform answer.
-      if (req.path === '/readyz') return next();
-      const header = req.get('authorization') ?? '';
-      const given = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
-      if (given && sameToken(given, token)) return next();
-      res
-        .status(401)
-        .set('WWW-Authenticate', 'Bearer')
-        .json({ error: 'a valid bearer token is required' });
-    });
-  }
 
   // The platform check costs an API call: one per cache period, shared by
   // concurrent probes. Failures are kept for a shorter time so recovery shows soon.
@@ -166,15 +163,33 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     }
   });
 
-  if (opts.api) app.use('/api', opsApi(opts.api, { tokenRequired: Boolean(opts.token) }));
+  if (opts.api) app.use('/api', opsApi(opts.api));
 
   const board = new ExpressAdapter();
   board.setBasePath('/queues');
   createBullBoard({
-    queues: opts.queues.map((q) => new BullMQAdapter(q)),
+    queues: opts.queues.map((q) => new BullMQAdapter(q, { readOnlyMode: true })),
     serverAdapter: board,
   });
-  app.use('/queues', board.getRouter() as express.Router);
+  const boardApp = board.getRouter() as express.Express;
+  boardApp.disable('x-powered-by');
+  app.use('/queues', readOnly, boardCsp, boardApp);
+
+  app.use((req, res) => {
+    refuse(res, 404, `no route ${req.method} ${req.path}`);
+  });
+  // Whatever a route or a static file throws: a status and its name, never a stack or a path.
+  app.use((err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const given = (err as { status?: unknown; statusCode?: unknown } | null) ?? {};
+    const raw = Number(given.status ?? given.statusCode);
+    const status = Number.isInteger(raw) && raw >= 400 && raw < 600 ? raw : 500;
+    if (status >= 500) logger.error({ err, path: req.path }, 'ops request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    refuse(res, status, (STATUS_CODES[status] ?? 'error').toLowerCase());
+  });
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(opts.port, host, (err?: Error) => (err ? reject(err) : resolve(s)));

@@ -154,6 +154,17 @@ const RunHashSchema = z.looseObject({
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
 const MAX_VALUE_CHARS = 1000;
 
+/**
+ * What a run id may be: letters, digits, `-` and `_` (the queue's ids are
+ * `run-<UTC time>-<hex>`). Anything else is no run: an id never reaches a
+ * Redis key it could step out of.
+ */
+export const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
+export function isRunId(id: string): boolean {
+  return RUN_ID.test(id);
+}
+
 function newRunId(now: number): string {
   return `${now.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
@@ -226,6 +237,7 @@ export class Runs {
   }
 
   async get(id: string): Promise<RunRecord | null> {
+    if (!isRunId(id)) return null;
     const h: Record<string, string> = await redisCall('reading a run', () =>
       this.redis.hgetall(this.keys.run(id)),
     );

@@ -334,7 +334,7 @@ describe('ops API', () => {
         const rebound = await withHost(api.ops.url, method, path, 'evil.example');
         expect(rebound.status, `${method} ${path}`).toBe(403);
         expect(JSON.parse(rebound.text)).toEqual({
-          error: 'without OPS_TOKEN the API answers only requests to a loopback host',
+          error: 'without OPS_TOKEN this server answers only requests to a loopback host',
         });
       }
       expect((await withHost(api.ops.url, 'GET', '/api/runs', 'localhost')).status).toBe(200);
