@@ -2,9 +2,11 @@
  * `npm run demo`: a whole sync with no Docker. Starts the platform sandbox in
  * this process on a free port, points the example jobs (jobs/*.yaml, reading
  * examples/) at it under a fresh random key prefix of REDIS_URL (default the
- * local Redis), runs each job with the in-process workers, prints each run
- * summary, runs the companies job again to show that nothing unchanged is
- * written, prints the sandbox's request counts, and deletes its keys.
+ * local Redis; when nothing answers there, a private redis-server that it
+ * starts and removes at the end: scripts/demo-redis.ts), runs each job with
+ * the in-process workers, prints each run summary, runs the companies job
+ * again to show that nothing unchanged is written, prints the sandbox's
+ * request counts, and deletes its keys.
  *
  * It starts and follows runs with the same functions as the CLI
  * (`startWorkerService`, `startRun`, `waitForRun`, `runSummary`), so what it
@@ -28,15 +30,10 @@ import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
 import { startOpsServer, type OpsServer } from '../src/ops/server.js';
 import { createShutdown } from '../src/ops/shutdown.js';
-import {
-  closeRedis,
-  connectProducer,
-  primariesOf,
-  safeRedisUrl,
-  type RedisClient,
-} from '../src/queue/connection.js';
+import { primariesOf, safeRedisUrl, type RedisClient } from '../src/queue/connection.js';
 import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
 import type { RunRecord } from '../src/state/runs.js';
+import { openDemoRedis } from './demo-redis.js';
 
 const root = resolve(import.meta.dirname, '..');
 const jobsDir = resolve(root, 'jobs');
@@ -50,37 +47,52 @@ async function main(): Promise<number> {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
   const logger = createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
 
-  // Fails fast, with one clear line, when there is no Redis to talk to.
-  const redis = await connectProducer(redisUrl);
-  const sandbox = await startSandbox({ apiKey, port: 0 });
-  const config = loadConfig({
-    ...process.env,
-    REDIS_URL: redisUrl,
-    CRM_SYNC_PREFIX: prefix,
-    PLATFORM_BASE_URL: sandbox.url,
-    PLATFORM_API_KEY: apiKey,
-    PLATFORM_API_KEY_FILE: undefined,
-    CRM_SYNC_JOBS_DIR: jobsDir,
-    CRM_SYNC_MAPPINGS_DIR: resolve(root, 'config/mappings'),
-    PLATFORM_RATE_LIMIT: process.env.PLATFORM_RATE_LIMIT ?? '50',
-  });
+  // Fails fast, with one clear line, when there is no Redis to talk to and none to start.
+  const redis = await openDemoRedis(redisUrl);
+  if (redis.started) say(redis.started);
+  let sandbox: Sandbox | undefined;
   const shutdown = createShutdown(logger, { deadlineMs: 10_000 });
   let cleaned: Promise<void> | undefined;
   const cleanUp = () =>
     (cleaned ??= (async () => {
-      await shutdown.shutdown('demo finished');
-      await sandbox.close();
-      const removed = await deleteByPrefix(redis, prefix);
-      await closeRedis(redis);
-      say(`\ncleaned up: ${removed} key(s) under ${prefix} deleted, sandbox stopped`);
+      let removed = 0;
+      try {
+        await shutdown.shutdown('demo finished');
+        await sandbox?.close();
+        removed = await deleteByPrefix(redis.client, prefix);
+      } finally {
+        // A private redis-server is stopped and removed whatever failed before.
+        await redis.close();
+      }
+      say(
+        `\ncleaned up: ${removed} key(s) under ${prefix} deleted, sandbox stopped` +
+          (redis.started ? ', private redis-server stopped and removed' : ''),
+      );
     })());
-  process.once('SIGINT', () => {
-    void cleanUp().finally(() => process.exit(130));
-  });
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
+    process.once(signal, () => {
+      void cleanUp().finally(() => process.exit(code));
+    });
+  }
 
   try {
+    sandbox = await startSandbox({ apiKey, port: 0 });
+    const config = loadConfig({
+      ...process.env,
+      REDIS_URL: redis.url,
+      CRM_SYNC_PREFIX: prefix,
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_API_KEY: apiKey,
+      PLATFORM_API_KEY_FILE: undefined,
+      CRM_SYNC_JOBS_DIR: jobsDir,
+      CRM_SYNC_MAPPINGS_DIR: resolve(root, 'config/mappings'),
+      PLATFORM_RATE_LIMIT: process.env.PLATFORM_RATE_LIMIT ?? '50',
+    });
     say(
-      `crm-sync demo: sandbox at ${sandbox.url}, Redis ${safeRedisUrl(redisUrl)}, prefix ${prefix}\n`,
+      `crm-sync demo: sandbox at ${sandbox.url}, Redis ${safeRedisUrl(redis.url)}, prefix ${prefix}\n`,
     );
     const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir });
     if (problems.length > 0)

@@ -53,10 +53,23 @@ export interface CliProcess {
 
 /** Starts `node dist/cli.js ...args` in the repository root. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  return spawnNode([CLI, ...args], env);
+}
+
+/**
+ * Starts `node ...args` in the repository root (a script: `['--import', 'tsx', 'scripts/…']`),
+ * in a process group of its own with `detached` (signal it as a terminal would: `process.kill(-pid)`).
+ */
+export function spawnNode(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  opts: { detached?: boolean } = {},
+): CliProcess {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
   });
   children.add(child);
   const lines = { stdout: [] as string[], stderr: [] as string[] };

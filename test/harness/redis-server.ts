@@ -45,14 +45,22 @@ export const TEST_SERVER_ARGS: readonly string[] = [
 
 /**
  * A redis-server of our own, on a free port, in a temporary directory. Used by
- * the test harness and by chaos tests that need to restart Redis: we never
- * touch a Redis we did not start.
+ * the test harness, by chaos tests that need to restart Redis, and by the demo
+ * (scripts/demo-redis.ts) when no Redis answers: we never touch a Redis we did
+ * not start. Rejects with the spawn error (`code` ENOENT: no redis-server on
+ * the PATH) or the server's output, and removes the directory, when it does
+ * not start.
  */
 export async function startRedisServer(
   opts: {
     appendonly?: boolean;
     /** When the AOF is fsynced (default `always`, so that a restart keeps every acknowledged write). */
     appendfsync?: 'always' | 'everysec' | 'no';
+    /**
+     * In a process group of its own, so that a Ctrl-C at the terminal reaches
+     * only the caller, which stops the server once it is done with it.
+     */
+    ownProcessGroup?: boolean;
   } = {},
 ): Promise<RedisServer> {
   const port = await freePort();
@@ -73,7 +81,10 @@ export async function startRedisServer(
       opts.appendfsync ?? 'always',
       ...TEST_SERVER_ARGS,
     ];
-    const proc = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('redis-server', args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: opts.ownProcessGroup ?? false,
+    });
     child = proc;
     await new Promise<void>((resolve, reject) => {
       let out = '';
@@ -99,7 +110,12 @@ export async function startRedisServer(
     });
   };
 
-  await start();
+  try {
+    await start();
+  } catch (err) {
+    removeDir(dir);
+    throw err;
+  }
   return { url: `redis://127.0.0.1:${port}`, port, dir, start, stop };
 }
 

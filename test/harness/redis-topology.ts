@@ -1,8 +1,9 @@
 /**
  * Redis topologies of our own for failover tests: a Redis Cluster (primaries
  * with one replica each) and a Sentinel group (a primary, a replica and three
- * sentinels), every process a real `redis-server` / `redis-sentinel` on ports
- * the kernel hands out, in temporary directories removed by `close()`. Helpers
+ * sentinels), every process a real `redis-server` (a sentinel is
+ * `redis-server <conf> --sentinel`, so no separate `redis-sentinel` binary is
+ * needed) on ports the kernel hands out, in temporary directories removed by `close()`. Helpers
  * SIGKILL a node, find the primary that owns a key's slot, wait until a
  * replica has been promoted, and freeze a server (SIGSTOP / SIGCONT).
  *
@@ -95,16 +96,20 @@ export function infoFields(text: string): Map<string, string> {
 }
 
 /**
- * Spawns `bin ...args` listening on `port` and waits until it answers PING.
- * `dir` is the node's own temporary directory, removed with `kill` by `close`.
+ * Spawns `redis-server ...args` listening on `port` and waits until it answers PING.
+ * `dir` is the node's own temporary directory, removed with `kill` by `close`;
+ * `what` names the node in errors (`redis-server`, `sentinel`).
  */
 async function spawnNode(
-  bin: 'redis-server' | 'redis-sentinel',
+  what: string,
   args: string[],
   port: number,
   dir: string,
 ): Promise<RedisNode> {
-  const proc: ChildProcess = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc: ChildProcess = spawn('redis-server', args, {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   const keep = (b: Buffer): void => {
     lines.push(...b.toString().split('\n').filter(Boolean));
@@ -142,12 +147,12 @@ async function spawnNode(
   };
   const deadline = Date.now() + 10_000;
   for (;;) {
-    if (!alive) throw new Error(`${bin} on port ${port} exited:\n${node.log()}`);
+    if (!alive) throw new Error(`${what} on port ${port} exited:\n${node.log()}`);
     const pong = await Promise.race([node.call('PING').catch(() => undefined), spawnError]);
     if (pong === 'PONG') return node;
     if (Date.now() > deadline) {
       await node.kill();
-      throw new Error(`${bin} on port ${port} did not answer within 10 s:\n${node.log()}`);
+      throw new Error(`${what} on port ${port} did not answer within 10 s:\n${node.log()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -414,7 +419,7 @@ export interface SentinelOptions {
 
 /**
  * A Sentinel group: a primary, one replica of it, and `sentinels` (3)
- * `redis-sentinel` processes monitoring it with a quorum of a majority.
+ * sentinels (`redis-server <conf> --sentinel`) monitoring it with a quorum of a majority.
  * Returned once the replica has synced and every sentinel knows the replica
  * and the other sentinels (`SENTINEL CKQUORUM` says OK).
  */
@@ -453,7 +458,7 @@ export async function startRedisSentinel(
         ].join('\n'),
       );
       try {
-        const s = await spawnNode('redis-sentinel', [conf], port, dir);
+        const s = await spawnNode('sentinel', [conf, '--sentinel'], port, dir);
         sentinels.push(s);
         all.push(s);
       } catch (err) {

@@ -323,7 +323,6 @@ async function startTlsRedis(
 ): Promise<number> {
   const port = await freePort();
   await startTlsProcess(
-    'redis-server',
     [
       '--port',
       '0',
@@ -352,16 +351,19 @@ async function startTlsRedis(
 }
 
 /**
- * Starts `command` (a redis-server, or a redis-sentinel) and waits for `ready` in its log
- * (a sentinel never logs "Ready to accept connections": it logs its first `+monitor`).
+ * Starts `redis-server ...args` (a data node, or a sentinel: `<conf> --sentinel`) and waits
+ * for `ready` in its log (a sentinel never logs "Ready to accept connections": it logs its
+ * first `+monitor`).
  */
 async function startTlsProcess(
-  command: string,
   args: string[],
   dir: string,
   ready = 'Ready to accept connections',
 ): Promise<void> {
-  const proc: ChildProcess = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc: ChildProcess = spawn('redis-server', args, {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanups.push(async () => {
     if (proc.exitCode !== null) return;
     await new Promise<void>((resolve) => {
@@ -375,7 +377,10 @@ async function startTlsProcess(
       out += b.toString();
       if (out.includes(ready)) resolve();
     });
-    proc.once('exit', (code) => reject(new Error(`${command} (TLS) exited (${code}): ${out}`)));
+    proc.once('error', reject);
+    proc.once('exit', (code) =>
+      reject(new Error(`redis-server ${args.join(' ')} (TLS) exited (${code}): ${out}`)),
+    );
   });
 }
 
@@ -432,7 +437,7 @@ describe('TLS', () => {
         '',
       ].join('\n'),
     );
-    await startTlsProcess('redis-sentinel', [conf], sentinelDir, '+monitor master tls-primary');
+    await startTlsProcess([conf, '--sentinel'], sentinelDir, '+monitor master tls-primary');
     const sentinel = (...args: string[]): string =>
       execFileSync(
         'redis-cli',
