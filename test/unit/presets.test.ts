@@ -501,8 +501,83 @@ describe('presets', () => {
     ).toMatchObject({
       ok: true,
     });
-    // Without UserType in the export nothing is skipped: the system address is then invalid.
-    expect(map1('salesforce-users', user)).toMatchObject({ ok: false, field: 'email' });
+    // Without UserType in the export, the address on the org's internal domain still tells.
+    expect(map1('salesforce-users', user)).toMatchObject({
+      skip: true,
+      rule: 'internal-email',
+      reason:
+        "a Salesforce system user: Email noreply@00djv000002guncuao is on the org's internal domain",
+    });
+  });
+
+  it("salesforce-users skips Salesforce's system addresses, by Username and by Email, each with its reason", () => {
+    const person = {
+      Id: '005jV000001PwZ0QAK',
+      Username: 'person.two@example.com',
+      Email: 'person.two@example.com',
+      UserType: 'Standard',
+    };
+    expect(map1('salesforce-users', person)).toMatchObject({ ok: true });
+    // Rows shaped as in test/fixtures/real/salesforce (Standard users Salesforce creates itself).
+    const cases: [Record<string, string>, string, string][] = [
+      [
+        { Username: 'integration@00d5g000004abcdeam.com', Email: 'noreply@example.com' },
+        'internal-username',
+        "a Salesforce system user: Username integration@00d5g000004abcdeam.com is on the org's internal domain",
+      ],
+      [
+        { Username: 'INSIGHTSSECURITY@00D5G000004ABCD.COM', Email: 'person.two@example.com' },
+        'internal-username',
+        "a Salesforce system user: Username INSIGHTSSECURITY@00D5G000004ABCD.COM is on the org's internal domain",
+      ],
+      [
+        {
+          Username: 'chatty.00d5g000004abcdeam.x1@chatter.salesforce.com',
+          Email: 'noreply@example.com',
+        },
+        'chatter-username',
+        'a Salesforce system user: Username chatty.00d5g000004abcdeam.x1@chatter.salesforce.com is a Chatter system address',
+      ],
+      [
+        { Email: 'insightsintegration@00d5g000004abcdeam.ext' },
+        'internal-email',
+        "a Salesforce system user: Email insightsintegration@00d5g000004abcdeam.ext is on the org's internal domain",
+      ],
+      [
+        { Email: 'NoReply@Salesforce.com' },
+        'salesforce-noreply',
+        "a Salesforce app or integration user: Email NoReply@Salesforce.com is Salesforce's no-reply address",
+      ],
+      [
+        { Email: 'noreply@chatter.salesforce.com' },
+        'salesforce-noreply',
+        "a Salesforce app or integration user: Email noreply@chatter.salesforce.com is Salesforce's no-reply address",
+      ],
+      [
+        { Email: 'insightssecurity@example.com' },
+        'placeholder-email',
+        'a Salesforce system user: Email insightssecurity@example.com is the placeholder Salesforce gives it',
+      ],
+    ];
+    for (const [row, rule, reason] of cases) {
+      expect(map1('salesforce-users', { ...person, Username: '', ...row })).toMatchObject({
+        skip: true,
+        rule,
+        reason,
+      });
+    }
+    // Addresses that only look alike stay people: a person at salesforce.com, an org id in a
+    // local part, a no-reply address of another domain, a domain that only starts like an org id.
+    for (const Email of [
+      'jane@salesforce.com',
+      'kh.huang+00dwt000006gypz@salesforce.com',
+      'noreply@mail.example.com',
+      'jane@00d5g000004abcdeam-partners.com',
+    ]) {
+      expect(map1('salesforce-users', { ...person, Username: Email, Email })).toMatchObject({
+        ok: true,
+      });
+    }
   });
 
   it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {
