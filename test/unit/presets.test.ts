@@ -793,6 +793,47 @@ describe('presets', () => {
       });
   });
 
+  it('dynamics-systemusers skips the built-in SYSTEM and INTEGRATION users and "# " application users by full name', () => {
+    // Shaped as test/fixtures/real/dynamics/systemusers-web-api.json; the full names are
+    // those Microsoft documents (System and application users).
+    const person = {
+      systemuserid: '4026be43-6b69-e111-8f65-78e7d1620f5e',
+      fullname: 'FirstName LastName',
+      internalemailaddress: 'firstname.lastname@example.com',
+      accessmode: 0,
+      isdisabled: false,
+    };
+    expect(map1('dynamics-systemusers', person)).toMatchObject({ ok: true });
+    for (const fullname of ['SYSTEM', 'INTEGRATION']) {
+      // No mailbox: without the rule the row would be invalid for its e-mail.
+      const builtIn = { ...person, fullname, internalemailaddress: null, isdisabled: true };
+      expect(map1('dynamics-systemusers', builtIn)).toMatchObject({
+        skip: true,
+        rule: 'built-in-user',
+        reason: `a built-in Dynamics user (fullname ${fullname}): nobody signs in as it`,
+      });
+    }
+    const app = {
+      ...person,
+      fullname: '# Dynamics 365 Sales',
+      internalemailaddress: 'Dynamics365Sales@onmicrosoft.com',
+    };
+    expect(map1('dynamics-systemusers', app)).toMatchObject({
+      skip: true,
+      rule: 'application-user',
+      reason: 'a Microsoft application user (fullname # Dynamics 365 Sales)',
+    });
+    // A name that only contains a # or the word system is a person's.
+    for (const fullname of ['Anna #1 Fan', 'System Admin', 'Jo Integration'])
+      expect(map1('dynamics-systemusers', { ...person, fullname })).toMatchObject({ ok: true });
+    // Turned off by name, the application user comes back.
+    const off = loadMapping('dynamics-systemusers').withSkipRules({ 'application-user': false });
+    expect(off.map({ line: 2, record: app })).toMatchObject({
+      ok: true,
+      body: { email: 'Dynamics365Sales@onmicrosoft.com' },
+    });
+  });
+
   it('fills crm_company_id only in HubSpot presets and crm_account_id only in Salesforce ones', () => {
     for (const name of PRESETS) {
       const def = readYamlFile(findPreset(name)!).value as { fields: Record<string, unknown> };
