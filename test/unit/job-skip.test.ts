@@ -126,4 +126,18 @@ describe('a job turning skip rules off', () => {
     const automated = rows.find((r) => r.Name === 'Automated Process')!;
     expect(job.mapping.map(row(automated))).toMatchObject({ skip: true, rule: 'internal-email' });
   });
+
+  it('reports an invalid pattern of a mapping when the job is loaded, naming the file, rule and path', () => {
+    const bad = {
+      ...accounts,
+      skip: { robots: { from: 'Owner.Email', matches: 'noreply@(salesforce', reason: 'robot' } },
+    };
+    const { dir } = setup({ mapping: bad });
+    const problems = loadJobs(dir).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(
+      `${join(dir, 'j.yaml')}: mapping.skip.robots.matches: not a valid regular expression (JavaScript syntax): `,
+    );
+    expect(problems[0]).toMatch(/\(testing Owner\.Email\)$/);
+  });
 });

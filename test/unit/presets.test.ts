@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { MappingError, type MappingDefinitionInput } from '../../src/crm/mapping.js';
+import {
+  compileMapping,
+  MappingError,
+  type MappingDefinitionInput,
+} from '../../src/crm/mapping.js';
 import {
   builtinMappingsDir,
   findPreset,
@@ -839,6 +843,38 @@ describe('presets', () => {
       const def = readYamlFile(findPreset(name)!).value as { fields: Record<string, unknown> };
       expect('crm_company_id' in def.fields, name).toBe(name === 'hubspot-companies');
       expect('crm_account_id' in def.fields, name).toBe(name === 'salesforce-accounts');
+    }
+  });
+
+  it('the matches / notMatches example of docs/MAPPING.md gives the results its table says', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'MAPPING.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('A worked example (test/unit/presets.test.ts'));
+    const block = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const m = compileMapping({
+      name: 'doc-example',
+      version: 1,
+      entity: 'members',
+      ...(parseYaml(block) as { skip: MappingDefinitionInput['skip'] }),
+      fields: {
+        external_id: { template: 'salesforce:{Id}', required: true },
+        email: { from: 'Email', transforms: ['email'], required: true },
+      },
+    });
+    const table = section.slice(
+      section.indexOf('| Email | result |'),
+      section.indexOf('\n\n', section.indexOf('| Email | result |')),
+    );
+    const rows = table.split('\n').slice(2);
+    expect(rows).toHaveLength(5);
+    for (const line of rows) {
+      const [, cell, result] = line.split('|').map((c) => c.trim());
+      const email = cell === '(empty)' ? '' : cell!.replace(/`/g, '');
+      const out = m.map({ line: 2, record: { Id: '5', Email: email } });
+      const rule = /^skipped by `([a-z-]+)`/.exec(result!)?.[1];
+      if (rule !== undefined) expect(out, line).toMatchObject({ skip: true, rule });
+      else if (result!.startsWith('kept by both'))
+        expect(out, line).toMatchObject({ ok: false, field: 'email' });
+      else expect(out, line).toMatchObject({ ok: true });
     }
   });
 
