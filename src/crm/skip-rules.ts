@@ -149,7 +149,7 @@ function compileTest(r: z.output<typeof SkipRule>): (value: unknown) => boolean 
   const source = r.matches ?? r.notMatches;
   if (source !== undefined) {
     const re = compilePattern(source);
-    // The schema refused an invalid pattern: this is a definition that skipped it.
+    // Unreachable through compileMapping: its schema refuses such a pattern with its path.
     if (typeof re === 'string') throw new Error(`skip rule pattern: ${re}`);
     const wanted = r.matches !== undefined;
     // An absent value matches only `present: false`, as with notIn.
