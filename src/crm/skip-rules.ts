@@ -11,11 +11,19 @@
  * ```
  *
  * A rule tests exactly one of `equals` (a scalar), `in` / `notIn` (scalars),
- * compared as text without regard to case, or `present: true|false`. An
- * absent value (null marker) matches only `present: false`; a transform that
- * fails means the rule does not match. `{value}` in the reason is the value
- * as read. A job can turn a rule off by name (`chooseSkipRules`, through
- * the compiled mapping's `withSkipRules`).
+ * compared as text without regard to case, `matches` / `notMatches` (a
+ * JavaScript regular expression, always case-insensitive, tested on the
+ * trimmed text), or `present: true|false`. An absent value (null marker)
+ * matches only `present: false`; a transform that fails means the rule does
+ * not match. `{value}` in the reason is the value as read. A job can turn a
+ * rule off by name (`chooseSkipRules`, through the compiled mapping's
+ * `withSkipRules`).
+ *
+ * A pattern is checked when the mapping is validated (an invalid one is a
+ * problem naming the rule and what it reads) and compiled once per rule. It
+ * runs once per row, so its length is capped (MAX_PATTERN_LENGTH) and it is
+ * compiled with the `i` flag only: no `g` or `y`, whose `lastIndex` would
+ * carry from one row to the next.
  */
 import { z } from 'zod';
 import type { ShownValue } from './mapped.js';
@@ -26,6 +34,24 @@ type Scalar = z.output<typeof Scalar>;
 
 export const SKIP_RULE_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
+/** The longest `matches` / `notMatches` pattern taken, in characters. */
+export const MAX_PATTERN_LENGTH = 500;
+
+const TESTS = ['equals', 'in', 'notIn', 'matches', 'notMatches', 'present'] as const;
+const TEST_NAMES = 'equals, in, notIn, matches, notMatches or present';
+
+/** The pattern compiled as a rule runs it, or the reason it cannot be. */
+function compilePattern(source: string): RegExp | string {
+  if (source.length > MAX_PATTERN_LENGTH) {
+    return `a pattern of at most ${MAX_PATTERN_LENGTH} characters (got ${source.length})`;
+  }
+  try {
+    return new RegExp(source, 'i');
+  } catch (err) {
+    return `not a valid regular expression (JavaScript syntax): ${(err as Error).message}`;
+  }
+}
+
 const SkipRule = z
   .strictObject({
     from: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
@@ -33,19 +59,30 @@ const SkipRule = z
     equals: Scalar.optional(),
     in: z.array(Scalar).min(1).optional(),
     notIn: z.array(Scalar).min(1).optional(),
+    matches: z.string().min(1).optional(),
+    notMatches: z.string().min(1).optional(),
     present: z.boolean().optional(),
     reason: z.string().trim().min(1),
   })
   .superRefine((r, ctx) => {
-    const tests = (['equals', 'in', 'notIn', 'present'] as const).filter((k) => r[k] !== undefined);
+    const tests = TESTS.filter((k) => r[k] !== undefined);
     if (tests.length !== 1) {
       ctx.addIssue({
         code: 'custom',
         message:
           tests.length === 0
-            ? 'needs one of equals, in, notIn or present'
-            : `set only one of equals, in, notIn or present (got ${tests.join(', ')})`,
+            ? `needs one of ${TEST_NAMES}`
+            : `set only one of ${TEST_NAMES} (got ${tests.join(', ')})`,
       });
+    }
+    for (const key of ['matches', 'notMatches'] as const) {
+      const source = r[key];
+      if (source === undefined) continue;
+      const re = compilePattern(source);
+      if (typeof re === 'string') {
+        const from = Array.isArray(r.from) ? r.from.join(', ') : r.from;
+        ctx.addIssue({ code: 'custom', path: [key], message: `${re} (testing ${from})` });
+      }
     }
   });
 
@@ -88,21 +125,35 @@ export interface SkipRuleContext {
   shown(value: unknown): ShownValue | undefined;
 }
 
-/** Text for comparing with `equals` / `in` / `notIn`: trimmed and lower-cased. */
-function comparable(v: unknown): string {
+/** A value as text: a JSON list or object as its JSON text; trimmed. */
+function text(v: unknown): string {
   const s =
     typeof v === 'string'
       ? v
       : typeof v === 'number' || typeof v === 'boolean'
         ? String(v)
         : (JSON.stringify(v) ?? '');
-  return s.trim().toLowerCase();
+  return s.trim();
+}
+
+/** Text for comparing with `equals` / `in` / `notIn`: trimmed and lower-cased. */
+function comparable(v: unknown): string {
+  return text(v).toLowerCase();
 }
 
 function compileTest(r: z.output<typeof SkipRule>): (value: unknown) => boolean {
   if (r.present !== undefined) {
     const present = r.present;
     return (v) => (v !== null) === present;
+  }
+  const source = r.matches ?? r.notMatches;
+  if (source !== undefined) {
+    const re = compilePattern(source);
+    // Unreachable through compileMapping: its schema refuses such a pattern with its path.
+    if (typeof re === 'string') throw new Error(`skip rule pattern: ${re}`);
+    const wanted = r.matches !== undefined;
+    // An absent value matches only `present: false`, as with notIn.
+    return (v) => v !== null && re.test(text(v)) === wanted;
   }
   const list: Scalar[] = r.equals !== undefined ? [r.equals] : (r.in ?? r.notIn ?? []);
   const set = new Set(list.map(comparable));

@@ -104,15 +104,17 @@ describe('real Salesforce account exports', () => {
 });
 
 describe('real Salesforce user exports', () => {
-  it('Bulk API CSV with UserType: only Standard users; two sharing an address are withheld', async () => {
+  it('Bulk API CSV with UserType: only Standard users, less the integration and security users', async () => {
     const h = engine();
     const rows = csvRecords('salesforce/users-bulk-api.csv');
-    const standard = rows.filter((r) => r.UserType === 'Standard');
-    const byEmail = new Map<string, Row[]>();
-    for (const r of standard) byEmail.set(r.Email!, [...(byEmail.get(r.Email!) ?? []), r]);
-    const live = standard.filter((r) => byEmail.get(r.Email!)!.length === 1);
-    const shared = standard.filter((r) => byEmail.get(r.Email!)!.length > 1);
-    expect([live.length, shared.length]).toEqual([3, 2]);
+    // Standard users that are Salesforce's own: integration@ and insightssecurity@ <org id>.com.
+    const internal = rows.filter((r) => ['Integration User', 'Security User'].includes(r.Name!));
+    expect(internal.map((r) => [r.UserType, r.Username])).toEqual([
+      ['Standard', 'integration@00djv000002guncuao.com'],
+      ['Standard', 'insightssecurity@00djv000002guncuao.com'],
+    ]);
+    const live = rows.filter((r) => r.UserType === 'Standard' && !internal.includes(r));
+    expect(live.map((r) => r.Name)).toEqual(['OrgFarm EPIC', 'PERSON ONE', 'person two']);
 
     const { first, failures } = await syncTwice(h, {
       job: 'sf-users-bulk',
@@ -120,15 +122,26 @@ describe('real Salesforce user exports', () => {
       entity: 'members',
       file: 'salesforce/users-bulk-api.csv',
     });
-    expect(first.counts).toMatchObject({ read: 15, created: 3, skipped: 10, conflict: 2 });
-    expect(failures.filter((f) => f.kind === 'skipped').map((f) => [f.identity, f.reason])).toEqual(
+    expect(first.counts).toMatchObject({ read: 15, created: 3, skipped: 12, conflict: 0 });
+    expect(
+      failures.filter((f) => f.kind === 'skipped').map((f) => [f.identity, f.field, f.reason]),
+    ).toEqual(
       rows
-        .filter((r) => r.UserType !== 'Standard')
-        .map((r) => [`x:salesforce:${r.Id}`, `not a person of the org (UserType ${r.UserType})`]),
+        .filter((r) => !live.includes(r))
+        .map((r) =>
+          r.UserType === 'Standard'
+            ? [
+                `x:salesforce:${r.Id}`,
+                'skip.internal-username',
+                `a Salesforce system user: Username ${r.Username} is on the org's internal domain`,
+              ]
+            : [
+                `x:salesforce:${r.Id}`,
+                'skip.not-a-person',
+                `not a person of the org (UserType ${r.UserType})`,
+              ],
+        ),
     );
-    const conflicts = failures.filter((f) => f.kind === 'conflict');
-    expect(conflicts.map((f) => f.identity)).toEqual(shared.map((r) => `e:${r.Email}`));
-    for (const f of conflicts) expect(f.reason).toMatch(/^duplicate identity/);
     expect(failures).toHaveLength(12);
     await expectOnPlatform(
       h,
@@ -142,7 +155,7 @@ describe('real Salesforce user exports', () => {
     );
   });
 
-  it('REST query JSON without UserType: system addresses are invalid or withheld, and a person of another org with the same address is a conflict', async () => {
+  it('REST query JSON without UserType: system users are told apart by their usernames, and a person of another org with the same address is a conflict', async () => {
     const h = engine();
     const records = jsonRecords('salesforce/users-rest-query.json', 'records');
     const { first, failures } = await syncTwice(h, {
@@ -151,32 +164,115 @@ describe('real Salesforce user exports', () => {
       entity: 'members',
       file: 'salesforce/users-rest-query.json',
     });
-    // noreply@00d… has no dot in its domain: not an address the platform takes.
-    const invalid = records.filter((r) => /^noreply@00d/i.test(String(r.Email)));
-    const sharedAddress = records.filter((r) => r.Email === 'noreply@example.com');
+    // By hand from the fixture: the user names Salesforce gives its own users.
+    const internal = ['autoproc', 'cloud', 'automatedclean', 'integration', 'insightssecurity'].map(
+      (local) => `${local}@00ddm00000vfgtuuai`,
+    );
+    const robots = records.filter((r) => internal.some((u) => String(r.Username).startsWith(u)));
+    const chatter = records.filter((r) => String(r.Username).startsWith('chatty.'));
     // OrgFarm EPIC's address is also on the user of the org synced above (another job's record).
     const otherOrg = records.filter((r) => r.Email === 'epic.orgfarm@salesforce.com');
     const live = records.filter(
-      (r) => !invalid.includes(r) && !sharedAddress.includes(r) && !otherOrg.includes(r),
+      (r) => !robots.includes(r) && !chatter.includes(r) && !otherOrg.includes(r),
     );
-    expect([invalid.length, sharedAddress.length, otherOrg.length, live.length]).toEqual([
-      3, 3, 1, 1,
-    ]);
-    expect(first.counts).toMatchObject({ read: 8, created: 1, invalid: 3, conflict: 4 });
-    expect(failures.filter((f) => f.kind === 'invalid').map((f) => [f.identity, f.field])).toEqual(
-      invalid.map((r) => [`x:salesforce:${String(r.Id)}`, 'email']),
+    expect([robots.length, chatter.length, otherOrg.length, live.length]).toEqual([5, 1, 1, 1]);
+    expect(first.counts).toMatchObject({
+      read: 8,
+      created: 1,
+      skipped: 6,
+      invalid: 0,
+      conflict: 1,
+    });
+    expect(
+      failures
+        .filter((f) => f.kind === 'skipped')
+        .map((f) => [f.identity, f.field])
+        .sort(),
+    ).toEqual(
+      [
+        ...robots.map((r) => [`x:salesforce:${String(r.Id)}`, 'skip.internal-username']),
+        ...chatter.map((r) => [`x:salesforce:${String(r.Id)}`, 'skip.chatter-username']),
+      ].sort(),
     );
     const conflicts = failures.filter((f) => f.kind === 'conflict');
-    expect(conflicts.map((f) => f.identity).sort()).toEqual(
-      [...sharedAddress.map(() => 'e:noreply@example.com'), 'e:epic.orgfarm@salesforce.com'].sort(),
-    );
-    expect(conflicts.find((f) => f.identity === 'e:epic.orgfarm@salesforce.com')?.reason).toMatch(
-      /sf-users-bulk/,
-    );
+    expect(conflicts.map((f) => f.identity)).toEqual(['e:epic.orgfarm@salesforce.com']);
+    expect(conflicts[0]?.reason).toMatch(/sf-users-bulk/);
     await expectOnPlatform(
       h,
       'members',
       live.map((r) => ({ external_id: `salesforce:${String(r.Id)}`, email: r.Email })),
+    );
+  });
+
+  it("a production org's users without UserType or Username: Salesforce's app, integration and system users are skipped by address, each with its reason", async () => {
+    const h = engine();
+    const rows = csvRecords('salesforce/users-org-export.csv');
+    // By hand from the fixture: the users Salesforce itself created, and the rule for each.
+    const robots: Record<string, string> = {
+      '0055w00000A9RnmAAF': 'salesforce-noreply', // Chatter Expert
+      '0055w00000ByXXEAA3': 'internal-email', // Automated Process
+      '0055w00000ByXXFAA3': 'internal-email', // Salesforce Administrator
+      '0055w00000ByXXIAA3': 'placeholder-email', // Security User
+      '0055w00000ByXXJAA3': 'internal-email', // Platform Integration User
+      '0055w00000CwNfdAAF': 'salesforce-noreply', // Salesforce Mobile Apps
+      '0055w00000CwOJYAA3': 'internal-email', // Public User (.ext)
+      '0055w00000FPlYJAA1': 'salesforce-noreply', // Salesforce Connected Apps
+      '0055w00000FPlfhAAD': 'salesforce-noreply', // HubSpot Integration
+      '005RO000002cb8fYAA': 'internal-email', // SalesforceIQ Integration (.ext)
+      '005RO000002cb8gYAA': 'internal-email', // Insights Integration (.ext)
+      '005RO000002cb8hYAA': 'salesforce-noreply', // B2BMA Integration
+      '005RO000002cbAHYAY': 'salesforce-noreply', // b2bmaIntegration
+      '005RO000002ccG1YAI': 'salesforce-noreply', // Sales Insights
+      '005RO000002gHUjYAM': 'salesforce-noreply', // Pardot
+    };
+    const reasons: Record<string, (email: string) => string> = {
+      'internal-email': (e) =>
+        `a Salesforce system user: Email ${e} is on the org's internal domain`,
+      'salesforce-noreply': (e) =>
+        `a Salesforce app or integration user: Email ${e} is Salesforce's no-reply address`,
+      'placeholder-email': (e) =>
+        `a Salesforce system user: Email ${e} is the placeholder Salesforce gives it`,
+    };
+    // Users sharing an address (a "System" user with a person's, a person's old user, two
+    // integration users with the marketing address) are withheld: the platform keys members by it.
+    const rest = rows.filter((r) => robots[r.Id!] === undefined);
+    const count = new Map<string, number>();
+    for (const r of rest) count.set(r.Email!, (count.get(r.Email!) ?? 0) + 1);
+    const shared = rest.filter((r) => count.get(r.Email!)! > 1);
+    const live = rest.filter((r) => count.get(r.Email!) === 1);
+    expect([rows.length, Object.keys(robots).length, shared.length, live.length]).toEqual([
+      51, 15, 6, 30,
+    ]);
+
+    const { first, failures } = await syncTwice(h, {
+      job: 'sf-users-org',
+      preset: 'salesforce-users',
+      entity: 'members',
+      file: 'salesforce/users-org-export.csv',
+    });
+    expect(first.counts).toMatchObject({ read: 51, created: 30, skipped: 15, conflict: 6 });
+    expect(
+      failures.filter((f) => f.kind === 'skipped').map((f) => [f.identity, f.field, f.reason]),
+    ).toEqual(
+      rows
+        .filter((r) => robots[r.Id!] !== undefined)
+        .map((r) => [
+          `x:salesforce:${r.Id}`,
+          `skip.${robots[r.Id!]}`,
+          reasons[robots[r.Id!]!]!(r.Email!),
+        ]),
+    );
+    expect(
+      failures
+        .filter((f) => f.kind === 'conflict')
+        .map((f) => f.identity)
+        .sort(),
+    ).toEqual(shared.map((r) => `e:${r.Email}`).sort());
+    expect(failures).toHaveLength(21);
+    await expectOnPlatform(
+      h,
+      'members',
+      live.map((r) => ({ external_id: `salesforce:${r.Id}`, email: r.Email })),
     );
   });
 });

@@ -5,6 +5,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { JobError, loadJob, loadJobs } from '../../src/jobs/definition.js';
@@ -94,5 +96,48 @@ describe('a job turning skip rules off', () => {
     expect(loadJobs(bad.dir, { mappingsDir: bad.mappingsDir }).problems[0]).toMatch(
       /j\.yaml: skip\.merged: /,
     );
+  });
+
+  it("turns off a rule of a shipped preset: salesforce-users' salesforce-noreply brings the real Salesforce Mobile Apps user back", () => {
+    const real = join(import.meta.dirname, '..', 'fixtures', 'real', 'salesforce');
+    const rows = parse(readFileSync(join(real, 'users-org-export.csv')), {
+      columns: true,
+    }) as Record<string, string>[];
+    const mobile = rows.find((r) => r.Name === 'Salesforce Mobile Apps')!;
+    expect(mobile.Email).toBe('noreply@salesforce.com');
+    const kept = setup({ entity: 'members', mapping: 'salesforce-users' });
+    const byDefault = loadJob(kept.dir, 'j', { mappingsDir: kept.mappingsDir }).mapping;
+    expect(byDefault.map(row(mobile))).toMatchObject({ skip: true, rule: 'salesforce-noreply' });
+
+    const off = setup({
+      entity: 'members',
+      mapping: 'salesforce-users',
+      skip: { 'salesforce-noreply': false },
+    });
+    const job = loadJob(off.dir, 'j', { mappingsDir: off.mappingsDir });
+    expect(job.mapping.skipRules).toEqual(
+      byDefault.skipRules.filter((r) => r !== 'salesforce-noreply'),
+    );
+    expect(job.mapping.map(row(mobile))).toMatchObject({
+      ok: true,
+      body: { external_id: `salesforce:${mobile.Id}`, email: 'noreply@salesforce.com' },
+    });
+    // The other rules of the preset still skip their rows.
+    const automated = rows.find((r) => r.Name === 'Automated Process')!;
+    expect(job.mapping.map(row(automated))).toMatchObject({ skip: true, rule: 'internal-email' });
+  });
+
+  it('reports an invalid pattern of a mapping when the job is loaded, naming the file, rule and path', () => {
+    const bad = {
+      ...accounts,
+      skip: { robots: { from: 'Owner.Email', matches: 'noreply@(salesforce', reason: 'robot' } },
+    };
+    const { dir } = setup({ mapping: bad });
+    const problems = loadJobs(dir).problems;
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(
+      `${join(dir, 'j.yaml')}: mapping.skip.robots.matches: not a valid regular expression (JavaScript syntax): `,
+    );
+    expect(problems[0]).toMatch(/\(testing Owner\.Email\)$/);
   });
 });

@@ -586,6 +586,103 @@ describe('skip rules', () => {
     );
   });
 
+  it('matches and notMatches test a pattern without regard to case, on the trimmed text', () => {
+    const robots = compileMapping({
+      ...users,
+      skip: {
+        internal: {
+          from: 'Username',
+          matches: '@00d[0-9a-z]{12}(?:[0-9a-z]{3})?(?:\\.|$)',
+          reason: 'org-internal username {value}',
+        },
+        'not-acme': { from: 'Email', notMatches: '@acme\\.example$', reason: 'outside {value}' },
+      },
+    });
+    const person = { Id: '5', Email: 'a@acme.example', Username: 'a@acme.example' };
+    expect(robots.map(row(person))).toMatchObject({ ok: true });
+    // The pattern is lower case, the value upper case: it matches all the same.
+    expect(
+      robots.map(row({ ...person, Username: ' INTEGRATION@00D5G000004ABCDEAM.COM ' })),
+    ).toMatchObject({
+      rule: 'internal',
+      reason: 'org-internal username  INTEGRATION@00D5G000004ABCDEAM.COM ',
+    });
+    expect(robots.map(row({ ...person, Username: 'autoproc@00d5g000004abcd' }))).toMatchObject({
+      rule: 'internal',
+    });
+    // 16 characters after the @ are no org id.
+    expect(robots.map(row({ ...person, Username: 'x@00d5g000004abcdx.com' }))).toMatchObject({
+      ok: true,
+    });
+    // Trimmed, so `$` holds before the trailing space: not skipped (the field then refuses the space).
+    expect(robots.map(row({ ...person, Email: 'A@ACME.EXAMPLE ' }))).toMatchObject({
+      ok: false,
+      field: 'email',
+    });
+    expect(robots.map(row({ ...person, Email: 'a@other.example' }))).toMatchObject({
+      rule: 'not-acme',
+      reason: 'outside a@other.example',
+    });
+    // JSON scalars are tested as their text.
+    const numbers = compileMapping({
+      ...users,
+      skip: { test: { from: 'n', matches: '^9\\d+$', reason: 'test id {value}' } },
+    });
+    expect(numbers.map(row({ ...live, n: 9001 }))).toMatchObject({ rule: 'test', value: 9001 });
+    expect(numbers.map(row({ ...live, n: 1001 }))).toMatchObject({ ok: true });
+  });
+
+  it('matches and notMatches never match an absent value', () => {
+    const m2 = compileMapping({
+      ...users,
+      skip: {
+        noreply: { from: 'Email', matches: '^noreply@', reason: 'no-reply' },
+        outside: { from: 'Username', notMatches: '@acme\\.example$', reason: 'outside' },
+      },
+    });
+    // Username absent (no column, or a null marker): notMatches does not match it.
+    expect(m2.map(row({ Id: '5', Email: 'a@acme.example' }))).toMatchObject({ ok: true });
+    expect(m2.map(row({ Id: '5', Email: 'a@acme.example', Username: 'N/A' }))).toMatchObject({
+      ok: true,
+    });
+    // Email absent: matches does not match it either; the row is then invalid for its field.
+    expect(m2.map(row({ Id: '5', Email: '', Username: 'a@acme.example' }))).toMatchObject({
+      ok: false,
+      field: 'email',
+    });
+  });
+
+  it('gives the same answer on every row: no state carries from one row to the next', () => {
+    const m2 = compileMapping({
+      ...users,
+      skip: { noreply: { from: 'Email', matches: 'noreply', reason: 'no-reply' } },
+    });
+    const r = row({ Id: '5', Email: 'noreply@salesforce.com' });
+    expect([m2.map(r), m2.map(r), m2.map(r)].map((x) => x.ok)).toEqual([false, false, false]);
+  });
+
+  it('refuses an invalid or overlong pattern when the mapping is validated, naming rule and path', () => {
+    const p = problems({
+      ...users,
+      skip: {
+        broken: { from: 'Username', matches: '@00d(', reason: 'r' },
+        'broken-not': { from: ['Email', 'Username'], notMatches: '[z-a]', reason: 'r' },
+        long: { from: 'Email', matches: 'a'.repeat(501), reason: 'r' },
+        both: { from: 'Email', matches: 'a', equals: 'a', reason: 'r' },
+      },
+    });
+    expect(p).toEqual([
+      expect.stringMatching(
+        /^skip\.broken\.matches: not a valid regular expression \(JavaScript syntax\): Invalid regular expression: .*\(testing Username\)$/,
+      ),
+      expect.stringMatching(
+        /^skip\.broken-not\.notMatches: not a valid regular expression .*\(testing Email, Username\)$/,
+      ),
+      'skip.long.matches: a pattern of at most 500 characters (got 501) (testing Email)',
+      'skip.both: set only one of equals, in, notIn, matches, notMatches or present (got equals, matches)',
+    ]);
+  });
+
   it('reports every problem of the skip section with its path', () => {
     expect(
       problems({
@@ -602,8 +699,8 @@ describe('skip rules', () => {
     ).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^skip\.Deleted: a rule name uses lower-case/),
-        'skip.both: set only one of equals, in, notIn or present (got equals, present)',
-        'skip.none: needs one of equals, in, notIn or present',
+        'skip.both: set only one of equals, in, notIn, matches, notMatches or present (got equals, present)',
+        'skip.none: needs one of equals, in, notIn, matches, notMatches or present',
         expect.stringMatching(/^skip\.noreason\.reason: /),
         expect.stringMatching(/^skip\.typo\.transforms\[0\]: unknown transform "domian"/),
         expect.stringMatching(/^skip\.extra: .*when/),

@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { MappingError, type MappingDefinitionInput } from '../../src/crm/mapping.js';
+import {
+  compileMapping,
+  MappingError,
+  type MappingDefinitionInput,
+} from '../../src/crm/mapping.js';
 import {
   builtinMappingsDir,
   findPreset,
@@ -501,8 +505,83 @@ describe('presets', () => {
     ).toMatchObject({
       ok: true,
     });
-    // Without UserType in the export nothing is skipped: the system address is then invalid.
-    expect(map1('salesforce-users', user)).toMatchObject({ ok: false, field: 'email' });
+    // Without UserType in the export, the address on the org's internal domain still tells.
+    expect(map1('salesforce-users', user)).toMatchObject({
+      skip: true,
+      rule: 'internal-email',
+      reason:
+        "a Salesforce system user: Email noreply@00djv000002guncuao is on the org's internal domain",
+    });
+  });
+
+  it("salesforce-users skips Salesforce's system addresses, by Username and by Email, each with its reason", () => {
+    const person = {
+      Id: '005jV000001PwZ0QAK',
+      Username: 'person.two@example.com',
+      Email: 'person.two@example.com',
+      UserType: 'Standard',
+    };
+    expect(map1('salesforce-users', person)).toMatchObject({ ok: true });
+    // Rows shaped as in test/fixtures/real/salesforce (Standard users Salesforce creates itself).
+    const cases: [Record<string, string>, string, string][] = [
+      [
+        { Username: 'integration@00d5g000004abcdeam.com', Email: 'noreply@example.com' },
+        'internal-username',
+        "a Salesforce system user: Username integration@00d5g000004abcdeam.com is on the org's internal domain",
+      ],
+      [
+        { Username: 'INSIGHTSSECURITY@00D5G000004ABCD.COM', Email: 'person.two@example.com' },
+        'internal-username',
+        "a Salesforce system user: Username INSIGHTSSECURITY@00D5G000004ABCD.COM is on the org's internal domain",
+      ],
+      [
+        {
+          Username: 'chatty.00d5g000004abcdeam.x1@chatter.salesforce.com',
+          Email: 'noreply@example.com',
+        },
+        'chatter-username',
+        'a Salesforce system user: Username chatty.00d5g000004abcdeam.x1@chatter.salesforce.com is a Chatter system address',
+      ],
+      [
+        { Email: 'insightsintegration@00d5g000004abcdeam.ext' },
+        'internal-email',
+        "a Salesforce system user: Email insightsintegration@00d5g000004abcdeam.ext is on the org's internal domain",
+      ],
+      [
+        { Email: 'NoReply@Salesforce.com' },
+        'salesforce-noreply',
+        "a Salesforce app or integration user: Email NoReply@Salesforce.com is Salesforce's no-reply address",
+      ],
+      [
+        { Email: 'noreply@chatter.salesforce.com' },
+        'salesforce-noreply',
+        "a Salesforce app or integration user: Email noreply@chatter.salesforce.com is Salesforce's no-reply address",
+      ],
+      [
+        { Email: 'insightssecurity@example.com' },
+        'placeholder-email',
+        'a Salesforce system user: Email insightssecurity@example.com is the placeholder Salesforce gives it',
+      ],
+    ];
+    for (const [row, rule, reason] of cases) {
+      expect(map1('salesforce-users', { ...person, Username: '', ...row })).toMatchObject({
+        skip: true,
+        rule,
+        reason,
+      });
+    }
+    // Addresses that only look alike stay people: a person at salesforce.com, an org id in a
+    // local part, a no-reply address of another domain, a domain that only starts like an org id.
+    for (const Email of [
+      'jane@salesforce.com',
+      'kh.huang+00dwt000006gypz@salesforce.com',
+      'noreply@mail.example.com',
+      'jane@00d5g000004abcdeam-partners.com',
+    ]) {
+      expect(map1('salesforce-users', { ...person, Username: Email, Email })).toMatchObject({
+        ok: true,
+      });
+    }
   });
 
   it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {
@@ -718,11 +797,84 @@ describe('presets', () => {
       });
   });
 
+  it('dynamics-systemusers skips the built-in SYSTEM and INTEGRATION users and "# " application users by full name', () => {
+    // Shaped as test/fixtures/real/dynamics/systemusers-web-api.json; the full names are
+    // those Microsoft documents (System and application users).
+    const person = {
+      systemuserid: '4026be43-6b69-e111-8f65-78e7d1620f5e',
+      fullname: 'FirstName LastName',
+      internalemailaddress: 'firstname.lastname@example.com',
+      accessmode: 0,
+      isdisabled: false,
+    };
+    expect(map1('dynamics-systemusers', person)).toMatchObject({ ok: true });
+    for (const fullname of ['SYSTEM', 'INTEGRATION']) {
+      // No mailbox: without the rule the row would be invalid for its e-mail.
+      const builtIn = { ...person, fullname, internalemailaddress: null, isdisabled: true };
+      expect(map1('dynamics-systemusers', builtIn)).toMatchObject({
+        skip: true,
+        rule: 'built-in-user',
+        reason: `a built-in Dynamics user (fullname ${fullname}): nobody signs in as it`,
+      });
+    }
+    const app = {
+      ...person,
+      fullname: '# Dynamics 365 Sales',
+      internalemailaddress: 'Dynamics365Sales@onmicrosoft.com',
+    };
+    expect(map1('dynamics-systemusers', app)).toMatchObject({
+      skip: true,
+      rule: 'application-user',
+      reason: 'a Microsoft application user (fullname # Dynamics 365 Sales)',
+    });
+    // A name that only contains a # or the word system is a person's.
+    for (const fullname of ['Anna #1 Fan', 'System Admin', 'Jo Integration'])
+      expect(map1('dynamics-systemusers', { ...person, fullname })).toMatchObject({ ok: true });
+    // Turned off by name, the application user comes back.
+    const off = loadMapping('dynamics-systemusers').withSkipRules({ 'application-user': false });
+    expect(off.map({ line: 2, record: app })).toMatchObject({
+      ok: true,
+      body: { email: 'Dynamics365Sales@onmicrosoft.com' },
+    });
+  });
+
   it('fills crm_company_id only in HubSpot presets and crm_account_id only in Salesforce ones', () => {
     for (const name of PRESETS) {
       const def = readYamlFile(findPreset(name)!).value as { fields: Record<string, unknown> };
       expect('crm_company_id' in def.fields, name).toBe(name === 'hubspot-companies');
       expect('crm_account_id' in def.fields, name).toBe(name === 'salesforce-accounts');
+    }
+  });
+
+  it('the matches / notMatches example of docs/MAPPING.md gives the results its table says', () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'MAPPING.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('A worked example (test/unit/presets.test.ts'));
+    const block = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const m = compileMapping({
+      name: 'doc-example',
+      version: 1,
+      entity: 'members',
+      ...(parseYaml(block) as { skip: MappingDefinitionInput['skip'] }),
+      fields: {
+        external_id: { template: 'salesforce:{Id}', required: true },
+        email: { from: 'Email', transforms: ['email'], required: true },
+      },
+    });
+    const table = section.slice(
+      section.indexOf('| Email | result |'),
+      section.indexOf('\n\n', section.indexOf('| Email | result |')),
+    );
+    const rows = table.split('\n').slice(2);
+    expect(rows).toHaveLength(5);
+    for (const line of rows) {
+      const [, cell, result] = line.split('|').map((c) => c.trim());
+      const email = cell === '(empty)' ? '' : cell!.replace(/`/g, '');
+      const out = m.map({ line: 2, record: { Id: '5', Email: email } });
+      const rule = /^skipped by `([a-z-]+)`/.exec(result!)?.[1];
+      if (rule !== undefined) expect(out, line).toMatchObject({ skip: true, rule });
+      else if (result!.startsWith('kept by both'))
+        expect(out, line).toMatchObject({ ok: false, field: 'email' });
+      else expect(out, line).toMatchObject({ ok: true });
     }
   });
 
