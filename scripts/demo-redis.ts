@@ -13,7 +13,7 @@ import {
   RedisUnavailableError,
   safeRedisUrl,
   type RedisClient,
-} from '../src/queue/connection.js';
+} from '../src/redis/connection.js';
 import { removeDir, startRedisServer } from '../test/harness/redis-server.js';
 
 export interface DemoRedis {

@@ -30,7 +30,7 @@ import { loadJobs, type JobDefinition } from '../src/jobs/definition.js';
 import { createLogger } from '../src/log.js';
 import { startOpsServer, type OpsServer } from '../src/ops/server.js';
 import { createShutdown } from '../src/ops/shutdown.js';
-import { primariesOf, safeRedisUrl, type RedisClient } from '../src/queue/connection.js';
+import { primariesOf, safeRedisUrl, type RedisClient } from '../src/redis/connection.js';
 import { startSandbox, type Sandbox, type StatsEntry } from '@crm-sync/platform-sandbox';
 import type { RunRecord } from '../src/state/runs.js';
 import { openDemoRedis } from './demo-redis.js';

@@ -10,22 +10,24 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ALERT_FORMATS, type AlertFormat } from './alerts/rules.js';
 import type { SourceEnv } from './crm/source.js';
 import {
+  ALERT_FORMATS,
   DEFAULT_LATENCY_HINT_MS,
   DEFAULT_OPS_HOST,
   DEFAULT_PLATFORM_TIMEOUT_MS,
   DEFAULT_PREFIX,
   DEFAULT_RATE_LIMIT_MAX,
+  DEFAULT_RUN_HISTORY,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_WORKER_LOCK_MS,
+  type AlertFormat,
 } from './defaults.js';
+import { ConfigError } from './config-error.js';
 import { registerSecret } from './log.js';
 import { isLoopback } from './loopback.js';
-import { redisSecretsOf, redisTargetOf, type RedisTarget } from './queue/redis-target.js';
+import { redisSecretsOf, redisTargetOf, type RedisTarget } from './redis/target.js';
 import type { RetrySettings } from './platform/retry-policy.js';
-import { DEFAULT_RUN_HISTORY } from './state/run-retention.js';
 
 const positiveInt = z.coerce.number().int().positive();
 const count = z.coerce.number().int().min(0);
@@ -172,13 +174,7 @@ export interface Config {
   };
 }
 
-export class ConfigError extends Error {
-  readonly code = 'crm-sync.config';
-  constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(env);

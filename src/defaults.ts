@@ -48,5 +48,12 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 /** A worker's job lock: a killed worker's jobs move on after this (WORKER_LOCK_MS). */
 export const DEFAULT_WORKER_LOCK_MS = 30_000;
 
+/** Runs kept per job definition in the history (CRM_SYNC_RUN_HISTORY). */
+export const DEFAULT_RUN_HISTORY = 1_000;
+
+/** How an alert's body is written: a JSON event, or a Slack message. */
+export const ALERT_FORMATS = ['json', 'slack'] as const;
+export type AlertFormat = (typeof ALERT_FORMATS)[number];
+
 /** Where the ops server listens (OPS_HOST): loopback, so no token is needed. */
 export const DEFAULT_OPS_HOST = '127.0.0.1';

@@ -9,7 +9,7 @@
 import { Redis } from 'ioredis';
 import type { Scenario } from '../run.js';
 import { startRedisServer, removeDir } from '../../test/harness/redis-server.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { writeConcurrency } from '../../src/queue/limiter.js';
 import { fixedPace, RedisPacer } from '../../src/queue/pacer.js';
 

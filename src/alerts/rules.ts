@@ -7,12 +7,12 @@
  * in Redis while it waits for delivery.
  */
 import { z } from 'zod';
+import { ALERT_FORMATS, type AlertFormat } from '../defaults.js';
 
 export const ALERT_KINDS = ['failed', 'stopped', 'rejected-above', 'missed'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
-export const ALERT_FORMATS = ['json', 'slack'] as const;
-export type AlertFormat = (typeof ALERT_FORMATS)[number];
+export { ALERT_FORMATS, type AlertFormat } from '../defaults.js';
 
 /** A whole value that is one `${NAME}` reference to an environment variable. */
 const WHOLE_ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;

@@ -7,9 +7,8 @@
  * sits in memory whole.
  */
 import { Option, type Command } from 'commander';
-import { failurePages } from '../engine/run-failures.js';
+import { failurePages, printCsv } from '../engine/run-failures.js';
 import { FAILURE_KINDS, type FailureKind, type FailureRow } from '../state/runs.js';
-import { csvRow } from './csv.js';
 import { integerOption } from './options.js';
 import { cliRuntime, openProducer } from './runtime.js';
 import { formatTable, type Column } from './table.js';
@@ -92,17 +91,6 @@ function write(text: string): Promise<void> {
 }
 
 type Out = (text: string) => Promise<void>;
-
-export const CSV_HEADER = ['line', 'kind', 'field', 'reason', 'value', 'identity'] as const;
-
-export async function printCsv(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
-  await out(csvRow(CSV_HEADER));
-  for await (const page of rows) {
-    await out(
-      page.map((r) => csvRow([r.line, r.kind, r.field, r.reason, r.value, r.identity])).join(''),
-    );
-  }
-}
 
 export async function printJson(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
   let first = true;

@@ -1,5 +1,5 @@
 import { redactSecrets } from '../log.js';
-import { RedisUnavailableError } from '../queue/connection.js';
+import { RedisUnavailableError } from '../redis/connection.js';
 
 /** Exit codes of the CLI, documented in docs/CLI.md and the root --help. */
 export const ExitCode = {

@@ -5,12 +5,12 @@
  * lines, with the exit code its status gives.
  */
 import type { Command } from 'commander';
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { loadConfig, requirePlatform, type Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
 import type { RunSummary } from '../engine/run-summary.js';
 import { createLogger, type Logger } from '../log.js';
-import { closeRedis, connectProducer } from '../queue/connection.js';
+import { closeRedis, connectProducer } from '../redis/connection.js';
 import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
 import { PlatformClient } from '../platform/client.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';

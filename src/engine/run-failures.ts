@@ -5,6 +5,7 @@
  * `crm-sync failures`; outside the CLI, so any other caller pages them the
  * same way.
  */
+import { csvRow } from '../csv.js';
 import type { FailureKind, FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 
@@ -60,5 +61,21 @@ export async function* failurePages(
     if (rows.length > left) rows = rows.slice(0, left);
     left -= rows.length;
     if (rows.length > 0) yield rows;
+  }
+}
+
+/** The columns of a failures CSV (`failures --csv`, the API's text/csv), in order. */
+export const CSV_HEADER = ['line', 'kind', 'field', 'reason', 'value', 'identity'] as const;
+
+/** Writes pages of failure rows as CSV, header first, waiting on `out` for each page. */
+export async function printCsv(
+  rows: AsyncIterable<FailureRow[]>,
+  out: (text: string) => Promise<void>,
+): Promise<void> {
+  await out(csvRow(CSV_HEADER));
+  for await (const page of rows) {
+    await out(
+      page.map((r) => csvRow([r.line, r.kind, r.field, r.reason, r.value, r.identity])).join(''),
+    );
   }
 }

@@ -23,7 +23,7 @@ import {
   closeRedis,
   createRedis,
   whenReady,
-} from '../queue/connection.js';
+} from '../redis/connection.js';
 import { clearGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
 import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
 import {

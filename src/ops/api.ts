@@ -6,7 +6,6 @@
  * nothing here computes a result of its own.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { printCsv } from '../cli/failures.js';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
 import { unmatchedPaths } from '../crm/path-coverage.js';
@@ -14,7 +13,7 @@ import type { RunJobData } from '../engine/payloads.js';
 import { listJobs } from '../engine/job-service.js';
 import { planJob, planOutcomes } from '../engine/plan-service.js';
 import { listRunDetails, runDetail } from '../engine/run-history.js';
-import { failurePages } from '../engine/run-failures.js';
+import { failurePages, printCsv } from '../engine/run-failures.js';
 import { retryRun, startRun, type JobLoader } from '../engine/run-service.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';

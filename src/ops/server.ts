@@ -13,7 +13,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';

@@ -10,7 +10,7 @@
  * successes per second, a ring of 128 fields `second % 128` → `second:count`.
  */
 import { windowed, type LearnerState, type RateSource } from '../platform/rate-learner.js';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from '../redis/connection.js';
 
 /**
  * A booking's span: a process books this much of the schedule at once (its

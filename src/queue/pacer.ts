@@ -41,7 +41,7 @@ import {
   type RateSource,
   type SuccessLog,
 } from '../platform/rate-learner.js';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import {
   HORIZON_MS,
   pacerKey,

@@ -17,7 +17,7 @@ import {
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
-import type { RedisClient } from './connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { RETRY_DEFAULTS } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { jitterOf, writeRetryDelay, type RetrySettings } from '../platform/retry-policy.js';

@@ -6,7 +6,7 @@
  * A firing starts its run as `crm-sync run` does (`startRun`): the job is
  * read again, and the run's record exists from the moment it is enqueued.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { alertEmitter, createAlertQueue } from '../alerts/delivery.js';
 import type { Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
@@ -20,7 +20,7 @@ import {
   closeRedis,
   createRedis,
   whenReady,
-} from '../queue/connection.js';
+} from '../redis/connection.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';
 import { StateStore } from '../state/store.js';
 import { startScheduler, type Scheduler } from './scheduler.js';

@@ -9,7 +9,7 @@
  * passed while no scheduler ran (seen only when one starts again).
  */
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { MissedSlot } from '../alerts/rules.js';
 import { silentLogger, type Logger } from '../log.js';

@@ -7,6 +7,7 @@
  * keeps each one listpack-encoded (compact) instead of one huge hashtable.
  */
 import type { Entity } from '../sync/identity.js';
+import { hashTag } from '../redis/target.js';
 import { StateError } from './errors.js';
 
 /**
@@ -60,15 +61,6 @@ export function fnv1a(text: string): number {
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
-}
-
-/** The hash tag Redis Cluster would hash for a key: first `{`, first `}` after it, non-empty. */
-export function hashTag(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  if (close <= open + 1) return undefined;
-  return key.slice(open + 1, close);
 }
 
 /**

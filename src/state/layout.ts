@@ -12,7 +12,7 @@
  * A prefix with no layout record holds no record state: the record is
  * written (HSETNX) before the first record or listing is stored.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { redisCall, StateError } from './errors.js';
 import { LAYOUT_VERSION, type Buckets, type KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';

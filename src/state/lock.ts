@@ -4,7 +4,7 @@
  * the holder (compare-and-set in Lua), so a holder whose lock expired can
  * never remove its successor's.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 

@@ -7,7 +7,7 @@
  * most recent `cacheSize` names (a worker numbers every run it writes for, so
  * an unbounded cache would grow with every run for as long as it lives).
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { redisCall } from './errors.js';
 
 /** Names cached per process by default: far more than the runs writing at once. */

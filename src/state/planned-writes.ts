@@ -26,7 +26,7 @@
  * lines, so a chunk is never dropped while a line of it may still be written.
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { WriteAction } from '../sync/action.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';

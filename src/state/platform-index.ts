@@ -11,7 +11,7 @@
  * at once, so a lookup that read the old pointer a moment earlier still finds
  * its data.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { canonicalJson } from '../sync/canonical.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';

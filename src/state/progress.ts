@@ -7,7 +7,7 @@
  * listing, lines sent again, counts. Built by the StateStore over its
  * connection and key layout (`store.progress`).
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll, unlinks } from './pipeline.js';

@@ -4,7 +4,7 @@
  * `Known` in src/sync/plan.ts). Read-only; `RecordStates` (records.ts) holds
  * the writes (commits, pending creates, orphans).
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import { remoteMatters, type Known } from '../sync/plan.js';

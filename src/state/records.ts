@@ -4,7 +4,7 @@
  * creates (outcome unknown). Every operation works on a batch in a fixed,
  * small number of round trips, never one per row.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';

@@ -12,12 +12,12 @@
  * A run that has not ended is never forgotten, however old: one waiting for
  * its writes still needs its record.
  */
-import type { RedisClient } from '../queue/connection.js';
+import { DEFAULT_RUN_HISTORY } from '../defaults.js';
+import type { RedisClient } from '../redis/connection.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 
 /** Runs kept per job definition when nothing else is configured. */
-export const DEFAULT_RUN_HISTORY = 1_000;
 
 /** Runs forgotten per script call: the call stays short even after the setting is lowered. */
 const BATCH = 100;

@@ -9,7 +9,7 @@
  * creation time, one for all runs and one per job.
  */
 import { randomBytes } from 'node:crypto';
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';

@@ -7,7 +7,7 @@
  * once per planning pass and process): scratch outlives a crash, not the
  * week.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { WriteAction } from '../sync/action.js';
 import {
   decideClaims,

@@ -16,7 +16,7 @@
  * The store is the only way to sync state: no caller builds a key or sends a
  * command itself (the layout is in keys.ts alone).
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
@@ -51,7 +51,8 @@ import {
 } from './runs.js';
 import { RunProgress } from './progress.js';
 import type { LocatedWrite, PlanPage } from './planned-writes.js';
-import { DEFAULT_RUN_HISTORY, RunRetention } from './run-retention.js';
+import { DEFAULT_RUN_HISTORY } from '../defaults.js';
+import { RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { RunScratch } from './scratch.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';

@@ -16,7 +16,7 @@
  *   planned-writes.ts). One script, so a record is never committed without
  *   its line settled.
  */
-import type { RedisClient } from '../queue/connection.js';
+import type { RedisClient } from '../redis/connection.js';
 import type { Entity } from '../sync/identity.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';

@@ -17,7 +17,7 @@ import { loadMapping } from '../../src/crm/presets.js';
 import { hasEnded } from '../../src/engine/run-summary.js';
 import { readRows } from '../../src/crm/read.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@crm-sync/platform-sandbox';
-import type { RedisClient } from '../../src/queue/connection.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 import {

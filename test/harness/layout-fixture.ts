@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { PlatformClient } from '../../src/platform/client.js';
 import type { CompanyRequest } from '../../src/platform/schemas.js';
-import type { RedisClient } from '../../src/queue/connection.js';
+import type { RedisClient } from '../../src/redis/connection.js';
 
 export const LAYOUT1_DIR = resolve(import.meta.dirname, '..', 'fixtures', 'layout-1');
 

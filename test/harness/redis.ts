@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, inject } from 'vitest';
-import { primariesOf, type RedisClient } from '../../src/queue/connection.js';
+import { primariesOf, type RedisClient } from '../../src/redis/connection.js';
 
 /** A key prefix of its own for one test file, with the hash tag Redis Cluster needs. */
 export function randomPrefix(): string {

@@ -17,7 +17,7 @@ import {
 import type { GenericPayload } from '../../src/alerts/payload.js';
 import type { MissedSlot } from '../../src/alerts/rules.js';
 import { JobError } from '../../src/jobs/definition.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { startScheduler } from '../../src/schedule/scheduler.js';
 import { lastSlotKey } from '../../src/schedule/slot.js';
 import { useRedis } from '../harness/redis.js';

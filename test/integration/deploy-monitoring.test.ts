@@ -12,7 +12,7 @@ import { createAlertQueue } from '../../src/alerts/delivery.js';
 import { RETRY_DEFAULTS } from '../../src/config.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { startOpsServer } from '../../src/ops/server.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { createRunQueue, createWriteQueue } from '../../src/queue/queues.js';
 import { useRedis } from '../harness/redis.js';
 

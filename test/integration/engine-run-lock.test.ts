@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Worker, type Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { processRun } from '../../src/engine/run.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { QueueName, workerOptions } from '../../src/queue/queues.js';
 import {
   companyRows,

@@ -10,8 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { printCsv } from '../../src/cli/failures.js';
-import { failurePages } from '../../src/engine/run-failures.js';
+import { failurePages, printCsv } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
 import {
   useEngines,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIR } from '../../src/ops/console-route.js';
 import { startOpsServer } from '../../src/ops/server.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { useRedis } from '../harness/redis.js';
 
 const { url } = useRedis();

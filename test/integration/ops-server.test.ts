@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startRedisServer, removeDir } from '../harness/redis-server.js';
 import { useRedis } from '../harness/redis.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { createRunQueue, createWriteQueue } from '../../src/queue/queues.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { isLoopback } from '../../src/loopback.js';

@@ -10,7 +10,7 @@ import {
   createRedis,
   safeRedisUrl,
   whenReady,
-} from '../../src/queue/connection.js';
+} from '../../src/redis/connection.js';
 
 const { url, redis } = useRedis();
 

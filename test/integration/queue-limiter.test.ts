@@ -6,7 +6,7 @@
  */
 import { Worker } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { clearGlobalRateLimit, writeConcurrency } from '../../src/queue/limiter.js';
 import { QueueName, createWriteQueue, workerOptions } from '../../src/queue/queues.js';
 import { useRedis } from '../harness/redis.js';

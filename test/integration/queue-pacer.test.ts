@@ -8,7 +8,7 @@ import { startSandbox, type Sandbox } from '@crm-sync/platform-sandbox';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PlatformClient } from '../../src/platform/client.js';
 import { RateLimitedError } from '../../src/platform/errors.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import {
   pacerKey,
   readPacerState,

@@ -1,7 +1,7 @@
 import { Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { removeDir, startRedisServer } from '../harness/redis-server.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { QueueName, createWriteQueue, workerOptions } from '../../src/queue/queues.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

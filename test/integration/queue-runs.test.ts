@@ -1,7 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useRedis } from '../harness/redis.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import {
   QueueName,
   activeRunId,

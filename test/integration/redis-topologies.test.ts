@@ -25,7 +25,7 @@ import {
   connectProducer,
   createRedis,
   whenReady,
-} from '../../src/queue/connection.js';
+} from '../../src/redis/connection.js';
 import {
   companyRows,
   countWrites,

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { QueueName, runJobOptions, workerOptions } from '../../src/queue/queues.js';
 import { Numbering } from '../../src/state/numbering.js';
-import { DEFAULT_RUN_HISTORY, RunRetention } from '../../src/state/run-retention.js';
+import { DEFAULT_RUN_HISTORY } from '../../src/defaults.js';
+import { RunRetention } from '../../src/state/run-retention.js';
 import { StateStore } from '../../src/state/store.js';
 import { keysMatching, randomPrefix, useRedis } from '../harness/redis.js';
 

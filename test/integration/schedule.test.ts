@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useRedis } from '../harness/redis.js';
 import { createLogger } from '../../src/log.js';
-import { closeRedis, createRedis } from '../../src/queue/connection.js';
+import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { createRunQueue, enqueueRun } from '../../src/queue/queues.js';
 import { startScheduler, ScheduleError } from '../../src/schedule/scheduler.js';
 import { lastSlotKey, slotOf } from '../../src/schedule/slot.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WriteAction } from '../../src/sync/action.js';
-import { hashTag } from '../../src/state/keys.js';
+import { hashTag } from '../../src/redis/target.js';
 import { claimNames } from '../../src/state/claim-digest.js';
 import { stripCredentials, scrubText } from '../../src/state/redaction.js';
 import type { FailureRow } from '../../src/state/runs.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys } from '../../src/sync/identity.js';
 import { planBatch } from '../../src/sync/plan.js';
-import { hashTag } from '../../src/state/keys.js';
+import { hashTag } from '../../src/redis/target.js';
 import type { PlatformRecord } from '../../src/state/platform-index.js';
 import { StateStore } from '../../src/state/store.js';
 import { keysMatching, useRedis } from '../harness/redis.js';

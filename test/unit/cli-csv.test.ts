@@ -1,7 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { csvCell, csvRow } from '../../src/cli/csv.js';
+import { csvCell, csvRow } from '../../src/csv.js';
 import { formatDuration, formatTable, printable } from '../../src/cli/table.js';
 
 describe('csvCell', () => {

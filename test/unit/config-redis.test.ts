@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { redactSecrets } from '../../src/log.js';
-import { parseAddresses, safeRedisUrl } from '../../src/queue/redis-target.js';
-import { hashTag } from '../../src/state/keys.js';
+import { parseAddresses, safeRedisUrl } from '../../src/redis/target.js';
+import { hashTag } from '../../src/redis/target.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cfg-redis-'));
 function file(name: string, text: string): string {

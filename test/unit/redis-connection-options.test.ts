@@ -11,8 +11,8 @@ import {
   createRedis,
   type RedisClient,
   type RedisRole,
-} from '../../src/queue/connection.js';
-import type { RedisTarget } from '../../src/queue/redis-target.js';
+} from '../../src/redis/connection.js';
+import type { RedisTarget } from '../../src/redis/target.js';
 
 const open: RedisClient[] = [];
 afterEach(() => {

@@ -12,7 +12,6 @@
  * never an address. Nothing falls back to a default address in those modes.
  */
 import { readFileSync } from 'node:fs';
-import { hashTag } from '../state/keys.js';
 
 export interface RedisAddress {
   host: string;
@@ -318,4 +317,13 @@ export function targetFromUrl(url: string): RedisTarget {
   const { target, problems } = redisTargetOf({ url, defaultUrl: url, prefix: '{crm-sync}' });
   if (!target) throw new Error(`invalid Redis URL: ${problems.join('; ')}`);
   return target;
+}
+
+/** The hash tag Redis Cluster would hash for a key: first `{`, first `}` after it, non-empty. */
+export function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close <= open + 1) return undefined;
+  return key.slice(open + 1, close);
 }

@@ -11,11 +11,11 @@
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { registerSecret, silentLogger, type Logger } from '../log.js';
-import { redisSecretsOf, targetFromUrl, type RedisTarget, type RedisTls } from './redis-target.js';
+import { redisSecretsOf, targetFromUrl, type RedisTarget, type RedisTls } from './target.js';
 
-export { safeRedisUrl, type RedisTarget } from './redis-target.js';
+export { safeRedisUrl, type RedisTarget } from './target.js';
 
 /** A connection to one node, a Sentinel-managed primary, or a whole cluster. */
 export type RedisClient = Redis | Cluster;
