@@ -10,7 +10,7 @@ import { SourceError } from '../crm/source-error.js';
 import { NoSuchRunError, RetrySourceError, RunNotEndedError } from '../engine/run-service.js';
 import { SourceCredentialsError } from '../engine/run-source.js';
 import { JobError } from '../jobs/definition.js';
-import { redactSecrets } from '../log.js';
+import { scrubText } from '../log.js';
 import { isLoopback } from '../loopback.js';
 
 /** An answer the route gives on purpose: a status and a one-line reason. */
@@ -24,9 +24,9 @@ export class ApiError extends Error {
   }
 }
 
-/** One line, without any registered secret. */
+/** One line, without registered secrets, URL credentials or auth-header values (`scrubText`). */
 export function oneLine(text: string): string {
-  return redactSecrets(text).replace(/\s*\n\s*/g, '; ');
+  return scrubText(text).replace(/\s*\n\s*/g, '; ');
 }
 
 export function sendError(res: Response, status: number, message: string): void {
