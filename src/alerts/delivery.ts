@@ -123,12 +123,7 @@ export function alertEmitter(opts: {
     async slotMissed(m) {
       try {
         const policy = policyOf(opts.loadJob, m.job, opts.alerts);
-        const alert =
-          policy &&
-          missedAlert(
-            { ...m, ...(m.error !== undefined && { error: scrubText(m.error) }) },
-            policy,
-          );
+        const alert = policy && missedAlert(m, policy);
         if (alert) await add(alert);
       } catch (err) {
         logger.error({ err, job: m.job }, 'could not queue the alert of a missed slot');
