@@ -27,14 +27,18 @@ export function redactSecrets(text: string): string {
 
 const REDACTED = 'REDACTED';
 
+/** Text with every `scheme://user:pass@` written `scheme://`. */
+export function withoutUrlCredentials(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1');
+}
+
 /**
  * A message without credentials: every registered secret, the user name and
  * password of a URL (`https://user:pass@host` → `https://host`), and values
  * shaped like auth headers (`Authorization: …`, `Bearer …`, `x-api-key=…`).
  */
 export function scrubText(text: string): string {
-  return redactSecrets(text)
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1')
+  return withoutUrlCredentials(redactSecrets(text))
     .replace(
       /\b(authorization|proxy-authorization|x-api-key|api-key|apikey|cookie|set-cookie)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s"',;}]+/gi,
       `$1$2${REDACTED}`,

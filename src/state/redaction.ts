@@ -5,16 +5,16 @@
  * the process registered (the API key): `scrubText` (src/log.ts). Done here,
  * at the store's door, so a caller's slip cannot put a secret into Redis.
  */
-import { redactSecrets, scrubText } from '../log.js';
+import { redactSecrets, scrubText, withoutUrlCredentials } from '../log.js';
 
 const SECRET_PARAM =
   /^(?:.*[-_.])?(?:token|key|apikey|api_key|secret|password|passwd|pwd|sig|signature|auth|authorization|credential|credentials|session|code)$/i;
 
 const REDACTED = 'REDACTED';
 
-/** A source for the run record: a path as is, a URL without credentials. */
+/** A source for the run record: a path as is (a URL within it without credentials), a URL without credentials. */
 export function stripCredentials(source: string): string {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) return redactSecrets(source);
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) return withoutUrlCredentials(redactSecrets(source));
   let url: URL;
   try {
     url = new URL(source);
