@@ -16,7 +16,7 @@ function expectNoSecret(output: string): void {
 function runScript(mode: 'json' | 'pretty'): string {
   const r = spawnSync(process.execPath, ['--import', 'tsx', SCRIPT, mode], {
     encoding: 'utf8',
-    timeout: 20_000,
+    timeout: 25_000,
   });
   expect(r.status, r.stderr).toBe(0);
   return r.stderr;
@@ -48,13 +48,14 @@ describe('the logger keeps secrets out of its output', () => {
     });
   });
 
-  it('JSON lines to stderr, in a process of its own', () => {
+  // A process of its own starts tsx: seconds on a busy machine.
+  it('JSON lines to stderr, in a process of its own', { timeout: 30_000 }, () => {
     const out = runScript('json');
     expect(out.trim().split('\n')).toHaveLength(4);
     expectNoSecret(out);
   });
 
-  it('pino-pretty, in a process of its own', () => {
+  it('pino-pretty, in a process of its own', { timeout: 30_000 }, () => {
     const out = runScript('pretty');
     expect(out).toContain('[REDACTED]');
     expectNoSecret(out);
