@@ -15,8 +15,7 @@ import { UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
-import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
-import { scrubText } from '../state/redaction.js';
+import { redactSecrets, registerSecret, scrubText, silentLogger, type Logger } from '../log.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import { alertPayload } from './payload.js';
@@ -124,12 +123,7 @@ export function alertEmitter(opts: {
     async slotMissed(m) {
       try {
         const policy = policyOf(opts.loadJob, m.job, opts.alerts);
-        const alert =
-          policy &&
-          missedAlert(
-            { ...m, ...(m.error !== undefined && { error: scrubText(m.error) }) },
-            policy,
-          );
+        const alert = policy && missedAlert(m, policy);
         if (alert) await add(alert);
       } catch (err) {
         logger.error({ err, job: m.job }, 'could not queue the alert of a missed slot');

@@ -3,11 +3,13 @@
  * the global CRM_SYNC_ALERT_WEBHOOK) say where alerts go and on what; a run
  * that ended, or a scheduled slot that did not start a run, becomes at most
  * one `Alert`: plain facts (job, run id, status, reason, counts, field
- * names), never a row value and never the webhook itself, so it may be kept
- * in Redis while it waits for delivery.
+ * names), never a row value, never the webhook itself and no credential (a
+ * reason is scrubbed here, whoever built the error), so it may be kept in
+ * Redis while it waits for delivery.
  */
 import { z } from 'zod';
 import { ALERT_FORMATS, type AlertFormat } from '../defaults.js';
+import { scrubText } from '../log.js';
 
 export const ALERT_KINDS = ['failed', 'stopped', 'rejected-above', 'missed'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
@@ -108,7 +110,7 @@ export interface Alert {
   /** The run that ended; for a missed slot, the run still going, if any. */
   runId?: string;
   status?: string;
-  /** The run's error or the threshold's reason (scrubbed of credentials by the run store). */
+  /** The run's error or the threshold's reason, without credentials (`scrubText`). */
   reason?: string;
   counts?: AlertCounts;
   /** Field names the run's rejected, failed and invalid rows name, most frequent first. */
@@ -144,7 +146,7 @@ export function runAlert(
     job: run.job,
     runId: run.id,
     status: run.status,
-    ...(run.error !== undefined && { reason: run.error }),
+    ...(run.error !== undefined && { reason: scrubText(run.error) }),
     counts: pickCounts(run.counts),
     ...(fields.length > 0 && { fields: [...fields] }),
     at: new Date(run.finishedAt ?? Date.now()).toISOString(),
@@ -191,7 +193,7 @@ export interface MissedSlot {
   /** For `no-scheduler`: how many slots, the first and the last. */
   count?: number;
   first?: string;
-  /** The error that kept the run from starting (scrubbed). */
+  /** The error that kept the run from starting. */
   error?: string;
 }
 
@@ -206,7 +208,7 @@ export function missedAlert(
     m.cause === 'overlap'
       ? `the slot started no run: the run ${m.runId ?? ''} of an earlier slot was still going`
       : m.cause === 'not-started'
-        ? `the slot's run could not be started${m.error ? `: ${m.error}` : ''}`
+        ? `the slot's run could not be started${m.error ? `: ${scrubText(m.error)}` : ''}`
         : `${m.count ?? 1} slot(s) from ${m.first ?? m.slot} to ${m.slot} passed while no scheduler was running`;
   return {
     kind: 'missed',

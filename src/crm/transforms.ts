@@ -125,9 +125,10 @@ const SCHEME = /^([a-z][a-z0-9+.-]*):(?!\d+(?:[/?#]|$))/i;
  * has no scheme. Host and path keep their spelling (case, `www.`, a trailing
  * slash, a query): the platform's `website` is plain text and the value is
  * the user's. Comparing with the platform's value uses a canonical form
- * (src/sync/diff.ts); what is sent is never rewritten. Refused only when it
- * is clearly not a website: an e-mail address, whitespace inside, a scheme
- * other than http(s), no host.
+ * (src/sync/diff.ts); what is sent is never rewritten. Refused when it is
+ * not a host name or an http(s) URL with one: an e-mail address, whitespace
+ * inside, a scheme other than http(s), no host, a host with characters no
+ * host name has (a spreadsheet formula), text and `@` before the host.
  */
 export function toWebsite(v: unknown): string | null | Invalid {
   const t = text(v);
@@ -154,6 +155,7 @@ export function toWebsite(v: unknown): string | null | Invalid {
     rest = s.slice(2);
     out = `https:${s}`;
   } else {
+    if (s.startsWith('@')) return new Invalid('not a website: starts with "@"');
     // `info@acme.com` is an e-mail address; `acme.com/@team` is a website.
     if (s.includes('@') && /^[^/?#]*@/.test(s)) {
       return new Invalid('an e-mail address, not a website');
@@ -162,9 +164,39 @@ export function toWebsite(v: unknown): string | null | Invalid {
     out = `https://${s}`;
   }
   const authority = rest.slice(0, endOfAuthority(rest));
-  const host = withoutPort(authority.slice(authority.lastIndexOf('@') + 1));
+  // `https://acme.com@evil.example` leads to evil.example.
+  if (authority.includes('@')) {
+    return new Invalid('not a website: text and "@" before the host name');
+  }
+  const host = withoutPort(authority);
   if (!hasLetterOrDigit(host)) return new Invalid('not a website: no host name');
-  return out;
+  const problem = hostProblem(host);
+  return problem === undefined ? out : new Invalid(`not a website: ${problem}`);
+}
+
+/** A character that is in no host name (`&` and `_` are not in RFC 1123, but are in real exports). */
+const NOT_HOST_CHAR = /[^\p{L}\p{M}\p{N}_&.-]/u;
+const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/i;
+
+/**
+ * Why `host` is not a host name, or undefined. A host name is labels joined
+ * by dots (a trailing dot allowed), made of letters, marks and digits of any
+ * script (IDNs as written or as punycode), `-`, `_` and `&`, no label empty
+ * or starting with `-`; or an IPv6 address in brackets. A formula such as
+ * `=HYPERLINK("http://…")` read as `https://=HYPERLINK("http:…` fails here.
+ */
+function hostProblem(host: string): string | undefined {
+  if (host.startsWith('[')) {
+    return IPV6_LITERAL.test(host) ? undefined : 'not an IPv6 address in brackets';
+  }
+  const bad = NOT_HOST_CHAR.exec(host);
+  if (bad) return `${JSON.stringify(bad[0])} cannot be in a host name`;
+  const labels = (host.endsWith('.') ? host.slice(0, -1) : host).split('.');
+  for (const label of labels) {
+    if (label === '') return 'an empty label in the host name';
+    if (label.startsWith('-')) return 'a label of the host name starts with "-"';
+  }
+  return undefined;
 }
 
 /** Where the authority of `//…` ends: at the first `/`, `?` or `#`, else the end. */

@@ -12,7 +12,7 @@
  * queue job is done" as short as it was (a caller waiting on the record
  * starts the next run at once, and must not attach to this one).
  */
-import { scrubText } from '../state/redaction.js';
+import { scrubText } from '../log.js';
 import type { RunPatch, RunStatus } from '../state/runs.js';
 import type { EngineContext } from './context.js';
 

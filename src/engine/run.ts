@@ -18,6 +18,7 @@
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { JobDefinition } from '../jobs/definition.js';
+import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
 import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
@@ -58,7 +59,8 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   } catch (err) {
     if (!run) await createRunRecord(ctx.store, runId, undefined, req);
     await failRun(ctx, runId, (err as Error).message);
-    throw new UnrecoverableError((err as Error).message);
+    // BullMQ keeps the message and stack in Redis (the job's failedReason).
+    throw new UnrecoverableError(scrubText((err as Error).message));
   }
   if (!run) run = await createRunRecord(ctx.store, runId, def, req);
   if (await leaveRunOfOtherLayout(ctx, job, token, run)) throw new DelayedError();
@@ -167,7 +169,8 @@ async function onRunError(
   }
   const message = 'reason' in d ? d.reason : String(err);
   await failRun(ctx, runId, message);
-  throw new UnrecoverableError(message);
+  // BullMQ keeps the message and stack in Redis (the job's failedReason).
+  throw new UnrecoverableError(scrubText(message));
 }
 
 // ---- writing -------------------------------------------------------------------

@@ -9,7 +9,7 @@ import { SourceError } from '../crm/source-error.js';
 import { NoSuchRunError, RetrySourceError, RunNotEndedError } from '../engine/run-service.js';
 import { SourceCredentialsError } from '../engine/run-source.js';
 import { JobError } from '../jobs/definition.js';
-import { redactSecrets } from '../log.js';
+import { scrubText } from '../log.js';
 
 /** An answer the route gives on purpose: a status and a one-line reason. */
 export class ApiError extends Error {
@@ -22,9 +22,9 @@ export class ApiError extends Error {
   }
 }
 
-/** One line, without any registered secret. */
+/** One line, without registered secrets, URL credentials or auth-header values (`scrubText`). */
 export function oneLine(text: string): string {
-  return redactSecrets(text).replace(/\s*\n\s*/g, '; ');
+  return scrubText(text).replace(/\s*\n\s*/g, '; ');
 }
 
 /** What an error may tell a caller: its message, with file paths cut to their last part. */

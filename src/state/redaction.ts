@@ -2,19 +2,19 @@
  * What a run record may hold: no credentials. A source URL loses its user
  * name, password and secret-looking query values; an error message loses
  * anything shaped like an auth header or URL credentials, and every secret
- * the process registered (the API key). Done here, at the store's door, so a
- * caller's slip cannot put a secret into Redis.
+ * the process registered (the API key): `scrubText` (src/log.ts). Done here,
+ * at the store's door, so a caller's slip cannot put a secret into Redis.
  */
-import { redactSecrets } from '../log.js';
+import { redactSecrets, scrubText, withoutUrlCredentials } from '../log.js';
 
 const SECRET_PARAM =
   /^(?:.*[-_.])?(?:token|key|apikey|api_key|secret|password|passwd|pwd|sig|signature|auth|authorization|credential|credentials|session|code)$/i;
 
 const REDACTED = 'REDACTED';
 
-/** A source for the run record: a path as is, a URL without credentials. */
+/** A source for the run record: a path as is (a URL within it without credentials), a URL without credentials. */
 export function stripCredentials(source: string): string {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) return redactSecrets(source);
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) return withoutUrlCredentials(redactSecrets(source));
   let url: URL;
   try {
     url = new URL(source);
@@ -28,15 +28,4 @@ export function stripCredentials(source: string): string {
     if (SECRET_PARAM.test(name)) url.searchParams.set(name, REDACTED);
   }
   return redactSecrets(url.toString());
-}
-
-/** A message for the run record with header-like and URL credentials removed. */
-export function scrubText(text: string): string {
-  return redactSecrets(text)
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1')
-    .replace(
-      /\b(authorization|proxy-authorization|x-api-key|api-key|apikey|cookie|set-cookie)(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic|token|apikey)\s+)?[^\s"',;}]+/gi,
-      `$1$2${REDACTED}`,
-    )
-    .replace(/\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`);
 }

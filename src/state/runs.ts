@@ -16,7 +16,8 @@ import { ENTITIES, type Entity } from '../sync/identity.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { LAYOUT_VERSION, RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
-import { scrubText, stripCredentials } from './redaction.js';
+import { scrubText } from '../log.js';
+import { stripCredentials } from './redaction.js';
 
 /** What became of a row: every row read ends in exactly one of these. */
 export const RUN_OUTCOMES = [

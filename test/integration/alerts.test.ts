@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GenericPayload, SlackPayload } from '../../src/alerts/payload.js';
+import { registerSecret } from '../../src/log.js';
 import {
   API_KEY,
   companyRows,
@@ -197,6 +198,32 @@ describe('alerts', () => {
     const stored = await h.redisText();
     expect(stored).not.toContain('k3yOfTheW3bhook');
     expect(stored).not.toContain(`${hook.url}/global`);
+  });
+
+  it('a run that failed on an error holding secrets alerts without them', async () => {
+    const hook = await webhook();
+    hooks.push(hook);
+    const h = await engine({
+      env: { CRM_SYNC_ALERT_WEBHOOK: `${hook.url}/hook`, CRM_SYNC_ALERT_BACKOFF_MS: '20' },
+    });
+    // A secret the process registered, and a URL with a user and password,
+    // in the path of an export that is not there: the run's error names it.
+    const registered = 'alert-run-secret-4Hh7';
+    registerSecret(registered);
+    const path = `${h.dir}/${registered}/https://exporter:alert-url-pass-1Qq@files.example/gone.csv`;
+    h.writeJob('companies', hubspotJob(path));
+    const run = await h.runJob('companies');
+    expect(run.status).toBe('failed');
+    await alertsSettled(h);
+    const [alert] = hook.delivered<GenericPayload>('/hook');
+    expect(alert!.runId).toBe(run.id);
+    expect(alert!.reason).toContain('files.example/gone.csv');
+    const bodies = hook.received.map((r) => r.body).join('\n');
+    for (const secret of [registered, 'alert-url-pass-1Qq', 'exporter:'])
+      expect(bodies).not.toContain(secret);
+    const stored = await h.redisText();
+    for (const secret of [registered, 'alert-url-pass-1Qq', 'exporter:'])
+      expect(stored).not.toContain(secret);
   });
 
   it('a failed run (401) alerts once; a webhook that never answers holds no run, and gets it after its timeout', async () => {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { failurePages, printCsv } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
+import { registerSecret } from '../../src/log.js';
 import {
   useEngines,
   ACCOUNTS_HEADER as HEADER,
@@ -376,6 +377,36 @@ describe('ops API', () => {
         headers: { 'sec-fetch-site': 'cross-site' },
       });
       expect(crossRetry.status).toBe(403);
+    } finally {
+      await api.ops.close();
+    }
+  });
+
+  it('answers an error without the registered secrets or URL credentials its message held', async () => {
+    const h = await engine({ deferWorkers: true });
+    const api = await startApi(h);
+    // A secret the process registered (as the config registers the API key),
+    // and a URL with a user and password, in the path of a source that is
+    // not there: the plan's 422 names the path.
+    const registered = 'ops-err-secret-3Mm8';
+    registerSecret(registered);
+    const sources = {
+      registered: `${h.dir}/${registered}/gone.csv`,
+      credentials: `${h.dir}/https://exporter:ops-url-pass-6Cc@files.example/gone.csv`,
+    };
+    try {
+      for (const [name, path] of Object.entries(sources)) {
+        h.writeJob(name, { entity: 'companies', source: { path }, mapping });
+        const res = await api.call('GET', `/api/jobs/${name}/plan`, {
+          route: '/api/jobs/{name}/plan',
+        });
+        expect(res.status, res.text).toBe(422);
+        const { error } = res.body as { error: string };
+        expect(error).toContain('gone.csv');
+        for (const secret of [registered, 'ops-url-pass-6Cc', 'exporter:']) {
+          expect(res.text, name).not.toContain(secret);
+        }
+      }
     } finally {
       await api.ops.close();
     }

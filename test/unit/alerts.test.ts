@@ -10,6 +10,7 @@ import {
   topFields,
   type EndedRun,
 } from '../../src/alerts/rules.js';
+import { registerSecret } from '../../src/log.js';
 
 const counts = {
   read: 100,
@@ -196,6 +197,24 @@ describe('alert payloads', () => {
       url: 'https://ops.example/#/runs/run-20261123T020000Z-abc123',
     });
     expect(genericPayload(alert)).not.toHaveProperty('url');
+  });
+
+  it('carries no secret the error held, in either format', () => {
+    const registered = 'alert-secret-8Xx3';
+    registerSecret(registered);
+    const error =
+      `GET https://exporter:alert-url-pass-2Bb@files.example/a.csv failed; ` +
+      `sent Authorization: Bearer alert-bearer-5Ss9; key ${registered}`;
+    const secrets = [registered, 'alert-url-pass-2Bb', 'exporter:', 'alert-bearer-5Ss9'];
+    const failed = runAlert(run({ status: 'failed', error }), all)!;
+    const missed = missedAlert({ job: 'j', slot: 'B', cause: 'not-started', error }, all)!;
+    for (const a of [failed, missed]) {
+      for (const format of ['json', 'slack'] as const) {
+        const body = JSON.stringify([a, alertPayload(a, format, 'https://ops.example')]);
+        for (const secret of secrets) expect(body, `${a.kind} ${format}`).not.toContain(secret);
+        expect(body).toContain('files.example/a.csv failed');
+      }
+    }
   });
 
   it('is a Slack message with text, blocks, the link as a button and escaped text', () => {

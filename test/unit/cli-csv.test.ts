@@ -5,14 +5,21 @@ import { csvCell, csvRow } from '../../src/csv.js';
 import { formatDuration, formatTable, printable } from '../../src/cli/table.js';
 
 describe('csvCell', () => {
-  it('prefixes cells a spreadsheet would read as formulas', () => {
+  it('prefixes cells a spreadsheet would read as formulas with a quote, and quotes them', () => {
     expect(csvCell('=HYPERLINK("http://x","y")')).toBe(`"'=HYPERLINK(""http://x"",""y"")"`);
-    expect(csvCell('+1')).toBe("'+1");
-    expect(csvCell('-2+3')).toBe("'-2+3");
-    expect(csvCell('@SUM(A1)')).toBe("'@SUM(A1)");
-    expect(csvCell('\tx')).toBe("'\tx");
+    expect(csvCell('+1')).toBe(`"'+1"`);
+    expect(csvCell('-2+3')).toBe(`"'-2+3"`);
+    expect(csvCell('@SUM(A1)')).toBe(`"'@SUM(A1)"`);
+    expect(csvCell('\tx')).toBe(`"'\tx"`);
     expect(csvCell('\rx')).toBe(`"'\rx"`);
     expect(csvCell('a=b')).toBe('a=b');
+    fc.assert(
+      fc.property(fc.constantFrom('=', '+', '-', '@', '\t', '\r'), fc.string(), (lead, rest) => {
+        const cell = csvCell(`${lead}${rest}`);
+        expect(cell.startsWith(`"'${lead}`)).toBe(true);
+        expect(cell.endsWith('"')).toBe(true);
+      }),
+    );
   });
 
   it('quotes commas, quotes and line breaks, and doubles quotes', () => {
@@ -24,7 +31,7 @@ describe('csvCell', () => {
 
   it('writes numbers, empties and objects', () => {
     expect(csvCell(12)).toBe('12');
-    expect(csvCell(-5)).toBe("'-5");
+    expect(csvCell(-5)).toBe(`"'-5"`);
     expect(csvCell(undefined)).toBe('');
     expect(csvCell(null)).toBe('');
     expect(csvCell({ a: 1 })).toBe('"{""a"":1}"');

@@ -233,6 +233,24 @@ describe('mapping rows', () => {
     });
   });
 
+  it('leaves out a formula given as a website, with a warning; the row still maps', () => {
+    const formula = '=HYPERLINK("http://evil.example","x")';
+    const r = m.map(row({ 'Record ID': '3', 'Company name': 'C', 'Website URL': formula }));
+    expect(r).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        crm_company_id: 3,
+        external_id: 'hubspot:company:3',
+        name: 'C',
+        crm_account_id: 'none',
+      },
+      warnings: [
+        { field: 'website', reason: 'not a website: "=" cannot be in a host name', value: formula },
+      ],
+    });
+  });
+
   it('turns unreadable rows and non-objects into invalid results', () => {
     expect(m.map({ line: 4, problem: 'row has 3 fields, header has 4' })).toEqual({
       ok: false,

@@ -125,6 +125,16 @@ describe('website', () => {
     ['//acme.com/a', 'https://acme.com/a'],
     ['acme.com/@team', 'https://acme.com/@team'],
     ['bücher.de', 'https://bücher.de'],
+    ['xn--bcher-kva.de', 'https://xn--bcher-kva.de'],
+    ['https://xn--80ak6aa92e.com/', 'https://xn--80ak6aa92e.com/'],
+    ['ACME.COM', 'https://ACME.COM'],
+    ['acme.com', 'https://acme.com'],
+    ['https://acme.com/path', 'https://acme.com/path'],
+    ['http://acme.co.uk', 'http://acme.co.uk'],
+    ['acme.com.', 'https://acme.com.'],
+    ['http://[2001:db8::1]:8080/', 'http://[2001:db8::1]:8080/'],
+    ['http://192.0.2.7/status', 'http://192.0.2.7/status'],
+    ['https://acme.com/?ref=a@b', 'https://acme.com/?ref=a@b'],
   ])('%j → %j (host and path as written; https:// only when there is no scheme)', (input, out) =>
     expect(toWebsite(input)).toBe(out),
   );
@@ -135,7 +145,9 @@ describe('website', () => {
     const url = fc
       .tuple(
         fc.constantFrom('http://', 'https://', 'HTTPS://'),
-        fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9.&_-]{0,20}$/),
+        fc.stringMatching(
+          /^[A-Za-z0-9][A-Za-z0-9&_-]{0,6}(?:\.[A-Za-z0-9_][A-Za-z0-9&_-]{0,6}){0,3}$/,
+        ),
         fc.stringMatching(/^(?:[/?#][A-Za-z0-9._~!$&'()*+,;=:@%/?#-]{0,12})?$/),
       )
       .map(([scheme, host, rest]) => `${scheme}${host}${rest}`);
@@ -156,7 +168,71 @@ describe('website', () => {
     ['https:///path', 'no host name'],
     ['-', 'no host name'],
     ['http:acme.com', 'expected // after http:'],
+    ['=HYPERLINK("http://evil.example","x")', '"=" cannot be in a host name'],
+    ['=acme.com', '"=" cannot be in a host name'],
+    ['+acme.com', '"+" cannot be in a host name'],
+    ['-acme.com', 'a label of the host name starts with "-"'],
+    ['@acme', 'starts with "@"'],
+    ['@acme.com', 'starts with "@"'],
+    ['https://acme.com@evil.example/', 'text and "@" before the host name'],
+    ['http://user:pass@acme.com', 'text and "@" before the host name'],
+    ['https://evil.example\\.acme.com', '"\\\\" cannot be in a host name'],
+    ['https://"acme.com"', '"\\"" cannot be in a host name'],
+    ['acme..com', 'an empty label in the host name'],
+    ['http://[acme]/', 'not an IPv6 address in brackets'],
+    ['JavaScript:alert(document.cookie)', 'scheme javascript: is not http(s)'],
+    ['data:text/html,x', 'scheme data: is not http(s)'],
   ])('refuses %j', (input, why) => expect(reason(toWebsite(input))).toContain(why));
+
+  it('refuses whatever starts like a spreadsheet formula (= + - @)', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('=', '+', '-', '@'), fc.string(), (lead, rest) => {
+        expect(toWebsite(`${lead}${rest}`)).toBeInstanceOf(Invalid);
+      }),
+    );
+  });
+
+  it('accepts only values whose host is a host name', () => {
+    // The oracle: http(s):// then a bracketed IPv6 address or dot-joined
+    // labels of letters, digits, marks, _ & and - (not first), then a port,
+    // a path, a query, a fragment or the end.
+    const accepted =
+      /^https?:\/\/(?:\[[0-9a-f:.]+\]|[\p{L}\p{M}\p{N}_&][\p{L}\p{M}\p{N}_&-]*(?:\.[\p{L}\p{M}\p{N}_&][\p{L}\p{M}\p{N}_&-]*)*\.?)(?::\d*)?(?:[/?#]|$)/iu;
+    const parts = fc.constantFrom(
+      'http://',
+      'https://',
+      '//',
+      '',
+      'a',
+      '.',
+      '-',
+      '@',
+      ':',
+      '=',
+      '"',
+      '(',
+      '/',
+      '[',
+      ']',
+      '1',
+      'ü',
+      '&',
+      '\\',
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.array(parts).map((p) => p.join('')),
+        ),
+        (s) => {
+          const out = toWebsite(s);
+          if (typeof out === 'string') expect(out).toMatch(accepted);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe('split-name', () => {
