@@ -8,7 +8,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
 import { Envelope, EnvelopeTally } from '../../src/crm/envelope.js';
 import { NdjsonParser } from '../../src/crm/ndjson.js';
 import type { SourceRow } from '../../src/crm/row.js';
@@ -139,6 +141,32 @@ describe('stream: Airbyte and Singer output', () => {
       { line: 5, problem: 'a RECORD message without a stream name (record.data of nothing)' },
       { line: 6, record: companies[1] },
     ]);
+  });
+
+  it('a stream with no RECORD in the whole export: a warning listing the streams read', async () => {
+    const lines: Rec[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Rec);
+        cb();
+      },
+    });
+    const logger = createLogger({ level: 'info', destination, pretty: false });
+    const path = file('other-streams.ndjson', [
+      { type: 'RECORD', stream: 'deals', record: { id: 1 } },
+      { type: 'STATE', value: {} },
+      { type: 'RECORD', stream: 'deals', record: { id: 2 } },
+      { type: 'RECORD', stream: 'owners', record: { id: 3 } },
+    ]);
+    expect(await readAll({ path, stream: 'companies' }, { logger })).toEqual([]);
+    const warned = lines.filter((l) => l.level === 'warn');
+    expect(warned.map((l) => l.msg)).toEqual([
+      'no RECORD of stream "companies": its streams are deals (2), owners (1)',
+    ]);
+    expect(warned[0]).toMatchObject({ values: 4, problems: 0, streams: { deals: 2, owners: 1 } });
+    lines.length = 0;
+    await readAll({ path, stream: 'deals' }, { logger });
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
   });
 
   it('holds across every cut of the text into two chunks', () => {
