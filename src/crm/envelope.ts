@@ -132,11 +132,9 @@ export class Envelope {
         `not an Airbyte or Singer message: no "type", nor "stream" and "data" (${keysOf(msg)})`,
       );
     }
+    // Only an Airbyte protocol message gets here without a name: the others were tested for one.
     if (typeof stream !== 'string') {
-      return this.problem(
-        line,
-        `a RECORD message without a stream name (${what} of ${kind(stream)})`,
-      );
+      return this.problem(line, `a RECORD message whose record.stream is ${kind(stream)}`);
     }
     this.tally.streams.set(stream, (this.tally.streams.get(stream) ?? 0) + 1);
     if (stream !== this.stream) return undefined;

@@ -138,7 +138,7 @@ describe('stream: Airbyte and Singer output', () => {
       },
       { line: 3, problem: "the RECORD's record is null, not a JSON object" },
       { line: 4, problem: 'a RECORD message whose record is a string' },
-      { line: 5, problem: 'a RECORD message without a stream name (record.data of nothing)' },
+      { line: 5, problem: 'a RECORD message whose record.stream is nothing' },
       { line: 6, record: companies[1] },
     ]);
   });
