@@ -2,8 +2,10 @@
  * The path check of `crm-sync validate`: reads the first rows of a job's
  * export (COVERAGE_ROWS, as a run does before writing) and reports each
  * mapped column or path that found a value in none of them, with the
- * nearest keys where it stopped. Only local files are read unless asked:
- * validate must not depend on a CRM being reachable.
+ * nearest keys where it stopped. A `recordPath` or `stream` that finds no
+ * record in a line read is a problem (validate fails), as is a `stream` with
+ * no record there at all. Only local files are read unless asked: validate
+ * must not depend on a CRM being reachable.
  */
 import { existsSync } from 'node:fs';
 import {
@@ -13,7 +15,9 @@ import {
   rowsLooked,
   type CoverageSummary,
 } from '../crm/path-coverage.js';
-import { readRows } from '../crm/read.js';
+import { EnvelopeTally } from '../crm/envelope.js';
+import { readRows, streamsSeen } from '../crm/read.js';
+import { SourceError } from '../crm/source-error.js';
 import { NO_ENV, sourceName, type SourceEnv } from '../crm/source.js';
 import type { SourceSpec } from '../crm/source-spec.js';
 import { sourceOf } from '../engine/run-source.js';
@@ -25,46 +29,84 @@ export async function sampleCoverage(
   paths: JobDefinition['mapping']['paths'],
   limit = COVERAGE_ROWS,
   env: SourceEnv = NO_ENV,
+  tally?: EnvelopeTally,
 ): Promise<CoverageSummary> {
   const coverage = new PathCoverage(paths, limit);
   // Leaving the loop closes the reader and its file or connection.
-  for await (const rows of readRows(source, { batchSize: Math.min(limit, 500), env })) {
+  for await (const rows of readRows(source, { batchSize: Math.min(limit, 500), env, tally })) {
     for (const row of rows) if ('record' in row) coverage.observe(row.record);
     if (coverage.full) break;
   }
   return coverage.summary();
 }
 
+/** What validate reports of one job's export: lines for stderr, and problems (validate fails). */
+export interface PathReport {
+  lines: string[];
+  problems: string[];
+}
+
 /**
- * What validate prints for one job: lines for stderr, each one finding.
- * `env` is where a URL source's credentials are read (config's `sourceEnv`).
+ * What validate reports of one job's export. `env` is where a URL source's
+ * credentials are read (config's `sourceEnv`).
  */
 export async function pathReport(
   job: JobDefinition,
   opts: { fetch: boolean; env: SourceEnv },
-): Promise<string[]> {
+): Promise<PathReport> {
   const source = sourceOf(job, {});
   const name = sourceName(source);
   if (source.url !== undefined && !opts.fetch) {
-    return [
+    const lines = [
       `note: ${job.file}: mapped paths not checked: the source is a URL (validate --fetch reads its first ${COVERAGE_ROWS.toLocaleString('en-US')} rows)`,
     ];
+    return { lines, problems: [] };
   }
-  if (source.path !== undefined && !existsSync(source.path)) return [];
+  if (source.path !== undefined && !existsSync(source.path)) return { lines: [], problems: [] };
   let summary: CoverageSummary;
+  const tally = new EnvelopeTally();
   try {
-    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env);
+    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env, tally);
   } catch (err) {
-    return [
+    if (err instanceof SourceError && err.code === 'source.config') {
+      return { lines: [], problems: [`${job.file}: source: ${err.message}`] };
+    }
+    const lines = [
       `warning: ${job.file}: mapped paths not checked: ${name} could not be read: ${(err as Error).message}`,
     ];
+    return { lines, problems: [] };
   }
+  const problems = envelopeProblems(source, tally).map((p) => `${job.file}: ${p}`);
   const warnings = coverageWarnings(summary);
   const head = `paths ${job.name}: read ${rowsLooked(summary)} of ${name}`;
-  if (summary.rows === 0) return [`${head}: no rows to check the mapped paths against`];
-  if (warnings.length === 0) return [`${head}: every mapped path found a value`];
-  return [
+  if (summary.rows === 0) {
+    return { lines: [`${head}: no rows to check the mapped paths against`], problems };
+  }
+  if (warnings.length === 0) {
+    return { lines: [`${head}: every mapped path found a value`], problems };
+  }
+  const lines = [
     `${head}: ${warnings.length} mapped path(s) found nothing`,
     ...warnings.map((w) => `warning: ${job.file}: ${w}`),
   ];
+  return { lines, problems };
+}
+
+/** Where `stream` or `recordPath` found no record in the values read. */
+function envelopeProblems(source: SourceSpec, tally: EnvelopeTally): string[] {
+  const out: string[] = [];
+  const read = tally.values.toLocaleString('en-US');
+  const key = source.stream !== undefined ? 'source.stream' : 'source.recordPath';
+  if (tally.problems > 0) {
+    const first = tally.firstProblems.map((p) => `line ${p.line}: ${p.problem}`).join('; ');
+    out.push(
+      `${key}: no record in ${tally.problems.toLocaleString('en-US')} of the ${read} values read (${first})`,
+    );
+  }
+  if (source.stream !== undefined && tally.values > 0 && !tally.streams.has(source.stream)) {
+    out.push(
+      `source.stream: no RECORD of stream ${JSON.stringify(source.stream)} in the ${read} values read: ${streamsSeen(tally.streams)}`,
+    );
+  }
+  return out;
 }

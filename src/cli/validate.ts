@@ -5,7 +5,8 @@
  * not exist yet is a warning, not a problem: exports are often dropped just
  * before the run. Then it reads the first 1,000 rows of each local export
  * (of URL sources too with `--fetch`) and warns of each mapped column or path
- * that found nothing there (validate-paths.ts).
+ * that found nothing there, and of each line where the source's `recordPath`
+ * or `stream` found no record, which is a problem (validate-paths.ts).
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -34,11 +35,9 @@ export function registerValidateCommand(program: Command): void {
       }
     }
     for (const job of jobs) {
-      for (const line of await pathReport(job, {
-        fetch: flags.fetch === true,
-        env: config.sourceEnv,
-      }))
-        process.stderr.write(`${line}\n`);
+      const report = await pathReport(job, { fetch: flags.fetch === true, env: config.sourceEnv });
+      for (const line of report.lines) process.stderr.write(`${line}\n`);
+      problems.push(...report.problems);
     }
     for (const p of problems) process.stderr.write(`${p}\n`);
     if (problems.length > 0) {

@@ -15,7 +15,8 @@
  * a SourceError.
  */
 import type { SourceRow } from './row.js';
-import { HeldRecord, overBytes, parseRecord } from './ndjson.js';
+import type { Envelope } from './envelope.js';
+import { HeldRecord, overBytes, readRecord } from './ndjson.js';
 import { SourceError } from './source-error.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
@@ -25,6 +26,8 @@ export interface JsonOptions {
   source: string;
   recordsPath?: string;
   maxRecordBytes: number;
+  /** Where each element's record is (`stream`, `recordPath`); the element is the record when none. */
+  envelope?: Envelope;
 }
 
 const NL = 10;
@@ -303,7 +306,8 @@ export class JsonArrayParser {
       });
       return;
     }
-    out.push(parseRecord(line, body, from, to));
+    const row = readRecord(this.opts.envelope, line, body, from, to);
+    if (row !== undefined) out.push(row);
   }
 
   /** Bytes that were not UTF-8 before `offset` and in no record: the structure itself is broken. */

@@ -4,15 +4,19 @@
  * on. Blank lines are skipped. A line longer than `maxRecordBytes` is dropped
  * as it streams (memory stays bounded) and reported as a problem row, as is
  * a line with bytes that were not UTF-8.
+ * With `recordPath` or `stream` each line is opened as envelope.ts says.
  * Each line is parsed by `parseJson` (json-value.ts), which returns what
  * JSON.parse would but leaves short string values out of V8's string table.
  */
+import type { Envelope } from './envelope.js';
 import { parseJson } from './json-value.js';
 import type { SourceRow } from './row.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
 
 export interface NdjsonOptions {
   maxRecordBytes: number;
+  /** Where each line's record is (`stream`, `recordPath`); the line is the record when none. */
+  envelope?: Envelope;
 }
 
 /** Why a parsed JSON value is not a record, or undefined when it is one. */
@@ -30,7 +34,23 @@ function jsonProblem(err: unknown): string {
 
 /**
  * One JSON text, `text.slice(start, end)`, as a source row: its object, or why
- * it is not one (NDJSON lines, JSON array elements).
+ * it is not one (NDJSON lines, JSON array elements); with an envelope, the
+ * record inside it, or undefined when the envelope passes it over.
+ */
+export function readRecord(
+  envelope: Envelope | undefined,
+  line: number,
+  text: string,
+  start: number,
+  end: number,
+): SourceRow | undefined {
+  const row = parseRecord(line, text, start, end);
+  return envelope === undefined || !('record' in row) ? row : envelope.open(line, row.record);
+}
+
+/**
+ * One JSON text, `text.slice(start, end)`, as a source row: its object, or why
+ * it is not one.
  */
 export function parseRecord(line: number, text: string, start = 0, end = text.length): SourceRow {
   let value: unknown;
@@ -145,6 +165,10 @@ export class NdjsonParser {
     if (start === end || (text.charCodeAt(start) <= 32 && text.slice(start, end).trim() === '')) {
       return;
     }
-    out.push(parseRecord(line, text, start, end));
+    if (this.opts.envelope === undefined) out.push(parseRecord(line, text, start, end));
+    else {
+      const row = readRecord(this.opts.envelope, line, text, start, end);
+      if (row !== undefined) out.push(row);
+    }
   }
 }

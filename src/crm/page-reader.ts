@@ -26,6 +26,7 @@ import {
   type PageFault as PolicyPageFault,
   type PageRetry,
 } from '../platform/retry-policy.js';
+import type { Envelope } from './envelope.js';
 import { parseJson } from './json-value.js';
 import { checkNext, nextPage, pageRecords, pageRules, type PageAt } from './pagination.js';
 import type { SourceRow } from './row.js';
@@ -46,6 +47,8 @@ export interface PagesOptions {
   env?: SourceEnv;
   logger?: Logger;
   batchSize: number;
+  /** Where each record of a page is (`recordPath`); the page's item is the record when none. */
+  envelope?: Envelope;
 }
 
 /** Largest page body: a page is held whole while it is parsed. */
@@ -95,7 +98,12 @@ export async function* readPages(
     const at: PageAt = { source: name, page };
     const body = await fetchPage(url, at, fetchOpts);
     const list = body === undefined ? [] : pageRecords(body, rules, at);
-    for (const item of list) out.push(rowOf(++records, item));
+    for (const item of list) {
+      const row = rowOf(++records, item);
+      const opened =
+        opts.envelope && 'record' in row ? opts.envelope.open(row.line, row.record) : row;
+      if (opened !== undefined) out.push(opened);
+    }
     const next: URL | null =
       body === undefined
         ? null

@@ -12,12 +12,17 @@
  * when the first line is a complete object (unless that object is itself the
  * holder of the records array), JSON otherwise; anything else is CSV.
  *
+ * `recordPath` and `stream` take each record out of its envelope
+ * (envelope.ts); `recordsPath` on NDJSON, or either of those on CSV, is a
+ * `source.config` error rather than ignored.
+ *
  * A 0-byte export is an error (`source.empty`: a failed download often looks
  * like this); a CSV with a header and no rows, or `[]`, is zero rows.
  */
 import { silentLogger, type Logger } from '../log.js';
 import { CsvParser } from './csv.js';
 import { decodeText, type DecodeInfo } from './decode.js';
+import { Envelope, type EnvelopeTally } from './envelope.js';
 import { DEFAULT_RECORD_KEYS, JsonArrayParser } from './json.js';
 import { NdjsonParser } from './ndjson.js';
 import { readPages } from './page-reader.js';
@@ -25,7 +30,12 @@ import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
 import type { Decoded, NotUtf8 } from './utf8.js';
 import { formatFromName, openBytes, sourceName, type SourceEnv } from './source.js';
-import { SourceSpecSchema, type SourceFormat, type SourceSpec } from './source-spec.js';
+import {
+  RECORDS_PATH_NDJSON,
+  SourceSpecSchema,
+  type SourceFormat,
+  type SourceSpec,
+} from './source-spec.js';
 
 export interface ReadOptions {
   signal?: AbortSignal;
@@ -43,6 +53,8 @@ export interface ReadOptions {
    * read (config's `sourceEnv`); none when not given: a local file needs none.
    */
   env?: SourceEnv;
+  /** Filled in as the rows are read when the source has `stream` or `recordPath` (envelope.ts). */
+  tally?: EnvelopeTally;
 }
 
 export const DEFAULT_BATCH_SIZE = 500;
@@ -129,9 +141,10 @@ export async function* readRows(
   const maxRecordBytes = opts.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const signal = opts.signal;
   signal?.throwIfAborted();
+  const envelope = Envelope.wanted(spec) ? new Envelope(spec, opts.tally) : undefined;
   // A CRM list API: JSON pages, each fetched whole (pages.ts).
   if (spec.paginate !== undefined) {
-    yield* readPages(spec, { signal, env: opts.env, logger, batchSize });
+    yield* readPages(spec, { signal, env: opts.env, logger, batchSize, envelope });
     return;
   }
 
@@ -149,6 +162,15 @@ export async function* readRows(
 
   const create = (f: SourceFormat): Parser => {
     logger.debug({ source: name, format: f, encoding: info.encoding }, 'reading export');
+    const unusable =
+      f === 'ndjson' && spec.recordsPath !== undefined
+        ? RECORDS_PATH_NDJSON
+        : f === 'csv' && envelope !== undefined
+          ? 'recordPath and stream read JSON records, and this export is CSV'
+          : undefined;
+    if (unusable !== undefined) {
+      throw new SourceError('source.config', `invalid source: ${unusable}`, { source: name });
+    }
     if (f === 'csv') {
       return new CsvParser({
         source: name,
@@ -157,8 +179,13 @@ export async function* readRows(
         onHeader: opts.onHeader,
       });
     }
-    if (f === 'ndjson') return new NdjsonParser({ maxRecordBytes });
-    return new JsonArrayParser({ source: name, recordsPath: spec.recordsPath, maxRecordBytes });
+    if (f === 'ndjson') return new NdjsonParser({ maxRecordBytes, envelope });
+    return new JsonArrayParser({
+      source: name,
+      recordsPath: spec.recordsPath,
+      maxRecordBytes,
+      envelope,
+    });
   };
 
   let out: SourceRow[] = [];
@@ -197,4 +224,25 @@ export async function* readRows(
     yield batch;
   }
   logger.debug({ source: name, rows, lines: parser.line }, 'export read');
+  if (envelope !== undefined) logEnvelope(envelope, spec, name, logger);
+}
+
+/** A stream with no record in the whole export is said (a misspelt name reads nothing). */
+function logEnvelope(envelope: Envelope, spec: SourceSpec, name: string, logger: Logger): void {
+  const { streams, values, problems } = envelope.tally;
+  const found = spec.stream === undefined ? undefined : (streams.get(spec.stream) ?? 0);
+  const fields = { source: name, values, problems, streams: Object.fromEntries(streams) };
+  if (found === 0) {
+    logger.warn(
+      fields,
+      `no RECORD of stream ${JSON.stringify(spec.stream)}: ${streamsSeen(streams)}`,
+    );
+  } else logger.debug(fields, 'envelopes opened');
+}
+
+/** The streams of the RECORD messages read, for a message. */
+export function streamsSeen(streams: ReadonlyMap<string, number>): string {
+  if (streams.size === 0) return 'the export has no RECORD message';
+  const list = [...streams].map(([s, n]) => `${s} (${n.toLocaleString('en-US')})`);
+  return `its streams are ${list.join(', ')}`;
 }

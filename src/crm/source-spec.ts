@@ -7,6 +7,8 @@
  */
 import { z } from 'zod';
 import { encodingName } from './decode.js';
+import { parseRecordPath } from './envelope.js';
+import { PathSyntax } from './json-path.js';
 import { PageRetrySpec, PaginateSpec, checkPaging } from './pagination.js';
 
 export const SOURCE_FORMATS = ['csv', 'ndjson', 'json'] as const;
@@ -16,6 +18,12 @@ export type SourceFormat = (typeof SOURCE_FORMATS)[number];
 export const RecordsPath = z
   .string()
   .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"');
+
+/** Where each line's or element's record is inside it: a path such as `data` or `record.data`. */
+export const RecordPath = z.string().superRefine((text, ctx) => {
+  const path = parseRecordPath(text);
+  if (path instanceof PathSyntax) ctx.addIssue({ code: 'custom', message: path.reason });
+});
 
 /** The export's encoding when it has no byte-order mark: a WHATWG label Node can decode. */
 export const SourceEncoding = z.string().refine((label) => encodingName(label) !== undefined, {
@@ -34,6 +42,10 @@ const SourceFields = z.strictObject({
     .transform((d) => (d === 'tab' ? '\t' : d))
     .optional(),
   recordsPath: RecordsPath.optional(),
+  /** Each NDJSON line's or array element's record is at this path (envelope.ts). */
+  recordPath: RecordPath.optional(),
+  /** Airbyte or Singer output: the RECORD messages of this stream (envelope.ts). */
+  stream: z.string().min(1).optional(),
   /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
   encoding: SourceEncoding.optional(),
   /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
@@ -49,6 +61,9 @@ type SourceInput = {
   path?: unknown;
   url?: unknown;
   format?: unknown;
+  recordsPath?: unknown;
+  recordPath?: unknown;
+  stream?: unknown;
   headers?: unknown;
   paginate?: unknown;
   retry?: unknown;
@@ -78,7 +93,27 @@ function checkSource(s: unknown, ctx: z.RefinementCtx): void {
     }
   }
   checkPaging(s, ctx);
+  checkEnvelope(s, ctx);
 }
+
+/** A recordsPath, recordPath or stream the format cannot use is an error, never ignored. */
+function checkEnvelope(s: SourceInput, ctx: z.RefinementCtx): void {
+  const issue = (path: string, message: string) =>
+    ctx.addIssue({ code: 'custom', path: [path], message });
+  if (s.recordsPath !== undefined && s.format === 'ndjson')
+    issue('recordsPath', RECORDS_PATH_NDJSON);
+  if (s.format === 'csv') {
+    for (const key of ['recordPath', 'stream'] as const)
+      if (s[key] !== undefined) issue(key, `${key} reads JSON records: not with format csv`);
+  }
+  if (s.stream !== undefined && s.paginate !== undefined) {
+    issue('stream', "stream reads Airbyte or Singer output from a file or URL, not an API's pages");
+  }
+}
+
+/** Why `recordsPath` does not apply to NDJSON, and what to write instead. */
+export const RECORDS_PATH_NDJSON =
+  'recordsPath selects the records array of a JSON document; in NDJSON each line is a record: write recordPath to take the record from a key of each line (e.g. recordPath: data)';
 
 // Header names that carry credentials: their values must come from the environment.
 const SECRET_HEADER =

@@ -2,7 +2,8 @@
  * The CLI as users run it, one process per command, against a sandbox
  * process and the test Redis: a whole run with `--json`, the same run through
  * `show`, `runs` and `failures` (formula-safe CSV), `retry`, attaching to a
- * run already queued, `validate`, `api-account create`, exit codes and help.
+ * run already queued, `validate` (a misspelt record stream included),
+ * `api-account create`, exit codes and help.
  */
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -279,6 +280,42 @@ describe('crm-sync validate', () => {
       expect(r.stderr).toMatch(/problem\(s\) in .*; 1 job\(s\) valid/);
     } finally {
       bad.remove();
+    }
+  });
+});
+
+describe('crm-sync validate on a record stream', () => {
+  it('fails when no line is a RECORD of the stream, naming the streams there', async () => {
+    const dir = tempDir('e2e-validate-stream');
+    try {
+      const record = (id: string, name: string) =>
+        JSON.stringify({
+          type: 'RECORD',
+          record: { stream: 'companies', data: { id, properties: { name } } },
+        });
+      const path = dir.write(
+        'hubspot.ndjson',
+        [
+          record('101', 'Acme'),
+          JSON.stringify({ type: 'STATE', state: {} }),
+          record('102', 'Globex'),
+        ].join('\n'),
+      );
+      // The job file with the stream under its source.
+      const job = (stream: string) =>
+        companiesJob(path).replace(/^( {2}path: .*)$/m, `$1\n  stream: ${stream}`);
+      dir.write('right.yaml', job('companies'));
+      dir.write('misspelt.yaml', job('company'));
+      const r = await runCli(['validate', '--jobs', dir.dir], env);
+      expect(r.code).toBe(3);
+      expect(r.stdout).toMatch(/^ok misspelt:.*\nok right:/);
+      expect(r.stderr).toContain(
+        `${dir.path('misspelt.yaml')}: source.stream: no RECORD of stream "company" in the 3 values read: its streams are companies (2)`,
+      );
+      expect(r.stderr).toMatch(/paths right: read all 2 rows of /);
+      expect(r.stderr).toMatch(/1 problem\(s\) in .*; 2 job\(s\) valid/);
+    } finally {
+      dir.remove();
     }
   });
 });

@@ -7,7 +7,7 @@
  * run of the same job must write nothing.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { FailureRow, RunRecord } from '../../src/state/runs.js';
 import { countWrites, startEngine, statsSince, type EngineHarness } from '../harness/engine.js';
@@ -44,9 +44,12 @@ export interface FixtureJob {
   job: string;
   preset: string;
   entity: 'companies' | 'members';
-  /** Relative to test/fixtures/real. */
+  /** Relative to test/fixtures/real, or absolute (an export the test wrote). */
   file: string;
   recordsPath?: string;
+  /** Where each line's record is: Airbyte or Singer stream, or a path (docs/MAPPING.md). */
+  stream?: string;
+  recordPath?: string;
 }
 
 export interface Synced {
@@ -64,8 +67,10 @@ export async function syncTwice(h: EngineHarness, f: FixtureJob): Promise<Synced
   h.writeJob(f.job, {
     entity: f.entity,
     source: {
-      path: join(REAL, f.file),
+      path: isAbsolute(f.file) ? f.file : join(REAL, f.file),
       ...(f.recordsPath !== undefined && { recordsPath: f.recordsPath }),
+      ...(f.stream !== undefined && { stream: f.stream }),
+      ...(f.recordPath !== undefined && { recordPath: f.recordPath }),
     },
     mapping: f.preset,
   });

@@ -67,6 +67,18 @@ describe('paginated sources: each way of paging', () => {
     ]);
   });
 
+  it('recordPath: each record of every page taken from under its key', async () => {
+    const crm = await emulator();
+    crm.data.hubspotCompanies = hubspotCompanies(5);
+    const rows = await read({
+      url: `${crm.url}/crm/v3/objects/companies?limit=3`,
+      paginate: 'hubspot',
+      recordPath: 'properties',
+    });
+    expect(rows.map((r) => r.line)).toEqual([1, 2, 3, 4, 5]);
+    expect(records(rows)).toEqual(crm.data.hubspotCompanies.map((r) => r.body.properties));
+  });
+
   it('next link: HubSpot paging.next.link followed as given', async () => {
     const crm = await emulator();
     crm.data.hubspotCompanies = hubspotCompanies(5);

@@ -62,4 +62,37 @@ describe('the source schema', () => {
       ]);
     }
   });
+
+  it('takes recordPath and stream, and refuses what the format cannot use, all at once', () => {
+    const ok = { path: 'out.jsonl', stream: 'companies', recordPath: 'properties' };
+    expect(JobSourceSchema.parse(ok)).toEqual(ok);
+    expect(
+      problems(JobSourceSchema, {
+        path: 'out.jsonl',
+        format: 'ndjson',
+        recordsPath: 'data',
+        recordPath: 'items[*].data',
+      }),
+    ).toEqual([
+      'recordPath: [*] finds a list; a recordPath finds one record',
+      'recordsPath: recordsPath selects the records array of a JSON document; in NDJSON each line is a record: write recordPath to take the record from a key of each line (e.g. recordPath: data)',
+    ]);
+    expect(
+      problems(SourceSpecSchema, { path: 'a.csv', format: 'csv', recordPath: 'a[', stream: '' }),
+    ).toEqual([
+      'recordPath: unclosed [ at character 2',
+      'stream: Too small: expected string to have >=1 characters',
+      'recordPath: recordPath reads JSON records: not with format csv',
+      'stream: stream reads JSON records: not with format csv',
+    ]);
+    expect(
+      problems(SourceSpecSchema, {
+        url: 'https://crm.example/v3',
+        paginate: 'hubspot',
+        stream: 'x',
+      }),
+    ).toEqual([
+      "stream: stream reads Airbyte or Singer output from a file or URL, not an API's pages",
+    ]);
+  });
 });
