@@ -154,6 +154,12 @@ export async function submitRun(
     if (held && hasEnded(held)) {
       await releaseStaleRun(deps.runQueue, run.data.job, runId);
       ({ runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data));
+    } else if (held) {
+      // Attaching gives the caller the run going: only when it is the run they asked for.
+      const full = run.data.full === true;
+      const mode = run.data.mode ?? run.def.mode;
+      if ((held.options.full === true) !== full || held.mode !== mode)
+        throw new RunConflictError(held, { full, mode });
     }
   }
   if (!attached)
@@ -185,6 +191,22 @@ export async function retryRun(
 ): Promise<StartedRun & { original: RunRecord }> {
   const prepared = await prepareRetry(deps, runId, opts);
   return { ...(await submitRun(deps, prepared)), original: prepared.original };
+}
+
+/** A run asked for while another run of the job goes with another mode or `full`. */
+export class RunConflictError extends Error {
+  readonly code = 'run.conflict';
+  constructor(
+    readonly running: Pick<RunRecord, 'id' | 'job' | 'mode' | 'status' | 'options'>,
+    asked: { full: boolean; mode: string },
+  ) {
+    const shown = (full: boolean, mode: string) =>
+      `${full ? 'a full backfill' : 'a run'} (${mode})`;
+    super(
+      `run ${running.id} of ${running.job} is still ${running.status} as ${shown(running.options.full === true, running.mode)}; ${shown(asked.full, asked.mode)} can start once it has ended`,
+    );
+    this.name = 'RunConflictError';
+  }
 }
 
 /** A retry whose original source cannot be read again as stored. */

@@ -6,7 +6,12 @@
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { SourceError } from '../crm/source-error.js';
-import { NoSuchRunError, RetrySourceError, RunNotEndedError } from '../engine/run-service.js';
+import {
+  NoSuchRunError,
+  RetrySourceError,
+  RunConflictError,
+  RunNotEndedError,
+} from '../engine/run-service.js';
 import { SourceCredentialsError } from '../engine/run-source.js';
 import { JobError } from '../jobs/definition.js';
 import { scrubText } from '../log.js';
@@ -50,7 +55,7 @@ export function statusOf(err: unknown): number {
   if (err instanceof ApiError) return err.status;
   if (err instanceof NoSuchRunError) return 404;
   if (err instanceof JobError) return err.code === 'job.not-found' ? 404 : 422;
-  if (err instanceof RunNotEndedError) return 409;
+  if (err instanceof RunNotEndedError || err instanceof RunConflictError) return 409;
   if (err instanceof RetrySourceError || err instanceof SourceCredentialsError) return 422;
   if (err instanceof SourceError) return 422;
   const code = (err as { code?: unknown } | null)?.code;

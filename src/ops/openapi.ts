@@ -79,6 +79,7 @@ export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undef
         401: unauthorized,
         403: refused,
         404: bad('No such job'),
+        409: bad('A run of the job is going with another mode or `full`; the answer names it'),
         413: bad('A body over 16 KiB'),
         415: bad('A body that is not application/json'),
         422: bad('The job file does not load'),

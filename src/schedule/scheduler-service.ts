@@ -10,7 +10,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { alertEmitter, createAlertQueue } from '../alerts/delivery.js';
 import type { Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
-import { jobLoader, startRun } from '../engine/run-service.js';
+import { jobLoader, RunConflictError, startRun } from '../engine/run-service.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import type { Shutdown } from '../ops/shutdown.js';
@@ -98,7 +98,12 @@ export async function startSchedulerService(
     redis,
     prefix: config.prefix,
     logger,
-    enqueue: (job, slot) => startRun(deps, job, { trigger: 'schedule', slot }),
+    // A slot that meets a run of the job going, whatever its options, overlaps it.
+    enqueue: (job, slot) =>
+      startRun(deps, job, { trigger: 'schedule', slot }).catch((err: unknown) => {
+        if (err instanceof RunConflictError) return { runId: err.running.id, attached: true };
+        throw err;
+      }),
     onMissed: (m) => alerts.slotMissed(m),
   });
   shutdown.register('scheduler', () => scheduler.stop());

@@ -13,6 +13,7 @@ import {
   jobLoader,
   NoSuchRunError,
   retryRun,
+  RunConflictError,
   RunNotEndedError,
   startRun,
   type RunDeps,
@@ -69,8 +70,20 @@ describe('startRun', () => {
       trigger: 'cli',
     });
 
-    const second = await startRun(d, 'companies', { force: true });
+    const second = await startRun(d, 'companies', {
+      full: true,
+      mode: 'create-only',
+      force: true,
+    });
     expect(second).toEqual({ runId: first.runId, attached: true });
+    // Another mode or `full` is not the run going: refused, naming it, never attached.
+    for (const other of [{ mode: 'create-only' as const }, { full: true }, {}]) {
+      const refused = startRun(d, 'companies', other);
+      await expect(refused, JSON.stringify(other)).rejects.toBeInstanceOf(RunConflictError);
+      await expect(startRun(d, 'companies', other)).rejects.toThrow(
+        `run ${first.runId} of companies is still queued as a full backfill (create-only)`,
+      );
+    }
     expect(await d.store.listRuns({ job: 'companies' })).toHaveLength(1);
     expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
   });
