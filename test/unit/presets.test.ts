@@ -57,6 +57,8 @@ const PRESETS = [
   'pipedrive-organizations',
   'pipedrive-users',
   'salesforce-accounts',
+  'salesforce-contacts',
+  'salesforce-leads',
   'salesforce-users',
   'zoho-accounts',
   'zoho-users',
@@ -81,9 +83,13 @@ describe('presets', () => {
       };
       return def.fields.external_id.template.replace(/\{.*$/, '');
     });
-    // Salesforce ids name their object themselves (001 Account, 005 User): one namespace for both.
+    // Salesforce ids name their object themselves (001 Account, 003 Contact, 00Q Lead, 005 User):
+    // one namespace for all four.
+    const salesforce = PRESETS.filter((name) => name.startsWith('salesforce-'));
+    expect(salesforce).toHaveLength(4);
     const distinct = new Set(prefixes.filter((p) => p !== 'salesforce:'));
-    expect(distinct.size).toBe(PRESETS.length - 2);
+    expect(distinct.size).toBe(PRESETS.length - salesforce.length);
+    expect(prefixes.filter((p) => p === 'salesforce:')).toHaveLength(salesforce.length);
   });
 
   it('hubspot-companies maps the UI export', () => {
@@ -503,6 +509,104 @@ describe('presets', () => {
     });
     // Without UserType in the export nothing is skipped: the system address is then invalid.
     expect(map1('salesforce-users', user)).toMatchObject({ ok: false, field: 'email' });
+  });
+
+  it('salesforce-contacts and salesforce-leads map people by their own ids, in every shape', () => {
+    const contact = {
+      Id: '003jV000005OEtN',
+      AccountId: '001jV0000050DOz',
+      Email: 'rose@edge.com',
+      FirstName: 'Rose',
+      LastName: 'Gonzalez',
+      Title: 'SVP, Procurement',
+    };
+    const body = {
+      external_id: 'salesforce:003jV000005OEtNQAW',
+      email: 'rose@edge.com',
+      first_name: 'Rose',
+      last_name: 'Gonzalez',
+      custom: custom({ account_id: '001jV0000050DOzQAM', title: 'SVP, Procurement' }),
+    };
+    expect(map1('salesforce-contacts', contact)).toEqual({ ok: true, line: 2, body });
+    // Data Loader before v61: upper-case headers; REST: attributes, booleans and null.
+    const upper = Object.fromEntries(Object.entries(contact).map(([k, v]) => [k.toUpperCase(), v]));
+    expect(map1('salesforce-contacts', { ...upper, ISDELETED: 'false' })).toEqual({
+      ok: true,
+      line: 2,
+      body,
+    });
+    expect(
+      map1('salesforce-contacts', {
+        attributes: { type: 'Contact' },
+        ...contact,
+        IsDeleted: false,
+        MasterRecordId: null,
+        Department: null,
+      }),
+    ).toEqual({ ok: true, line: 2, body });
+    const reason = (preset: string, record: Record<string, unknown>) => {
+      const r = map1(preset, record);
+      return r.ok ? 'synced' : r.skip ? r.reason : `invalid: ${r.reason}`;
+    };
+    // Weekly Data Export: "0"/"1" and 000000000000000AAA lookups.
+    expect(reason('salesforce-contacts', { ...contact, IsDeleted: '1' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    expect(
+      reason('salesforce-contacts', {
+        ...contact,
+        IsDeleted: '0',
+        MasterRecordId: '000000000000000AAA',
+      }),
+    ).toBe('synced');
+    expect(
+      reason('salesforce-contacts', { ...contact, MasterRecordId: '003jV000005OEtOQAW' }),
+    ).toBe('merged into another record (MasterRecordId 003jV000005OEtOQAW)');
+
+    const lead = {
+      Id: '00QjV000001Mo5p',
+      Email: 'pat@pyramid.net',
+      FirstName: 'Pat',
+      LastName: 'Stumuller',
+      Company: 'Pyramid Construction Inc.',
+      Status: 'Closed - Converted',
+      IsConverted: 'false',
+    };
+    expect(map1('salesforce-leads', lead)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'salesforce:00QjV000001Mo5pUAC',
+        email: 'pat@pyramid.net',
+        first_name: 'Pat',
+        last_name: 'Stumuller',
+        custom: custom({ company: 'Pyramid Construction Inc.', status: 'Closed - Converted' }),
+      },
+    });
+    // Only IsConverted says a lead became a contact, in each spelling of true.
+    for (const converted of ['true', '1', true])
+      expect(
+        map1('salesforce-leads', {
+          ...lead,
+          IsConverted: converted,
+          ConvertedContactId: '003jV000005OEtQQAW',
+        }),
+      ).toEqual({
+        ok: false,
+        skip: true,
+        line: 2,
+        field: 'skip.converted',
+        rule: 'converted',
+        reason: 'converted into a contact (IsConverted)',
+        value: converted,
+        identity: 'x:salesforce:00QjV000001Mo5pUAC',
+      });
+    expect(reason('salesforce-leads', { ...lead, IsConverted: '0', IsDeleted: '1' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    expect(reason('salesforce-leads', { ...lead, Email: null })).toBe(
+      'invalid: missing: no value in column Email',
+    );
   });
 
   it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {
