@@ -49,8 +49,12 @@ const PRESETS = [
   'attio-workspace-members',
   'close-leads',
   'close-users',
+  'copper-companies',
+  'copper-people',
   'dynamics-accounts',
   'dynamics-systemusers',
+  'freshsales-accounts',
+  'freshsales-contacts',
   'hubspot-companies',
   'hubspot-contacts',
   'hubspot-owners',
@@ -607,6 +611,89 @@ describe('presets', () => {
     expect(reason('salesforce-leads', { ...lead, Email: null })).toBe(
       'invalid: missing: no value in column Email',
     );
+  });
+
+  it('freshsales presets: integer ids, deleted records skipped', () => {
+    const account = { id: 17001321830, name: 'Widgetz.io (sample)', website: 'widgetz.io' };
+    expect(map1('freshsales-accounts', { ...account, is_deleted: false, owner_id: null })).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'freshsales:account:17001321830',
+        name: 'Widgetz.io (sample)',
+        website: 'https://widgetz.io',
+      },
+    });
+    expect(map1('freshsales-accounts', { ...account, is_deleted: true })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Freshsales (is_deleted)',
+      identity: 'x:freshsales:account:17001321830',
+    });
+    const contact = { id: 17008066468, email: 'jane@example.com', first_name: 'Jane' };
+    expect(map1('freshsales-contacts', { ...contact, is_deleted: 'true' })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Freshsales (is_deleted)',
+    });
+    expect(map1('freshsales-contacts', { ...contact, email: null })).toMatchObject({
+      ok: false,
+      field: 'email',
+      identity: 'x:freshsales:contact:17008066468',
+    });
+  });
+
+  it('copper presets read the first of a list (websites, emails); a person with none is invalid', () => {
+    const company = {
+      id: 35082308,
+      name: 'Company Five',
+      websites: [
+        { url: 'https://five.example/', category: 'work' },
+        { url: 'https://other.example/', category: 'other' },
+      ],
+      phone_numbers: [{ number: '123-555-9876', category: 'work' }],
+      email_domain: 'five.example',
+      assignee_id: 289533,
+    };
+    expect(map1('copper-companies', company)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'copper:company:35082308',
+        name: 'Company Five',
+        website: 'https://five.example/',
+        custom: custom({ email_domain: 'five.example', phone: '123-555-9876', owner_id: 289533 }),
+      },
+    });
+    // No website: the field is left out, not cleared.
+    expect(map1('copper-companies', { ...company, websites: [] })).toMatchObject({
+      ok: true,
+      body: { external_id: 'copper:company:35082308', name: 'Company Five' },
+    });
+    const person = { id: 78757050, first_name: 'Person', last_name: 'One' };
+    expect(
+      map1('copper-people', {
+        ...person,
+        emails: [
+          { email: 'PersonOne@example.com', category: 'work' },
+          { email: 'p1@example.org', category: 'personal' },
+        ],
+      }),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'copper:person:78757050',
+        email: 'PersonOne@example.com',
+        first_name: 'Person',
+        last_name: 'One',
+      },
+    });
+    expect(map1('copper-people', { ...person, emails: [] })).toEqual({
+      ok: false,
+      line: 2,
+      field: 'email',
+      reason: 'missing: no value in column emails[0].email',
+      identity: 'x:copper:person:78757050',
+    });
   });
 
   it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {
