@@ -64,6 +64,8 @@ const PRESETS = [
   'salesforce-contacts',
   'salesforce-leads',
   'salesforce-users',
+  'zendesk-sell-organizations',
+  'zendesk-sell-people',
   'zoho-accounts',
   'zoho-users',
 ];
@@ -693,6 +695,85 @@ describe('presets', () => {
       field: 'email',
       reason: 'missing: no value in column emails[0].email',
       identity: 'x:copper:person:78757050',
+    });
+  });
+
+  it('zendesk-sell presets split one contacts list by is_organization, enveloped or unwrapped', () => {
+    // Zendesk's own sample contact (an organization), as a /v2/contacts item.
+    const org = {
+      id: 1,
+      owner_id: 1,
+      is_organization: true,
+      contact_id: null,
+      parent_organization_id: 2,
+      name: 'Design Services Company',
+      first_name: null,
+      last_name: null,
+      industry: 'Design Services',
+      website: 'http://www.designservice.com',
+      email: null,
+      address: { line1: '2726 Smith Street', city: 'Hyannis', state: 'MA', country: 'US' },
+    };
+    const company = {
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'zendesk-sell:organization:1',
+        name: 'Design Services Company',
+        website: 'http://www.designservice.com',
+        custom: custom({
+          industry: 'Design Services',
+          city: 'Hyannis',
+          country: 'US',
+          owner_id: 1,
+          parent_organization_id: 2,
+        }),
+      },
+    };
+    expect(map1('zendesk-sell-organizations', { data: org, meta: { type: 'contact' } })).toEqual(
+      company,
+    );
+    expect(map1('zendesk-sell-organizations', org)).toEqual(company);
+    expect(map1('zendesk-sell-people', { data: org, meta: { type: 'contact' } })).toMatchObject({
+      skip: true,
+      reason: 'an organization, not a person (is_organization true)',
+    });
+
+    const person = {
+      id: 7,
+      is_organization: false,
+      contact_id: 1,
+      first_name: 'Mark',
+      last_name: 'Johnson',
+      email: 'mark@designservice.example',
+      title: 'CEO',
+      owner_id: 1,
+    };
+    const member = {
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'zendesk-sell:person:7',
+        email: 'mark@designservice.example',
+        first_name: 'Mark',
+        last_name: 'Johnson',
+        custom: custom({ title: 'CEO', organization_id: 1, owner_id: 1 }),
+      },
+    };
+    expect(map1('zendesk-sell-people', { data: person, meta: { type: 'contact' } })).toEqual(
+      member,
+    );
+    expect(map1('zendesk-sell-people', person)).toEqual(member);
+    expect(
+      map1('zendesk-sell-organizations', { data: person, meta: { type: 'contact' } }),
+    ).toMatchObject({
+      skip: true,
+      reason: 'a person, not an organization (is_organization false)',
+    });
+    const { is_organization: _, ...unmarked } = person;
+    expect(map1('zendesk-sell-organizations', { data: unmarked })).toMatchObject({
+      skip: true,
+      reason: 'not marked as an organization (no is_organization)',
     });
   });
 
