@@ -144,6 +144,11 @@ const PaginateOptions = z
         'next follows the link a page gives, by GET: method POST goes with cursor, hasMore, totalPages or untilEmpty',
         ['method'],
       );
+    for (const key of credentialKeys(p.body))
+      issue(
+        `${key} looks like a credential: the body is written out as it is; send credentials in a header with a \${VAR} reference`,
+        ['body'],
+      );
     if (post) {
       // The position is written into the body: each key a dotted path.
       for (const key of ['param', 'offsetParam', 'pageParam'] as const) {
@@ -155,6 +160,18 @@ const PaginateOptions = z
       }
     }
   });
+
+// Keys of a POST body that hold credentials in practice; the body is sent as written, never expanded.
+const SECRET_KEY = /token|secret|password|passwd|api_?key|access_?key|auth|session|credential/i;
+
+/** Dotted paths of the body's keys (nested objects included) that look like credentials. */
+function credentialKeys(body: unknown, at = ''): string[] {
+  if (!isObject(body)) return [];
+  return Object.entries(body).flatMap(([k, v]) => {
+    const path = at === '' ? k : `${at}.${k}`;
+    return SECRET_KEY.test(k) ? [path] : credentialKeys(v, path);
+  });
+}
 
 const PRESET_OR_RULES = `a preset (${PRESET_NAMES.join(', ')}) or an object with next, cursor, hasMore, totalPages or untilEmpty`;
 const PresetName = z.enum(PRESET_NAMES, { error: PRESET_OR_RULES });

@@ -241,6 +241,20 @@ describe('the paginate option', () => {
     expect(messages({ method: 'POST', body: ['a'], untilEmpty: true, pageParam: 'p' })[0]).toMatch(
       /^body: /,
     );
+    // The body is sent as written: a credential in it would sit in the job file.
+    expect(
+      messages({
+        method: 'POST',
+        body: { page_size: 10, api_key: 'abc', auth: { user: 'u' }, filter: { session_id: 'x' } },
+        untilEmpty: true,
+        pageParam: 'page',
+      }),
+    ).toEqual(
+      ['api_key', 'auth', 'filter.session_id'].map(
+        (k) =>
+          `body: ${k} looks like a credential: the body is written out as it is; send credentials in a header with a \${VAR} reference`,
+      ),
+    );
   });
 
   it('needs a url and JSON; retry needs paginate', () => {
