@@ -22,14 +22,15 @@ import type { JobDefinition } from '../jobs/definition.js';
 /** The coverage of the first `limit` rows of `source` by `paths`; stops reading there. */
 export async function sampleCoverage(
   source: SourceSpec,
-  paths: JobDefinition['mapping']['paths'],
+  mapping: Pick<JobDefinition['mapping'], 'paths' | 'skips'>,
   limit = COVERAGE_ROWS,
   env: SourceEnv = NO_ENV,
 ): Promise<CoverageSummary> {
-  const coverage = new PathCoverage(paths, limit);
+  const coverage = new PathCoverage(mapping.paths, limit);
   // Leaving the loop closes the reader and its file or connection.
   for await (const rows of readRows(source, { batchSize: Math.min(limit, 500), env })) {
-    for (const row of rows) if ('record' in row) coverage.observe(row.record);
+    for (const row of rows)
+      if ('record' in row) coverage.observe(row.record, mapping.skips(row.record));
     if (coverage.full) break;
   }
   return coverage.summary();
@@ -53,7 +54,7 @@ export async function pathReport(
   if (source.path !== undefined && !existsSync(source.path)) return [];
   let summary: CoverageSummary;
   try {
-    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env);
+    summary = await sampleCoverage(source, job.mapping, COVERAGE_ROWS, opts.env);
   } catch (err) {
     return [
       `warning: ${job.file}: mapped paths not checked: ${name} could not be read: ${(err as Error).message}`,
