@@ -26,15 +26,16 @@ import type { JobDefinition } from '../jobs/definition.js';
 /** The coverage of the first `limit` rows of `source` by `paths`; stops reading there. */
 export async function sampleCoverage(
   source: SourceSpec,
-  paths: JobDefinition['mapping']['paths'],
+  mapping: Pick<JobDefinition['mapping'], 'paths' | 'skips'>,
   limit = COVERAGE_ROWS,
   env: SourceEnv = NO_ENV,
   tally?: EnvelopeTally,
 ): Promise<CoverageSummary> {
-  const coverage = new PathCoverage(paths, limit);
+  const coverage = new PathCoverage(mapping.paths, limit);
   // Leaving the loop closes the reader and its file or connection.
   for await (const rows of readRows(source, { batchSize: Math.min(limit, 500), env, tally })) {
-    for (const row of rows) if ('record' in row) coverage.observe(row.record);
+    for (const row of rows)
+      if ('record' in row) coverage.observe(row.record, mapping.skips(row.record));
     if (coverage.full) break;
   }
   return coverage.summary();
@@ -66,7 +67,7 @@ export async function pathReport(
   let summary: CoverageSummary;
   const tally = new EnvelopeTally();
   try {
-    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env, tally);
+    summary = await sampleCoverage(source, job.mapping, COVERAGE_ROWS, opts.env, tally);
   } catch (err) {
     if (err instanceof SourceError && err.code === 'source.config') {
       return { lines: [], problems: [`${job.file}: source: ${err.message}`] };

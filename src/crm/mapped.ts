@@ -85,6 +85,8 @@ export interface CompiledMapping<E extends Entity = Entity> {
   paths: readonly PathUse[];
   /** Names of the mapping's skip rules, in the order they are checked. */
   skipRules: readonly string[];
+  /** Whether one of its skip rules skips the record (as `map` would, before any field). */
+  skips(record: Record<string, unknown>): boolean;
   /**
    * The same mapping with some skip rules turned off (`{ merged: false }`, a
    * job's `skip`). Throws MappingError naming the known rules for an unknown name.

@@ -309,6 +309,7 @@ export function compileMapping<E extends Entity = Entity>(
       fingerprint: `${name}@${version}`,
       map,
       skipRules: rules.map((r) => r.name),
+      skips: (rec) => firstSkip(rules, rec) !== undefined,
       paths,
       withSkipRules(overrides) {
         const chosen = chooseSkipRules(allRules, overrides);

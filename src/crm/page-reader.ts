@@ -7,6 +7,9 @@
  * Rows carry the record's number in the pull as their `line` (1 = the first
  * record of the first page), since an API answer has no lines of its own.
  *
+ * Pages are asked for by GET, or by POST with a JSON body where `paginate`
+ * says so (a search endpoint: the position is written into the body).
+ *
  * A 429 (after its `Retry-After`, seconds or an HTTP date), a 408, a 5xx, a
  * dropped connection, a timeout or a body cut short is tried again with
  * backoff (`retry`: attempts, minDelayMs, maxDelayMs); any other status, or a
@@ -28,7 +31,18 @@ import {
 } from '../platform/retry-policy.js';
 import type { Envelope } from './envelope.js';
 import { parseJson } from './json-value.js';
-import { checkNext, nextPage, pageRecords, pageRules, type PageAt } from './pagination.js';
+import {
+  checkNext,
+  firstRequest,
+  nextRequest,
+  pageError,
+  pageRecords,
+  pageRules,
+  requestKey,
+  type PageAt,
+  type PageRequest,
+  type PageState,
+} from './pagination.js';
 import type { SourceRow } from './row.js';
 import { SourceError, type SourceErrorCode } from './source-error.js';
 import {
@@ -88,28 +102,38 @@ export async function* readPages(
     ...(opts.signal && { signal: opts.signal }),
   };
   const seen = new Set<string>();
-  let url: URL | null = first;
+  let req: PageRequest | null = firstRequest(first, rules);
   let page = 0;
   let records = 0;
   let out: SourceRow[] = [];
-  while (url !== null) {
+  // Offsets and page numbers: a page with the records of the one before means
+  // the API does not read the parameter, and the pull would never end.
+  let previous: string | undefined;
+  while (req !== null) {
     page++;
-    seen.add(url.href);
+    seen.add(requestKey(req));
     const at: PageAt = { source: name, page };
-    const body = await fetchPage(url, at, fetchOpts);
+    const body = await fetchPage(req, at, fetchOpts);
     const list = body === undefined ? [] : pageRecords(body, rules, at);
+    if ((rules.kind === 'offset' || rules.kind === 'page') && list.length > 0) {
+      const text = JSON.stringify(list);
+      if (text === previous)
+        throw pageError(
+          at,
+          `the page repeats the records of page ${page - 1}: does the API read "${rules.param}"?`,
+        );
+      previous = text;
+    }
     for (const item of list) {
       const row = rowOf(++records, item);
       const opened =
         opts.envelope && 'record' in row ? opts.envelope.open(row.line, row.record) : row;
       if (opened !== undefined) out.push(opened);
     }
-    const next: URL | null =
-      body === undefined
-        ? null
-        : nextPage(body, rules, { ...at, url, first, pageRecords: list.length, records });
-    if (next !== null) checkNext(next, first.origin, seen, at);
-    url = next;
+    const state: PageState = { ...at, url: req.url, first, pageRecords: list.length, records };
+    const next: PageRequest | null = body === undefined ? null : nextRequest(body, rules, state);
+    if (next !== null) checkNext(next.url, first.origin, seen, at, requestKey(next));
+    req = next;
     while (out.length >= opts.batchSize) {
       yield out.slice(0, opts.batchSize);
       out = out.slice(opts.batchSize);
@@ -140,13 +164,13 @@ interface FetchOptions {
  * The parsed body of one page (undefined for a 204), tried again while the
  * retry policy says so (`read-page`: the server's wait first, then the backoff).
  */
-async function fetchPage(url: URL, at: PageAt, opts: FetchOptions): Promise<unknown> {
+async function fetchPage(req: PageRequest, at: PageAt, opts: FetchOptions): Promise<unknown> {
   let tries = 0;
   try {
     return await retrying(
       async (attempt) => {
         tries = attempt;
-        return await fetchOnce(url, opts);
+        return await fetchOnce(req, opts);
       },
       (err, attempt) =>
         decide(err, { operation: 'read-page', attempt, page: opts.retry }, RETRY_DEFAULTS),
@@ -171,10 +195,13 @@ async function fetchPage(url: URL, at: PageAt, opts: FetchOptions): Promise<unkn
   }
 }
 
-async function fetchOnce(url: URL, opts: FetchOptions): Promise<unknown> {
+async function fetchOnce(req: PageRequest, opts: FetchOptions): Promise<unknown> {
   const t = opts.timeoutMs;
+  const method = req.body === undefined ? 'GET' : 'POST';
   let tooLarge = false;
-  const request = got(url, {
+  const request = got(req.url, {
+    method,
+    ...(req.body !== undefined && { json: req.body }),
     headers: opts.headers,
     retry: { limit: 0 },
     throwHttpErrors: false,
@@ -213,8 +240,8 @@ async function fetchOnce(url: URL, opts: FetchOptions): Promise<unknown> {
     const redirect = status >= 300 && status < 400;
     const retryable = status === 408 || status === 429 || status >= 500;
     const detail = redirect
-      ? `GET answered HTTP ${status}${text}, a redirect (not followed: the source's headers stay on its origin)`
-      : `GET answered HTTP ${status}${text}`;
+      ? `${method} answered HTTP ${status}${text}, a redirect (not followed: the source's headers stay on its origin)`
+      : `${method} answered HTTP ${status}${text}`;
     throw new PageFault('source.http-status', detail, retryable, {
       statusCode: status,
       retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,

@@ -15,9 +15,16 @@
  *   with `offsetParam` = the records read so far.
  * - `hasMore` + `pageParam`: while the flag is true, the first URL again with
  *   `pageParam` = the next page number.
+ * - `totalPages` + `pageParam`: the body gives the number of pages; the next
+ *   page number until that one has been read.
+ * - `untilEmpty` + `pageParam` or `offsetParam`: page numbers or offsets
+ *   until a page comes back with no records (an API that says nothing else).
  *
  * `done`, with `next` or `cursor`, ends the pull when that value is true.
- * Presets name the same rules for known CRMs, with their records path.
+ * `method: POST` with a JSON `body` asks for each page by POST (a search
+ * endpoint): the cursor, offset or page number is then written into the
+ * body at `param` / `offsetParam` / `pageParam` (a dotted path), on the same
+ * URL. Presets name the same rules for known CRMs, with their records path.
  */
 import { z } from 'zod';
 import { SourceError } from './source-error.js';
@@ -34,11 +41,23 @@ const QueryParam = z
   .string()
   .regex(/^[^&=#?\s]+$/, 'must be a query parameter name such as "after" or "_skip"');
 
+/** A JSON object, as a POST body. */
+export type JsonBody = Record<string, unknown>;
+
+/**
+ * How offsets and page numbers end: a flag (`hasMore`), a page count
+ * (`totalPages`, page numbers only) or the first page with no records.
+ */
+type Stop = { hasMore: string } | { totalPages: string } | { untilEmpty: true };
+
+/** `post`: each page is asked for by POST with this body, the position written into it. */
+type Request = { post?: JsonBody; recordsPath?: string };
+
 export type PageRules =
-  | { kind: 'next'; next: string; done?: string; recordsPath?: string }
-  | { kind: 'cursor'; cursor: string; param: string; done?: string; recordsPath?: string }
-  | { kind: 'offset'; hasMore: string; param: string; recordsPath?: string }
-  | { kind: 'page'; hasMore: string; param: string; recordsPath?: string };
+  | ({ kind: 'next'; next: string; done?: string } & { recordsPath?: string })
+  | ({ kind: 'cursor'; cursor: string; param: string; done?: string } & Request)
+  | ({ kind: 'offset'; param: string } & Exclude<Stop, { totalPages: string }> & Request)
+  | ({ kind: 'page'; param: string } & Stop & Request);
 
 /**
  * Known list APIs. HubSpot's `paging.next.link` is not followed: the cursor
@@ -61,6 +80,17 @@ export const PAGINATION_PRESETS = {
   close: { kind: 'offset', hasMore: 'has_more', param: '_skip', recordsPath: 'data' },
   /** Microsoft Dataverse Web API: `{value, "@odata.nextLink"}`. */
   dataverse: { kind: 'next', next: '@odata.nextLink', recordsPath: 'value' },
+  /**
+   * Freshsales lists and views: `{<object>: [...], meta: {total_pages, total}}`
+   * with `?page=`; the records' key is the object's (`sales_accounts`,
+   * `contacts`): give it as recordsPath.
+   */
+  freshsales: { kind: 'page', totalPages: 'meta.total_pages', param: 'page' },
+  /**
+   * Copper searches: `POST …/search` with `{page_number, page_size}`, answered
+   * by a bare array; the last page is the first one with nothing.
+   */
+  copper: { kind: 'page', untilEmpty: true, param: 'page_number', post: { page_size: 200 } },
 } as const satisfies Record<string, PageRules>;
 
 export type PaginationPreset = keyof typeof PAGINATION_PRESETS;
@@ -72,25 +102,78 @@ const PaginateOptions = z
     cursor: PagePath.optional(),
     param: QueryParam.optional(),
     hasMore: PagePath.optional(),
+    totalPages: PagePath.optional(),
+    untilEmpty: z.literal(true).optional(),
     offsetParam: QueryParam.optional(),
     pageParam: QueryParam.optional(),
     done: PagePath.optional(),
+    method: z.enum(['GET', 'POST']).optional(),
+    body: z.record(z.string(), z.unknown()).optional(),
   })
   .superRefine((p, ctx) => {
-    const ways = [p.next, p.cursor, p.hasMore].filter((w) => w !== undefined).length;
-    const issue = (message: string) => ctx.addIssue({ code: 'custom', message });
-    if (ways !== 1) issue('give exactly one of next, cursor or hasMore');
+    const stops = [p.hasMore, p.totalPages, p.untilEmpty].filter((w) => w !== undefined);
+    const ways = [p.next, p.cursor].filter((w) => w !== undefined).length + stops.length;
+    const issue = (message: string, path: string[] = []) =>
+      ctx.addIssue({ code: 'custom', message, path });
+    const stop =
+      p.hasMore !== undefined
+        ? 'hasMore'
+        : p.totalPages !== undefined
+          ? 'totalPages'
+          : 'untilEmpty';
+    const post = p.method === 'POST';
+    if (ways !== 1) issue('give exactly one of next, cursor, hasMore, totalPages or untilEmpty');
     if ((p.cursor !== undefined) !== (p.param !== undefined))
-      issue('cursor and param go together: param names the query parameter the cursor is sent in');
-    if (p.hasMore !== undefined && (p.offsetParam === undefined) === (p.pageParam === undefined))
-      issue('hasMore needs exactly one of offsetParam or pageParam');
-    if (p.hasMore === undefined && (p.offsetParam ?? p.pageParam) !== undefined)
-      issue('offsetParam and pageParam go with hasMore');
-    if (p.done !== undefined && p.hasMore !== undefined)
-      issue('done goes with next or cursor; hasMore is the flag of offset and page paging');
+      issue(
+        post
+          ? 'cursor and param go together: param names the key of the body the cursor is written to'
+          : 'cursor and param go together: param names the query parameter the cursor is sent in',
+      );
+    if (stops.length > 0 && (p.offsetParam === undefined) === (p.pageParam === undefined))
+      issue(`${stop} needs exactly one of offsetParam or pageParam`);
+    if (p.totalPages !== undefined && p.offsetParam !== undefined)
+      issue('totalPages counts pages: it goes with pageParam, not offsetParam');
+    if (stops.length === 0 && (p.offsetParam ?? p.pageParam) !== undefined)
+      issue('offsetParam and pageParam go with hasMore, totalPages or untilEmpty');
+    if (p.done !== undefined && stops.length > 0)
+      issue(`done goes with next or cursor; ${stop} ends offset and page paging`);
+    if (p.body !== undefined && !post)
+      issue('body goes with method: POST (a GET sends no body)', ['body']);
+    if (post && p.next !== undefined)
+      issue(
+        'next follows the link a page gives, by GET: method POST goes with cursor, hasMore, totalPages or untilEmpty',
+        ['method'],
+      );
+    for (const key of credentialKeys(p.body))
+      issue(
+        `${key} looks like a credential: the body is written out as it is; send credentials in a header with a \${VAR} reference`,
+        ['body'],
+      );
+    if (post) {
+      // The position is written into the body: each key a dotted path.
+      for (const key of ['param', 'offsetParam', 'pageParam'] as const) {
+        const v = p[key];
+        if (v !== undefined && !PagePath.safeParse(v).success)
+          issue('must be a dotted path into the body such as "page_number" or "paging.after"', [
+            key,
+          ]);
+      }
+    }
   });
 
-const PRESET_OR_RULES = `a preset (${PRESET_NAMES.join(', ')}) or an object with next, cursor or hasMore`;
+// Keys of a POST body that hold credentials in practice; the body is sent as written, never expanded.
+const SECRET_KEY = /token|secret|password|passwd|api_?key|access_?key|auth|session|credential/i;
+
+/** Dotted paths of the body's keys (nested objects included) that look like credentials. */
+function credentialKeys(body: unknown, at = ''): string[] {
+  if (!isObject(body)) return [];
+  return Object.entries(body).flatMap(([k, v]) => {
+    const path = at === '' ? k : `${at}.${k}`;
+    return SECRET_KEY.test(k) ? [path] : credentialKeys(v, path);
+  });
+}
+
+const PRESET_OR_RULES = `a preset (${PRESET_NAMES.join(', ')}) or an object with next, cursor, hasMore, totalPages or untilEmpty`;
 const PresetName = z.enum(PRESET_NAMES, { error: PRESET_OR_RULES });
 
 /**
@@ -133,22 +216,32 @@ export type PageRetrySpec = z.infer<typeof PageRetrySpec>;
 /** The rules a `paginate` option stands for; `recordsPath` given in the source wins. */
 export function pageRules(spec: PaginateSpec, recordsPath?: string): PageRules {
   const rules: PageRules =
-    typeof spec === 'string'
-      ? { ...PAGINATION_PRESETS[spec] }
-      : spec.next !== undefined
-        ? { kind: 'next', next: spec.next, ...(spec.done !== undefined && { done: spec.done }) }
-        : spec.cursor !== undefined
-          ? {
-              kind: 'cursor',
-              cursor: spec.cursor,
-              param: spec.param ?? '',
-              ...(spec.done !== undefined && { done: spec.done }),
-            }
-          : spec.offsetParam !== undefined
-            ? { kind: 'offset', hasMore: spec.hasMore ?? '', param: spec.offsetParam }
-            : { kind: 'page', hasMore: spec.hasMore ?? '', param: spec.pageParam ?? '' };
+    typeof spec === 'string' ? { ...PAGINATION_PRESETS[spec] } : written(spec);
   if (recordsPath !== undefined) rules.recordsPath = recordsPath;
   return rules;
+}
+
+function written(spec: Exclude<PaginateSpec, string>): PageRules {
+  if (spec.next !== undefined)
+    return { kind: 'next', next: spec.next, ...(spec.done !== undefined && { done: spec.done }) };
+  const post = spec.method === 'POST' ? { post: spec.body ?? {} } : {};
+  if (spec.cursor !== undefined)
+    return {
+      kind: 'cursor',
+      cursor: spec.cursor,
+      param: spec.param ?? '',
+      ...(spec.done !== undefined && { done: spec.done }),
+      ...post,
+    };
+  const stop: Stop =
+    spec.hasMore !== undefined
+      ? { hasMore: spec.hasMore }
+      : spec.totalPages !== undefined
+        ? { totalPages: spec.totalPages }
+        : { untilEmpty: true };
+  if (spec.offsetParam !== undefined && !('totalPages' in stop))
+    return { kind: 'offset', ...stop, param: spec.offsetParam, ...post };
+  return { kind: 'page', ...stop, param: spec.pageParam ?? '', ...post };
 }
 
 /** Source-level checks of `paginate` and `retry`, shared by the job file and readRows. */
@@ -221,8 +314,44 @@ export interface PageState extends PageAt {
   records: number;
 }
 
-/** The next page's URL, or null when this page was the last. Checks no origin (see `checkNext`). */
+/** One request for a page: its URL, and for a POST its JSON body. */
+export interface PageRequest {
+  url: URL;
+  body?: JsonBody;
+}
+
+/** The first page's request: the source URL, with the rules' body when pages are asked for by POST. */
+export function firstRequest(first: URL, rules: PageRules): PageRequest {
+  return rules.kind !== 'next' && rules.post !== undefined
+    ? { url: first, body: rules.post }
+    : { url: first };
+}
+
+/**
+ * The next page's request, or null when this page was the last. A GET sets
+ * the cursor, offset or page number as a query parameter of the first URL; a
+ * POST writes it into the first body, on the first URL. Checks no origin
+ * (see `checkNext`).
+ */
+export function nextRequest(body: unknown, rules: PageRules, state: PageState): PageRequest | null {
+  if (rules.kind === 'next' || rules.post === undefined) {
+    const url = nextPage(body, rules, state);
+    return url === null ? null : { url };
+  }
+  const at = position(body, rules, state);
+  if (at === null || at instanceof URL) return at === null ? null : { url: at };
+  return { url: state.first, body: withKey(rules.post, rules.param, at) };
+}
+
+/** The next page's URL for a GET, or null when this page was the last. Checks no origin (see `checkNext`). */
 export function nextPage(body: unknown, rules: PageRules, state: PageState): URL | null {
+  const at = position(body, rules, state);
+  if (at === null || at instanceof URL) return at;
+  return withParam(state.first, rules.kind === 'next' ? '' : rules.param, String(at));
+}
+
+/** Where the next page is: a URL to follow, or the cursor, offset or page number to set; null after the last. */
+function position(body: unknown, rules: PageRules, state: PageState): URL | string | number | null {
   if (rules.kind === 'next' || rules.kind === 'cursor') {
     if (rules.done !== undefined && valueAt(body, rules.done) === true) return null;
     const path = rules.kind === 'next' ? rules.next : rules.cursor;
@@ -239,34 +368,82 @@ export function nextPage(body: unknown, rules: PageRules, state: PageState): URL
     }
     if (typeof value !== 'string' && typeof value !== 'number')
       throw pageError(state, `the cursor at "${path}" is ${describe(value)}`);
-    return withParam(state.first, rules.param, String(value));
+    return value;
   }
-  if (valueAt(body, rules.hasMore) !== true) return null;
-  if (state.pageRecords === 0) {
-    // Asking again would give the same empty page for ever.
-    throw pageError(state, `"${rules.hasMore}" says there are more records, but the page had none`);
+  if ('untilEmpty' in rules) {
+    if (state.pageRecords === 0) return null;
+  } else if ('totalPages' in rules) {
+    const total = valueAt(body, rules.totalPages);
+    if (typeof total !== 'number' || !Number.isSafeInteger(total))
+      throw pageError(
+        state,
+        `the page count at "${rules.totalPages}" is ${total === undefined ? 'missing' : describe(total)}, not a whole number`,
+      );
+    // Page numbers count from the first request's own; `total` is the number of the last page.
+    if (startOf(rules, state) + state.page > total) return null;
+  } else {
+    if (valueAt(body, rules.hasMore) !== true) return null;
+    if (state.pageRecords === 0) {
+      // Asking again would give the same empty page for ever.
+      throw pageError(
+        state,
+        `"${rules.hasMore}" says there are more records, but the page had none`,
+      );
+    }
   }
-  const start = Number(paramOf(state.first, rules.param) ?? (rules.kind === 'page' ? 1 : 0));
-  if (!Number.isSafeInteger(start))
-    throw pageError(state, `the first URL's ${rules.param} is not a whole number`);
-  const value = rules.kind === 'offset' ? start + state.records : start + state.page;
-  return withParam(state.first, rules.param, String(value));
+  const start = startOf(rules, state);
+  return rules.kind === 'offset' ? start + state.records : start + state.page;
+}
+
+/** The offset or page number of the first request: its parameter, else 0 (offsets) or 1 (pages). */
+function startOf(rules: Extract<PageRules, { kind: 'offset' | 'page' }>, state: PageState): number {
+  const given =
+    rules.post !== undefined ? valueAt(rules.post, rules.param) : paramOf(state.first, rules.param);
+  const start = Number(given ?? (rules.kind === 'page' ? 1 : 0));
+  if (!Number.isSafeInteger(start)) {
+    const where = rules.post !== undefined ? 'first body' : 'first URL';
+    throw pageError(state, `the ${where}'s ${rules.param} is not a whole number`);
+  }
+  return start;
+}
+
+/** `body` with `value` at the dotted `path` (objects made on the way); a copy, the rest kept. */
+export function withKey(body: JsonBody, path: string, value: unknown): JsonBody {
+  const [key, ...rest] = path.split('.');
+  const inner = body[key!];
+  return {
+    ...body,
+    [key!]:
+      rest.length === 0 ? value : withKey(isObject(inner) ? inner : {}, rest.join('.'), value),
+  };
 }
 
 /**
  * Refuses a next page that leaves the source's origin (the source's headers,
  * credentials among them, are for that origin alone, and nothing is sent
- * elsewhere, with or without them) or that was read before (a loop).
- * Errors name only the foreign scheme, host and port, never a query.
+ * elsewhere, with or without them) or that was read before (a loop; `key`
+ * names a request, `requestKey`). Errors name only the foreign scheme, host
+ * and port, never a query.
  */
-export function checkNext(url: URL, origin: string, seen: ReadonlySet<string>, at: PageAt): void {
+export function checkNext(
+  url: URL,
+  origin: string,
+  seen: ReadonlySet<string>,
+  at: PageAt,
+  key: string = url.href,
+): void {
   if (url.origin !== origin || url.username !== '' || url.password !== '') {
     throw pageError(
       at,
       `refused the next page on another origin (${url.protocol}//${url.host}): the source's headers are for ${origin} only`,
     );
   }
-  if (seen.has(url.href)) throw pageError(at, 'the next page points back to a page already read');
+  if (seen.has(key)) throw pageError(at, 'the next page points back to a page already read');
+}
+
+/** What tells two page requests apart: the URL, and the body of a POST. */
+export function requestKey(req: PageRequest): string {
+  return req.body === undefined ? req.url.href : `${req.url.href} ${JSON.stringify(req.body)}`;
 }
 
 /** `url` with the query parameter `name` set to `value`; every other parameter kept as written. */

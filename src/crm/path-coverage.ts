@@ -40,6 +40,12 @@ export interface UseCoverage {
 export interface CoverageSummary {
   /** Rows looked at. */
   rows: number;
+  /**
+   * Of those, rows a skip rule of the mapping skips (present when any): not
+   * counted, since no field is read from them (a list of people and
+   * organizations, read for one kind).
+   */
+  skipped?: number;
   /** False when the export had fewer rows than the limit: these were all of them. */
   partial: boolean;
   uses: UseCoverage[];
@@ -84,6 +90,7 @@ interface Tracked {
 export class PathCoverage {
   private readonly tracked: Tracked[];
   private seen = 0;
+  private skipped = 0;
 
   constructor(
     uses: readonly PathUse[],
@@ -105,10 +112,18 @@ export class PathCoverage {
     return this.seen >= this.limit;
   }
 
-  /** Looks at one record; anything but an object (a JSON array element `3`) is not a row of fields. */
-  observe(rec: Record<string, unknown>): void {
+  /**
+   * Looks at one record; anything but an object (a JSON array element `3`) is
+   * not a row of fields. A row a skip rule skips (`skipped`) counts towards
+   * the limit, but its paths are not checked.
+   */
+  observe(rec: Record<string, unknown>, skipped = false): void {
     if (this.full || rec === null || typeof rec !== 'object' || Array.isArray(rec)) return;
     this.seen++;
+    if (skipped) {
+      this.skipped++;
+      return;
+    }
     for (const t of this.tracked) {
       for (const r of t.refs) {
         if (r.ref.read(rec) !== undefined) r.rows++;
@@ -122,14 +137,16 @@ export class PathCoverage {
   }
 
   summary(): CoverageSummary {
+    const counted = this.seen - this.skipped;
     return {
       rows: this.seen,
+      ...(this.skipped > 0 && { skipped: this.skipped }),
       partial: this.full,
       uses: this.tracked.map((t) => ({
         field: t.use.field,
         required: t.use.required,
         refs: t.refs.map((r) =>
-          r.rows > 0 || this.seen === 0
+          r.rows > 0 || counted === 0
             ? { ref: r.ref.text, rows: r.rows }
             : { ref: r.ref.text, rows: 0, hint: hintOf(r.ref, r.trace) },
         ),
@@ -225,7 +242,7 @@ export interface UnmatchedPath {
 
 /** Every use none of whose references found anything, one entry per reference. */
 export function unmatchedPaths(s: CoverageSummary): UnmatchedPath[] {
-  if (s.rows === 0) return [];
+  if (s.rows - (s.skipped ?? 0) === 0) return [];
   return s.uses.flatMap((u) =>
     u.refs.some((r) => r.rows > 0)
       ? []
@@ -246,7 +263,8 @@ export function rowsLooked(s: CoverageSummary): string {
 
 /** One line for a person: `fields.name: values.nme[0].value found nothing in …: no key "nme" in values (nearest: name)`. */
 export function describeUnmatched(u: UnmatchedPath, s: CoverageSummary): string {
-  return `${u.field}: ${u.ref} found nothing in ${rowsLooked(s)}${u.hint ? `: ${u.hint}` : ''}`;
+  const skipped = s.skipped ? ` (${s.skipped.toLocaleString('en-US')} skipped by a skip rule)` : '';
+  return `${u.field}: ${u.ref} found nothing in ${rowsLooked(s)}${skipped}${u.hint ? `: ${u.hint}` : ''}`;
 }
 
 /** One line per path that found nothing; a required one says that a run stops on it. */

@@ -204,7 +204,8 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   try {
     for await (const rows of readRows(opts.source, readOpts)) {
       if (!pathsChecked) {
-        for (const row of rows) if ('record' in row) paths!.observe(row.record);
+        for (const row of rows)
+          if ('record' in row) paths!.observe(row.record, mapping.skips(row.record));
         if (paths!.full) {
           pathsChecked = true;
           if (opts.checkPaths!(paths!.summary()) !== undefined) {

@@ -2,10 +2,11 @@
  * A small local CRM for the tests of paginated sources: an HTTP server on
  * 127.0.0.1 (port 0) serving the list APIs of several CRMs in their real
  * shapes (HubSpot v3 objects and owners, Salesforce REST query, Pipedrive v1,
- * Close, Dataverse, Zoho v2), a page at a time, with faults scripted per
- * page: a status (429 with Retry-After, 503, …), a connection destroyed
- * mid-page, a page cut short (truncated JSON, sent whole). Every request is
- * recorded with its headers, so tests can check where a token went.
+ * Close, Dataverse, Zoho v2, Freshsales views with `meta.total_pages`, Copper
+ * searches by POST), a page at a time, with faults scripted per page: a
+ * status (429 with Retry-After, 503, …), a connection destroyed mid-page, a
+ * page cut short (truncated JSON, sent whole). Every request is recorded with
+ * its headers and body, so tests can check where a token went.
  *
  * The records are plain arrays a test can edit between runs; `modified`
  * (epoch ms) is what Salesforce's `LastModifiedDate > …` filter compares.
@@ -19,6 +20,8 @@ export interface SeenRequest {
   /** Path and query as sent. */
   path: string;
   headers: IncomingMessage['headers'];
+  /** The request body as text ('' for none). */
+  body: string;
   /** When it came (Date.now()). */
   at: number;
 }
@@ -60,7 +63,11 @@ export interface CrmEmulator {
     closeLeads: CrmRecord[];
     dataverseAccounts: CrmRecord[];
     zohoAccounts: CrmRecord[];
+    freshsalesAccounts: CrmRecord[];
+    copperCompanies: CrmRecord[];
   };
+  /** The key of a Copper search body that holds the page number (another: an API that ignores it). */
+  copperPageKey: string;
   requests: SeenRequest[];
   /** Changes a page body before it is sent (a loop, a foreign link, …). */
   rewrite?: (body: Record<string, unknown>, page: number, path: string) => Record<string, unknown>;
@@ -74,11 +81,15 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
   const faults: (Fault & { left: number })[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
-    try {
-      serve(req, res);
-    } catch (err) {
-      res.writeHead(500).end(String(err));
-    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      try {
+        serve(req, res, Buffer.concat(chunks).toString('utf8'));
+      } catch (err) {
+        res.writeHead(500).end(String(err));
+      }
+    });
   });
   server.on('connection', (s) => {
     sockets.add(s);
@@ -99,7 +110,10 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
       closeLeads: [],
       dataverseAccounts: [],
       zohoAccounts: [],
+      freshsalesAccounts: [],
+      copperCompanies: [],
     },
+    copperPageKey: 'page_number',
     requests: [],
     fault: (f) => faults.push({ ...f, left: f.times ?? 1 }),
     async close() {
@@ -108,15 +122,16 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
     },
   };
 
-  function serve(req: IncomingMessage, res: ServerResponse): void {
+  function serve(req: IncomingMessage, res: ServerResponse, text: string): void {
     emu.requests.push({
       method: req.method ?? 'GET',
       path: req.url ?? '/',
       headers: req.headers,
+      body: text,
       at: Date.now(),
     });
     const u = new URL(req.url ?? '/', url);
-    const page = answer(u);
+    const page = answer(u, req.method ?? 'GET', text);
     if (!page) {
       send(res, 404, { message: `no route ${u.pathname}` });
       return;
@@ -125,7 +140,10 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
       (f) => f.left > 0 && f.page === page.number && u.pathname.startsWith(f.path ?? ''),
     );
     if (fault) fault.left--;
-    const body = emu.rewrite ? emu.rewrite(page.body, page.number, u.pathname) : page.body;
+    const body =
+      emu.rewrite && !Array.isArray(page.body)
+        ? emu.rewrite(page.body, page.number, u.pathname)
+        : page.body;
     const json = JSON.stringify(body);
     if (fault?.kind === 'stall') {
       res.writeHead(200, {
@@ -164,8 +182,12 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
     send(res, 200, body);
   }
 
-  /** The page a URL asks for, or undefined for an unknown route. */
-  function answer(u: URL): { number: number; body: Record<string, unknown> } | undefined {
+  /** The page a request asks for, or undefined for an unknown route. */
+  function answer(
+    u: URL,
+    method: string,
+    text: string,
+  ): { number: number; body: Record<string, unknown> | unknown[] } | undefined {
     const q = u.searchParams;
     const size = (param: string) => Number(q.get(param) ?? emu.pageSize) || emu.pageSize;
     const slice = (list: CrmRecord[], from: number, n: number) => {
@@ -246,6 +268,23 @@ export async function startCrmEmulator(opts: { pageSize?: number } = {}): Promis
       const s = slice(emu.data.zohoAccounts, (pageNo - 1) * n, n);
       const info = { per_page: n, count: s.items.length, page: pageNo, more_records: s.more };
       return { number: pageNo, body: { data: s.items, info } };
+    }
+    if (p === '/crm/sales/api/sales_accounts/view/1') {
+      // Freshsales views: `?page=` from 1, `per_page`; the page count in `meta`.
+      const n = size('per_page');
+      const pageNo = Number(q.get('page') ?? 1);
+      const list = emu.data.freshsalesAccounts;
+      const s = slice(list, (pageNo - 1) * n, n);
+      const meta = { total_pages: Math.ceil(list.length / n), total: list.length };
+      return { number: pageNo, body: { sales_accounts: s.items, meta } };
+    }
+    if (p === '/developer_api/v1/companies/search' && method === 'POST') {
+      // Copper searches: `{page_number, page_size}` in a JSON body, a bare array back.
+      const search = JSON.parse(text || '{}') as Record<string, unknown>;
+      const n = Number(search.page_size ?? 20);
+      const pageNo = Number(search[emu.copperPageKey] ?? 1);
+      const s = slice(emu.data.copperCompanies, (pageNo - 1) * n, n);
+      return { number: pageNo, body: s.items };
     }
     return undefined;
   }
@@ -391,5 +430,42 @@ export function zohoAccounts(n: number): CrmRecord[] {
   return Array.from({ length: n }, (_, i) => ({
     modified: BASE_TIME,
     body: { id: `7328395000000${680055 + i}`, Account_Name: `Account ${i}` },
+  }));
+}
+
+/** Freshsales sales accounts (integer ids beyond 2^32, `website` without a scheme). */
+export function freshsalesAccounts(n: number, firstId = 17_001_321_830): CrmRecord[] {
+  return Array.from({ length: n }, (_, i) => ({
+    modified: BASE_TIME,
+    body: {
+      id: firstId + i,
+      name: `Account ${i} (sample)`,
+      website: i % 2 === 0 ? `account-${i}.example` : null,
+      owner_id: 17_000_038_922,
+      is_deleted: false,
+      updated_at: '2023-03-23T05:26:56-06:00',
+    },
+  }));
+}
+
+/** Copper companies of a search answer (`websites` a list of `{url, category}`). */
+export function copperCompanies(n: number, firstId = 35_015_567): CrmRecord[] {
+  return Array.from({ length: n }, (_, i) => ({
+    modified: BASE_TIME,
+    body: {
+      id: firstId + i,
+      name: `Company ${i}`,
+      address: {
+        street: null,
+        city: `City${i}`,
+        state: 'New York',
+        postal_code: null,
+        country: null,
+      },
+      assignee_id: null,
+      email_domain: `company-${i}.example`,
+      websites: i % 3 === 0 ? [] : [{ url: `https://company-${i}.example/`, category: 'work' }],
+      date_modified: 1558441535 + i,
+    },
   }));
 }

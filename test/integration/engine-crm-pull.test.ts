@@ -3,8 +3,10 @@
  * emulator) into the platform sandbox: pages followed with faults on the way
  * (every record synced once), a page that fails for good (the run fails
  * before any platform write, nothing enqueued), a next link to another origin
- * (refused, the token never sent there), and incremental pulls with
- * `{{since}}` (the next run asks for what changed since the last one began).
+ * (refused, the token never sent there), page counts (Freshsales) and POST
+ * searches (Copper) with a 429 and a page cut short, and incremental pulls
+ * with `{{since}}` (the next run asks for what changed since the last one
+ * began).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,6 +14,8 @@ import { sinceText } from '../../src/crm/since.js';
 import { activeRunId } from '../../src/queue/queues.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import {
+  copperCompanies,
+  freshsalesAccounts,
   hubspotCompanies,
   salesforceAccounts,
   sfTime,
@@ -189,6 +193,136 @@ describe('engine: pulling from a CRM API', () => {
     );
     expect(other.requests).toEqual([]);
     expect(crm.requests).toHaveLength(1);
+    expect(countWrites(await h.stats())).toBe(0);
+  });
+});
+
+describe('engine: page counts and POST searches', () => {
+  it('Freshsales, meta.total_pages with a 429 on page 2 and page 3 cut short: every account once', async () => {
+    const h = await engine();
+    const crm = await emulator();
+    crm.data.freshsalesAccounts = freshsalesAccounts(8);
+    crm.fault({ page: 2, kind: 429, retryAfter: '1' });
+    crm.fault({ page: 3, kind: 'cut' });
+    h.writeJob('accounts', {
+      entity: 'companies',
+      source: {
+        url: `${crm.url}/crm/sales/api/sales_accounts/view/1?per_page=3`,
+        paginate: 'freshsales',
+        recordsPath: 'sales_accounts',
+        headers: { Authorization: 'Token token=${ENGINE_TEST_CRM_TOKEN}' },
+        retry,
+      },
+      mapping: 'freshsales-accounts',
+    });
+
+    const run = await h.runJob('accounts');
+    expect(run.error).toBeUndefined();
+    expect(run.counts).toMatchObject({ read: 8, created: 8, invalid: 0, failed: 0 });
+    const found = byExternalId(await h.dump());
+    expect([...found.keys()].sort()).toEqual(
+      crm.data.freshsalesAccounts.map((a) => `freshsales:account:${String(a.body.id)}`).sort(),
+    );
+    expect(found.get('freshsales:account:17001321830')).toMatchObject({
+      name: 'Account 0 (sample)',
+      website: 'https://account-0.example',
+    });
+    // Pages 1, 2 (429), 2, 3 (cut), 3; none after the third of three pages.
+    expect(crm.requests.map((r) => new URL(r.path, crm.url).searchParams.get('page'))).toEqual([
+      null,
+      '2',
+      '2',
+      '3',
+      '3',
+    ]);
+    for (const r of crm.requests) {
+      expect(r.method).toBe('GET');
+      expect(r.headers.authorization).toBe(`Token token=${TOKEN}`);
+    }
+    expect(await h.redisText()).not.toContain(TOKEN);
+  });
+
+  it('Copper, POST search with page_number in the body until an empty page, a 429 and a cut page: every company once', async () => {
+    const h = await engine();
+    const crm = await emulator();
+    crm.data.copperCompanies = copperCompanies(8);
+    crm.fault({ page: 2, kind: 429, retryAfter: '1' });
+    crm.fault({ page: 3, kind: 'cut' });
+    h.writeJob('companies', {
+      entity: 'companies',
+      source: {
+        url: `${crm.url}/developer_api/v1/companies/search`,
+        paginate: {
+          method: 'POST',
+          body: { page_size: 3, sort_by: 'name' },
+          pageParam: 'page_number',
+          untilEmpty: true,
+        },
+        headers: {
+          'X-PW-AccessToken': '${ENGINE_TEST_CRM_TOKEN}',
+          'X-PW-UserEmail': 'ops@example.com',
+          'X-PW-Application': 'developer_api',
+        },
+        retry,
+      },
+      mapping: 'copper-companies',
+    });
+
+    const run = await h.runJob('companies');
+    expect(run.error).toBeUndefined();
+    expect(run.counts).toMatchObject({ read: 8, created: 8, invalid: 0, failed: 0 });
+    const found = byExternalId(await h.dump());
+    expect([...found.keys()].sort()).toEqual(
+      crm.data.copperCompanies.map((c) => `copper:company:${String(c.body.id)}`).sort(),
+    );
+    expect(found.get('copper:company:35015568')).toMatchObject({
+      name: 'Company 1',
+      website: 'https://company-1.example/',
+    });
+    // Pages 1, 2 (429), 2, 3 (cut), 3 and the empty page 4 that ends the search.
+    expect(crm.requests.map((r) => [r.method, r.path, JSON.parse(r.body) as unknown])).toEqual(
+      [undefined, 2, 2, 3, 3, 4].map((n) => [
+        'POST',
+        '/developer_api/v1/companies/search',
+        { page_size: 3, sort_by: 'name', ...(n !== undefined && { page_number: n }) },
+      ]),
+    );
+    for (const r of crm.requests) {
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.headers['x-pw-accesstoken']).toBe(TOKEN);
+    }
+    expect(await h.redisText()).not.toContain(TOKEN);
+  });
+
+  it('a search that ignores the page number fails the run instead of asking for ever', async () => {
+    const h = await engine();
+    const crm = await emulator();
+    crm.data.copperCompanies = copperCompanies(8);
+    crm.copperPageKey = 'page';
+    h.writeJob('companies', {
+      entity: 'companies',
+      source: {
+        url: `${crm.url}/developer_api/v1/companies/search`,
+        paginate: {
+          method: 'POST',
+          body: { page_size: 3 },
+          pageParam: 'page_number',
+          untilEmpty: true,
+        },
+        headers: { 'X-PW-AccessToken': '${ENGINE_TEST_CRM_TOKEN}' },
+        retry,
+      },
+      mapping: 'copper-companies',
+    });
+
+    const run = await h.runJob('companies');
+    expect(run.status).toBe('failed');
+    // The source is named by origin and path (a header value met in the path is shown redacted).
+    expect(run.error?.startsWith(crm.url)).toBe(true);
+    expect(run.error).toMatch(
+      /\/v1\/companies\/search: page 2: the page repeats the records of page 1: does the API read "page_number"\?$/,
+    );
+    expect(crm.requests).toHaveLength(2);
     expect(countWrites(await h.stats())).toBe(0);
   });
 });

@@ -8,10 +8,14 @@ import {
   PAGINATION_PRESETS,
   PaginateSpec,
   checkNext,
+  firstRequest,
   nextPage,
+  nextRequest,
   pageRecords,
   pageRules,
+  requestKey,
   valueAt,
+  withKey,
   withParam,
   type PageRules,
   type PageState,
@@ -98,6 +102,43 @@ describe('presets', () => {
     expect(PAGINATION_PRESETS.hubspot.recordsPath).toBe('results');
   });
 
+  it('freshsales counts pages, copper searches by POST until a page is empty', () => {
+    expect(pageRules('freshsales', 'sales_accounts')).toEqual({
+      kind: 'page',
+      totalPages: 'meta.total_pages',
+      param: 'page',
+      recordsPath: 'sales_accounts',
+    });
+    expect(pageRules('copper')).toEqual({
+      kind: 'page',
+      untilEmpty: true,
+      param: 'page_number',
+      post: { page_size: 200 },
+    });
+    expect(
+      pageRules({
+        method: 'POST',
+        body: { page_size: 50, sort_by: 'name' },
+        untilEmpty: true,
+        pageParam: 'page_number',
+      }),
+    ).toEqual({
+      kind: 'page',
+      untilEmpty: true,
+      param: 'page_number',
+      post: { page_size: 50, sort_by: 'name' },
+    });
+    // POST without a body sends an empty object; GET is the default.
+    expect(pageRules({ method: 'POST', cursor: 'next', param: 'after' })).toMatchObject({
+      post: {},
+    });
+    expect(pageRules({ method: 'GET', untilEmpty: true, offsetParam: 'offset' })).toEqual({
+      kind: 'offset',
+      untilEmpty: true,
+      param: 'offset',
+    });
+  });
+
   it('options written out become the same rules', () => {
     expect(pageRules({ next: '@odata.nextLink' })).toEqual({
       kind: 'next',
@@ -144,17 +185,76 @@ describe('the paginate option', () => {
     expect(issues('hubspt').join()).toMatch(/a preset \(hubspot, salesforce, .*\)/);
     const messages = (v: unknown) => JSON.stringify(PaginateSpec.safeParse(v).error?.issues);
     expect(messages({ next: 'a', cursor: 'b', param: 'c' })).toContain(
-      'give exactly one of next, cursor or hasMore',
+      'give exactly one of next, cursor, hasMore, totalPages or untilEmpty',
     );
     expect(messages({ cursor: 'paging.next.after' })).toContain('cursor and param go together');
     expect(messages({ hasMore: 'has_more' })).toContain(
       'hasMore needs exactly one of offsetParam or pageParam',
     );
     expect(messages({ next: 'n', offsetParam: '_skip' })).toContain(
-      'offsetParam and pageParam go with hasMore',
+      'offsetParam and pageParam go with hasMore, totalPages or untilEmpty',
     );
     expect(messages({ cursor: 'c', param: 'a&b' })).toContain('must be a query parameter name');
     expect(messages({ next: 'a..b' })).toContain('must be a dotted path');
+  });
+
+  it('takes page counts, pages until an empty one, and POST searches with a body', () => {
+    for (const ok of [
+      'freshsales',
+      'copper',
+      { totalPages: 'meta.total_pages', pageParam: 'page' },
+      { untilEmpty: true, pageParam: 'page' },
+      { untilEmpty: true, offsetParam: 'offset' },
+      { method: 'POST', body: { page_size: 200 }, untilEmpty: true, pageParam: 'page_number' },
+      { method: 'POST', body: { limit: 100 }, cursor: 'paging.next.after', param: 'after' },
+      { method: 'POST', hasMore: 'has_more', offsetParam: 'paging.offset' },
+      { method: 'GET', totalPages: 'meta.total_pages', pageParam: 'page' },
+    ]) {
+      expect(issues(ok), JSON.stringify(ok)).toEqual([]);
+    }
+    const messages = (v: unknown) =>
+      (PaginateSpec.safeParse(v).error?.issues ?? []).map(
+        (i) => `${i.path.join('.')}: ${i.message}`,
+      );
+    expect(messages({ totalPages: 'meta.total_pages', offsetParam: 'offset' })).toEqual([
+      ': totalPages counts pages: it goes with pageParam, not offsetParam',
+    ]);
+    expect(messages({ totalPages: 'meta.total_pages' })).toEqual([
+      ': totalPages needs exactly one of offsetParam or pageParam',
+    ]);
+    expect(messages({ untilEmpty: false, pageParam: 'page' })[0]).toMatch(/^untilEmpty: /);
+    expect(messages({ hasMore: 'more', totalPages: 'pages', pageParam: 'page' })).toEqual([
+      ': give exactly one of next, cursor, hasMore, totalPages or untilEmpty',
+    ]);
+    expect(messages({ body: { page_size: 200 }, untilEmpty: true, pageParam: 'page' })).toEqual([
+      'body: body goes with method: POST (a GET sends no body)',
+    ]);
+    expect(messages({ method: 'POST', next: 'next' })).toEqual([
+      'method: next follows the link a page gives, by GET: method POST goes with cursor, hasMore, totalPages or untilEmpty',
+    ]);
+    expect(messages({ method: 'POST', untilEmpty: true, pageParam: 'paging..page' })).toEqual([
+      'pageParam: must be a dotted path into the body such as "page_number" or "paging.after"',
+    ]);
+    expect(messages({ method: 'PUT', untilEmpty: true, pageParam: 'page' })[0]).toMatch(
+      /^method: /,
+    );
+    expect(messages({ method: 'POST', body: ['a'], untilEmpty: true, pageParam: 'p' })[0]).toMatch(
+      /^body: /,
+    );
+    // The body is sent as written: a credential in it would sit in the job file.
+    expect(
+      messages({
+        method: 'POST',
+        body: { page_size: 10, api_key: 'abc', auth: { user: 'u' }, filter: { session_id: 'x' } },
+        untilEmpty: true,
+        pageParam: 'page',
+      }),
+    ).toEqual(
+      ['api_key', 'auth', 'filter.session_id'].map(
+        (k) =>
+          `body: ${k} looks like a credential: the body is written out as it is; send credentials in a header with a \${VAR} reference`,
+      ),
+    );
   });
 
   it('needs a url and JSON; retry needs paginate', () => {
@@ -259,6 +359,89 @@ describe('the next page', () => {
     );
   });
 
+  it('page count: the next page number until the last one (Freshsales meta.total_pages)', () => {
+    const fs = pageRules('freshsales', 'sales_accounts');
+    const u = 'https://acme.myfreshworks.com/crm/sales/api/sales_accounts/view/1?per_page=2';
+    const meta = (total: unknown) => ({ sales_accounts: [{}, {}], meta: { total_pages: total } });
+    expect(nextPage(meta(3), fs, state(u, u, 1))?.href).toBe(`${u}&page=2`);
+    expect(nextPage(meta(3), fs, state(u, u, 2))?.searchParams.get('page')).toBe('3');
+    expect(nextPage(meta(3), fs, state(u, u, 3))).toBeNull();
+    expect(nextPage(meta(1), fs, state(u, u, 1))).toBeNull();
+    expect(nextPage(meta(0), fs, state(u, u, 1, 0, 0))).toBeNull();
+    // Counted from the first URL's own page: page=2 first, 3 pages in all.
+    const from2 = `${u}&page=2`;
+    expect(nextPage(meta(3), fs, state(from2, from2, 1))?.searchParams.get('page')).toBe('3');
+    expect(nextPage(meta(3), fs, state(from2, from2, 2))).toBeNull();
+    expect(thrown(() => nextPage({ sales_accounts: [] }, fs, state(u, u, 1))).detail).toBe(
+      'page 1: the page count at "meta.total_pages" is missing, not a whole number',
+    );
+    expect(thrown(() => nextPage(meta('3'), fs, state(u, u, 1))).detail).toBe(
+      'page 1: the page count at "meta.total_pages" is a string, not a whole number',
+    );
+  });
+
+  it('until empty: the next page while the last one had records', () => {
+    const rules = pageRules({ untilEmpty: true, offsetParam: 'offset' });
+    const u = 'https://api.example/list?limit=2';
+    expect(nextPage([{}, {}], rules, state(u, u, 1, 2, 2))?.href).toBe(`${u}&offset=2`);
+    expect(nextPage([{}], rules, state(u, u, 2, 1, 3))?.searchParams.get('offset')).toBe('3');
+    expect(nextPage([], rules, state(u, u, 3, 0, 3))).toBeNull();
+  });
+
+  it('POST: the page number or cursor is written into the first body, on the first URL', () => {
+    const copper = pageRules('copper');
+    const u = 'https://api.copper.com/developer_api/v1/companies/search';
+    const first = firstRequest(new URL(u), copper);
+    expect(first).toEqual({ url: new URL(u), body: { page_size: 200 } });
+    const second = nextRequest([{ id: 1 }], copper, state(u, u, 1, 1, 1));
+    expect(second).toEqual({ url: new URL(u), body: { page_size: 200, page_number: 2 } });
+    expect(nextRequest([{ id: 2 }], copper, state(u, u, 2, 1, 2))?.body).toEqual({
+      page_size: 200,
+      page_number: 3,
+    });
+    expect(nextRequest([], copper, state(u, u, 3, 0, 2))).toBeNull();
+    // The preset's body is never changed.
+    expect(PAGINATION_PRESETS.copper.post).toEqual({ page_size: 200 });
+    // Counted from the body's own page number.
+    const from3 = pageRules({
+      method: 'POST',
+      body: { page_number: 3, page_size: 10 },
+      untilEmpty: true,
+      pageParam: 'page_number',
+    });
+    expect(nextRequest([{}], from3, state(u, u, 1))?.body).toEqual({
+      page_number: 4,
+      page_size: 10,
+    });
+    // A cursor into a nested key, kept as the page gave it (HubSpot's search).
+    const hs = pageRules({
+      method: 'POST',
+      body: { limit: 100, filterGroups: [] },
+      cursor: 'paging.next.after',
+      param: 'paging.after',
+    });
+    const s = 'https://api.hubapi.com/crm/v3/objects/companies/search';
+    expect(nextRequest({ paging: { next: { after: '100' } } }, hs, state(s, s))).toEqual({
+      url: new URL(s),
+      body: { limit: 100, filterGroups: [], paging: { after: '100' } },
+    });
+    expect(nextRequest({ results: [] }, hs, state(s, s))).toBeNull();
+    // GET rules give no body.
+    const close = pageRules('close');
+    const c = 'https://api.close.com/api/v1/lead/?_limit=2';
+    expect(firstRequest(new URL(c), close)).toEqual({ url: new URL(c) });
+    expect(nextRequest({ has_more: true }, close, state(c, c, 1, 2, 2))).toEqual({
+      url: new URL(`${c}&_skip=2`),
+    });
+  });
+
+  it('withKey sets a dotted key in a copy', () => {
+    const body = { a: 1, paging: { size: 2 } };
+    expect(withKey(body, 'paging.after', 'x')).toEqual({ a: 1, paging: { size: 2, after: 'x' } });
+    expect(withKey(body, 'b.c', 3)).toEqual({ a: 1, paging: { size: 2 }, b: { c: 3 } });
+    expect(body).toEqual({ a: 1, paging: { size: 2 } });
+  });
+
   it('withParam changes only the one parameter, encoding its value', () => {
     const u = new URL('https://a.example/q?q=SELECT+Id%2CName&after=1&x=%3E');
     expect(withParam(u, 'after', 'a b/c').href).toBe(
@@ -296,6 +479,21 @@ describe('checkNext', () => {
     expect(() =>
       checkNext(new URL('https://api.example/list?after=3'), origin, seen, at),
     ).not.toThrow();
+  });
+});
+
+describe('requestKey', () => {
+  it('tells POST pages apart by their body, so a repeated body is a loop', () => {
+    const u = new URL('https://api.copper.com/developer_api/v1/companies/search');
+    const a = requestKey({ url: u, body: { page_number: 2 } });
+    const b = requestKey({ url: u, body: { page_number: 3 } });
+    expect(a).not.toBe(b);
+    expect(requestKey({ url: u })).toBe(u.href);
+    const seen = new Set([a]);
+    expect(thrown(() => checkNext(u, u.origin, seen, at, a)).detail).toBe(
+      'page 1: the next page points back to a page already read',
+    );
+    expect(() => checkNext(u, u.origin, seen, at, b)).not.toThrow();
   });
 });
 

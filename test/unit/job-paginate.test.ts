@@ -49,9 +49,41 @@ describe('job files: paginated sources', () => {
     expect(loadJob(rules, 'pull').source.paginate).toEqual({ next: '@odata.nextLink' });
   });
 
+  it('load a POST search with its body, and a page count', () => {
+    const dir = job(
+      [
+        '',
+        '  url: https://api.copper.com/developer_api/v1/companies/search',
+        '  headers: { X-PW-AccessToken: "${COPPER_TOKEN}", X-PW-UserEmail: ops@example.com }',
+        '  paginate:',
+        '    method: POST',
+        '    body: { page_size: 100, sort_by: name, minimum_modified_date: 0 }',
+        '    pageParam: page_number',
+        '    untilEmpty: true',
+      ].join('\n'),
+    );
+    expect(loadJob(dir, 'pull').source.paginate).toEqual({
+      method: 'POST',
+      body: { page_size: 100, sort_by: 'name', minimum_modified_date: 0 },
+      pageParam: 'page_number',
+      untilEmpty: true,
+    });
+    const fs = job(
+      '{ url: "https://acme.myfreshworks.com/crm/sales/api/sales_accounts/view/1", paginate: freshsales, recordsPath: sales_accounts }',
+    );
+    expect(loadJob(fs, 'pull').source.paginate).toBe('freshsales');
+    expect(
+      problemsOf(
+        job(
+          '{ url: "https://a.example/x", paginate: { body: { size: 1 }, pageParam: page, totalPages: meta.total_pages } }',
+        ),
+      ),
+    ).toEqual(['source.paginate.body: body goes with method: POST (a GET sends no body)']);
+  });
+
   it('report each problem with its path', () => {
     expect(problemsOf(job('{ url: "https://a.example/x", paginate: hubspt }'))).toEqual([
-      'source.paginate: a preset (hubspot, salesforce, pipedrive, close, dataverse) or an object with next, cursor or hasMore',
+      'source.paginate: a preset (hubspot, salesforce, pipedrive, close, dataverse, freshsales, copper) or an object with next, cursor, hasMore, totalPages or untilEmpty',
     ]);
     expect(
       problemsOf(job('{ url: "https://a.example/x", paginate: { cursor: paging.next.after } }')),

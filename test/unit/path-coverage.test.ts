@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkPathCoverage,
+  describeUnmatched,
   editDistance,
   nearestKeys,
   PathCoverage,
@@ -34,6 +35,41 @@ function hintFor(ref: string, rows: Record<string, unknown>[]): string | undefin
 }
 
 describe('PathCoverage', () => {
+  it('does not check paths against rows a skip rule skips; they count towards the limit', () => {
+    const email = [{ field: 'fields.email', refs: ['data.email'], required: true }];
+    const org = (id: number) => ({ data: { id, is_organization: true, name: `Org ${id}` } });
+    const person = (id: number) => ({
+      data: { id, is_organization: false, email: `p${id}@example.com` },
+    });
+    const skips = (r: Record<string, unknown>) =>
+      (r.data as { is_organization?: boolean }).is_organization === true;
+    const run = (rows: Record<string, unknown>[], limit?: number) => {
+      const c = new PathCoverage(email, limit);
+      for (const r of rows) c.observe(r, skips(r));
+      return c.summary();
+    };
+    // Only organizations: nothing to check, the run may go on.
+    const orgsOnly = run([org(1), org(2)]);
+    expect(orgsOnly).toMatchObject({ rows: 2, skipped: 2, partial: false });
+    expect(unmatchedPaths(orgsOnly)).toEqual([]);
+    expect(checkPathCoverage(orgsOnly)).toEqual({ ok: true });
+    // A person among them carries the path.
+    expect(checkPathCoverage(run([org(1), person(2), org(3)]))).toEqual({ ok: true });
+    // People without it still stop the run, and the message says how many were skipped.
+    const typo = run([org(1), { data: { id: 2, is_organization: false } }, org(3)]);
+    expect(typo).toMatchObject({ rows: 3, skipped: 2 });
+    expect(describeUnmatched(unmatchedPaths(typo)[0]!, typo)).toBe(
+      'fields.email: data.email found nothing in all 3 rows (2 skipped by a skip rule): no key "email" in data (keys there: id, is_organization)',
+    );
+    expect(checkPathCoverage(typo).ok).toBe(false);
+    // Skipped rows count towards the limit: the check does not read on for ever.
+    expect(run([org(1), org(2), person(3)], 2)).toMatchObject({
+      rows: 2,
+      skipped: 2,
+      partial: true,
+    });
+  });
+
   it('counts, per reference, the rows where it found a value', () => {
     const s = cover(
       [

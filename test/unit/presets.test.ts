@@ -53,15 +53,23 @@ const PRESETS = [
   'attio-workspace-members',
   'close-leads',
   'close-users',
+  'copper-companies',
+  'copper-people',
   'dynamics-accounts',
   'dynamics-systemusers',
+  'freshsales-accounts',
+  'freshsales-contacts',
   'hubspot-companies',
   'hubspot-contacts',
   'hubspot-owners',
   'pipedrive-organizations',
   'pipedrive-users',
   'salesforce-accounts',
+  'salesforce-contacts',
+  'salesforce-leads',
   'salesforce-users',
+  'zendesk-sell-organizations',
+  'zendesk-sell-people',
   'zoho-accounts',
   'zoho-users',
 ];
@@ -85,9 +93,13 @@ describe('presets', () => {
       };
       return def.fields.external_id.template.replace(/\{.*$/, '');
     });
-    // Salesforce ids name their object themselves (001 Account, 005 User): one namespace for both.
+    // Salesforce ids name their object themselves (001 Account, 003 Contact, 00Q Lead, 005 User):
+    // one namespace for all four.
+    const salesforce = PRESETS.filter((name) => name.startsWith('salesforce-'));
+    expect(salesforce).toHaveLength(4);
     const distinct = new Set(prefixes.filter((p) => p !== 'salesforce:'));
-    expect(distinct.size).toBe(PRESETS.length - 2);
+    expect(distinct.size).toBe(PRESETS.length - salesforce.length);
+    expect(prefixes.filter((p) => p === 'salesforce:')).toHaveLength(salesforce.length);
   });
 
   it('hubspot-companies maps the UI export', () => {
@@ -582,6 +594,266 @@ describe('presets', () => {
         ok: true,
       });
     }
+  });
+
+  it('salesforce-contacts and salesforce-leads map people by their own ids, in every shape', () => {
+    const contact = {
+      Id: '003jV000005OEtN',
+      AccountId: '001jV0000050DOz',
+      Email: 'rose@edge.com',
+      FirstName: 'Rose',
+      LastName: 'Gonzalez',
+      Title: 'SVP, Procurement',
+    };
+    const body = {
+      external_id: 'salesforce:003jV000005OEtNQAW',
+      email: 'rose@edge.com',
+      first_name: 'Rose',
+      last_name: 'Gonzalez',
+      custom: custom({ account_id: '001jV0000050DOzQAM', title: 'SVP, Procurement' }),
+    };
+    expect(map1('salesforce-contacts', contact)).toEqual({ ok: true, line: 2, body });
+    // Data Loader before v61: upper-case headers; REST: attributes, booleans and null.
+    const upper = Object.fromEntries(Object.entries(contact).map(([k, v]) => [k.toUpperCase(), v]));
+    expect(map1('salesforce-contacts', { ...upper, ISDELETED: 'false' })).toEqual({
+      ok: true,
+      line: 2,
+      body,
+    });
+    expect(
+      map1('salesforce-contacts', {
+        attributes: { type: 'Contact' },
+        ...contact,
+        IsDeleted: false,
+        MasterRecordId: null,
+        Department: null,
+      }),
+    ).toEqual({ ok: true, line: 2, body });
+    const reason = (preset: string, record: Record<string, unknown>) => {
+      const r = map1(preset, record);
+      return r.ok ? 'synced' : r.skip ? r.reason : `invalid: ${r.reason}`;
+    };
+    // Weekly Data Export: "0"/"1" and 000000000000000AAA lookups.
+    expect(reason('salesforce-contacts', { ...contact, IsDeleted: '1' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    expect(
+      reason('salesforce-contacts', {
+        ...contact,
+        IsDeleted: '0',
+        MasterRecordId: '000000000000000AAA',
+      }),
+    ).toBe('synced');
+    expect(
+      reason('salesforce-contacts', { ...contact, MasterRecordId: '003jV000005OEtOQAW' }),
+    ).toBe('merged into another record (MasterRecordId 003jV000005OEtOQAW)');
+
+    const lead = {
+      Id: '00QjV000001Mo5p',
+      Email: 'pat@pyramid.net',
+      FirstName: 'Pat',
+      LastName: 'Stumuller',
+      Company: 'Pyramid Construction Inc.',
+      Status: 'Closed - Converted',
+      IsConverted: 'false',
+    };
+    expect(map1('salesforce-leads', lead)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'salesforce:00QjV000001Mo5pUAC',
+        email: 'pat@pyramid.net',
+        first_name: 'Pat',
+        last_name: 'Stumuller',
+        custom: custom({ company: 'Pyramid Construction Inc.', status: 'Closed - Converted' }),
+      },
+    });
+    // Only IsConverted says a lead became a contact, in each spelling of true.
+    for (const converted of ['true', '1', true])
+      expect(
+        map1('salesforce-leads', {
+          ...lead,
+          IsConverted: converted,
+          ConvertedContactId: '003jV000005OEtQQAW',
+        }),
+      ).toEqual({
+        ok: false,
+        skip: true,
+        line: 2,
+        field: 'skip.converted',
+        rule: 'converted',
+        reason: 'converted into a contact (IsConverted)',
+        value: converted,
+        identity: 'x:salesforce:00QjV000001Mo5pUAC',
+      });
+    expect(reason('salesforce-leads', { ...lead, IsConverted: '0', IsDeleted: '1' })).toBe(
+      'deleted in Salesforce (IsDeleted)',
+    );
+    expect(reason('salesforce-leads', { ...lead, Email: null })).toBe(
+      'invalid: missing: no value in column Email',
+    );
+  });
+
+  it('freshsales presets: integer ids, deleted records skipped', () => {
+    const account = { id: 17001321830, name: 'Widgetz.io (sample)', website: 'widgetz.io' };
+    expect(map1('freshsales-accounts', { ...account, is_deleted: false, owner_id: null })).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'freshsales:account:17001321830',
+        name: 'Widgetz.io (sample)',
+        website: 'https://widgetz.io',
+      },
+    });
+    expect(map1('freshsales-accounts', { ...account, is_deleted: true })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Freshsales (is_deleted)',
+      identity: 'x:freshsales:account:17001321830',
+    });
+    const contact = { id: 17008066468, email: 'jane@example.com', first_name: 'Jane' };
+    expect(map1('freshsales-contacts', { ...contact, is_deleted: 'true' })).toMatchObject({
+      skip: true,
+      reason: 'deleted in Freshsales (is_deleted)',
+    });
+    expect(map1('freshsales-contacts', { ...contact, email: null })).toMatchObject({
+      ok: false,
+      field: 'email',
+      identity: 'x:freshsales:contact:17008066468',
+    });
+  });
+
+  it('copper presets read the first of a list (websites, emails); a person with none is invalid', () => {
+    const company = {
+      id: 35082308,
+      name: 'Company Five',
+      websites: [
+        { url: 'https://five.example/', category: 'work' },
+        { url: 'https://other.example/', category: 'other' },
+      ],
+      phone_numbers: [{ number: '123-555-9876', category: 'work' }],
+      email_domain: 'five.example',
+      assignee_id: 289533,
+    };
+    expect(map1('copper-companies', company)).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'copper:company:35082308',
+        name: 'Company Five',
+        website: 'https://five.example/',
+        custom: custom({ email_domain: 'five.example', phone: '123-555-9876', owner_id: 289533 }),
+      },
+    });
+    // No website: the field is left out, not cleared.
+    expect(map1('copper-companies', { ...company, websites: [] })).toMatchObject({
+      ok: true,
+      body: { external_id: 'copper:company:35082308', name: 'Company Five' },
+    });
+    const person = { id: 78757050, first_name: 'Person', last_name: 'One' };
+    expect(
+      map1('copper-people', {
+        ...person,
+        emails: [
+          { email: 'PersonOne@example.com', category: 'work' },
+          { email: 'p1@example.org', category: 'personal' },
+        ],
+      }),
+    ).toEqual({
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'copper:person:78757050',
+        email: 'PersonOne@example.com',
+        first_name: 'Person',
+        last_name: 'One',
+      },
+    });
+    expect(map1('copper-people', { ...person, emails: [] })).toEqual({
+      ok: false,
+      line: 2,
+      field: 'email',
+      reason: 'missing: no value in column emails[0].email',
+      identity: 'x:copper:person:78757050',
+    });
+  });
+
+  it('zendesk-sell presets split one contacts list by is_organization, enveloped or unwrapped', () => {
+    // Zendesk's own sample contact (an organization), as a /v2/contacts item.
+    const org = {
+      id: 1,
+      owner_id: 1,
+      is_organization: true,
+      contact_id: null,
+      parent_organization_id: 2,
+      name: 'Design Services Company',
+      first_name: null,
+      last_name: null,
+      industry: 'Design Services',
+      website: 'http://www.designservice.com',
+      email: null,
+      address: { line1: '2726 Smith Street', city: 'Hyannis', state: 'MA', country: 'US' },
+    };
+    const company = {
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'zendesk-sell:organization:1',
+        name: 'Design Services Company',
+        website: 'http://www.designservice.com',
+        custom: custom({
+          industry: 'Design Services',
+          city: 'Hyannis',
+          country: 'US',
+          owner_id: 1,
+          parent_organization_id: 2,
+        }),
+      },
+    };
+    expect(map1('zendesk-sell-organizations', { data: org, meta: { type: 'contact' } })).toEqual(
+      company,
+    );
+    expect(map1('zendesk-sell-organizations', org)).toEqual(company);
+    expect(map1('zendesk-sell-people', { data: org, meta: { type: 'contact' } })).toMatchObject({
+      skip: true,
+      reason: 'an organization, not a person (is_organization true)',
+    });
+
+    const person = {
+      id: 7,
+      is_organization: false,
+      contact_id: 1,
+      first_name: 'Mark',
+      last_name: 'Johnson',
+      email: 'mark@designservice.example',
+      title: 'CEO',
+      owner_id: 1,
+    };
+    const member = {
+      ok: true,
+      line: 2,
+      body: {
+        external_id: 'zendesk-sell:person:7',
+        email: 'mark@designservice.example',
+        first_name: 'Mark',
+        last_name: 'Johnson',
+        custom: custom({ title: 'CEO', organization_id: 1, owner_id: 1 }),
+      },
+    };
+    expect(map1('zendesk-sell-people', { data: person, meta: { type: 'contact' } })).toEqual(
+      member,
+    );
+    expect(map1('zendesk-sell-people', person)).toEqual(member);
+    expect(
+      map1('zendesk-sell-organizations', { data: person, meta: { type: 'contact' } }),
+    ).toMatchObject({
+      skip: true,
+      reason: 'a person, not an organization (is_organization false)',
+    });
+    const { is_organization: _, ...unmarked } = person;
+    expect(map1('zendesk-sell-organizations', { data: unmarked })).toMatchObject({
+      skip: true,
+      reason: 'not marked as an organization (no is_organization)',
+    });
   });
 
   it('pipedrive presets: organizations by id (owner an object), deleted ones skipped; users split their name', () => {

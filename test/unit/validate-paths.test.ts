@@ -77,7 +77,7 @@ describe('validate: mapped paths against the first rows', () => {
 
   it('reads no further than the limit', async () => {
     const job = jobs.get('typo')!;
-    const s = await sampleCoverage(sourceOf(job, {}), job.mapping.paths, 10);
+    const s = await sampleCoverage(sourceOf(job, {}), job.mapping, 10);
     expect(s).toMatchObject({ rows: 10, partial: true });
   });
 
