@@ -111,6 +111,7 @@ export const EnvSchema = z.object({
   CRM_SYNC_RUN_HISTORY: positiveInt.default(DEFAULT_RUN_HISTORY),
   CRM_SYNC_ALERT_WEBHOOK: optionalSecret.pipe(z.url({ protocol: /^https?$/ }).optional()),
   CRM_SYNC_ALERT_FORMAT: z.enum(ALERT_FORMATS).default('json'),
+  CRM_SYNC_ALERT_SECRET: optionalSecret,
   CRM_SYNC_PUBLIC_URL: z
     .string()
     .optional()
@@ -167,6 +168,8 @@ export interface Config {
   alerts: {
     webhook?: string;
     format: AlertFormat;
+    /** Signs every payload (HMAC-SHA256, src/alerts/signature.ts) when set. */
+    secret?: string;
     publicUrl?: string;
     attempts: number;
     backoffMs: number;
@@ -225,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   registerSecret(e.SANDBOX_API_KEY);
   // A webhook's URL is its key (Slack's path is).
   registerSecret(e.CRM_SYNC_ALERT_WEBHOOK);
+  registerSecret(e.CRM_SYNC_ALERT_SECRET);
   return {
     redis: redis.target,
     redisUrl: redis.target.display,
@@ -269,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     alerts: {
       ...(e.CRM_SYNC_ALERT_WEBHOOK !== undefined && { webhook: e.CRM_SYNC_ALERT_WEBHOOK }),
       format: e.CRM_SYNC_ALERT_FORMAT,
+      ...(e.CRM_SYNC_ALERT_SECRET !== undefined && { secret: e.CRM_SYNC_ALERT_SECRET }),
       ...(e.CRM_SYNC_PUBLIC_URL !== undefined && { publicUrl: e.CRM_SYNC_PUBLIC_URL }),
       attempts: e.CRM_SYNC_ALERT_ATTEMPTS,
       backoffMs: e.CRM_SYNC_ALERT_BACKOFF_MS,

@@ -8,17 +8,23 @@
  *
  * The webhook URL is a secret (a Slack webhook's path is its key): it is
  * never queued, logged or put into an error. The worker reads it when it
- * delivers, from the job's `alerts:` or CRM_SYNC_ALERT_WEBHOOK.
+ * delivers, from the job's `alerts:` or CRM_SYNC_ALERT_WEBHOOK. Each attempt
+ * carries a timestamp, the alert's id as its idempotency key and, with
+ * CRM_SYNC_ALERT_SECRET, a signature (signature.ts). An alert given up after
+ * its last attempt is logged at error once, counted
+ * (`crm_sync_alerts_dropped_total`) and noted on its run's record.
  */
 import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { UnrecoverableError } from 'bullmq';
 import type { Config } from '../config.js';
+import type { Metrics } from '../ops/metrics.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { redactSecrets, registerSecret, scrubText, silentLogger, type Logger } from '../log.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import { alertPayload } from './payload.js';
+import { alertHeaders } from './signature.js';
 import {
   alertId,
   alertPolicy,
@@ -159,18 +165,23 @@ function hostOf(url: string): string {
 }
 
 /**
- * POSTs one payload. A 2xx delivers; anything else (another status, a
- * timeout, a refused connection) throws, for BullMQ's next attempt. The
- * error names the host, never the URL.
+ * POSTs one payload (its exact bytes, with the headers given). A 2xx
+ * delivers; anything else (another status, a timeout, a refused connection)
+ * throws, for BullMQ's next attempt. The error names the host, never the URL.
  */
-export async function postAlert(url: string, body: unknown, timeoutMs: number): Promise<number> {
+export async function postAlert(
+  url: string,
+  body: string,
+  timeoutMs: number,
+  headers: Record<string, string> = {},
+): Promise<number> {
   const host = hostOf(url);
   let res: Response;
   try {
     res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'crm-sync-alerts' },
-      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', 'user-agent': 'crm-sync-alerts', ...headers },
+      body,
       redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -186,6 +197,11 @@ export async function postAlert(url: string, body: unknown, timeoutMs: number): 
   return res.status;
 }
 
+/** Whether this failure was the alert's last attempt: BullMQ will not try it again. */
+function isLastAttempt(job: Job<Alert>, err: Error): boolean {
+  return err instanceof UnrecoverableError || job.attemptsMade >= (job.opts.attempts ?? 1);
+}
+
 /** The worker delivering queued alerts. */
 export function startAlertWorker(opts: {
   connection: ConnectionOptions;
@@ -195,6 +211,10 @@ export function startAlertWorker(opts: {
   env: Config['sourceEnv'];
   logger?: Logger;
   concurrency?: number;
+  /** Counts alerts given up (`alertsDropped`). */
+  metrics?: Pick<Metrics, 'alertsDropped'>;
+  /** Where an alert about a run that is given up is noted on the run's record. */
+  runs?: Pick<StateStore, 'updateRun'>;
 }): Worker {
   const logger = opts.logger ?? silentLogger;
   const worker = new Worker<Alert>(
@@ -205,11 +225,13 @@ export function startAlertWorker(opts: {
       // The webhook was removed since the alert was queued: nothing to deliver to.
       if (!policy) return 'no webhook';
       const url = resolveWebhook(policy.webhook, opts.env);
-      const status = await postAlert(
-        url,
-        alertPayload(alert, policy.format, opts.alerts.publicUrl),
-        opts.alerts.timeoutMs,
-      );
+      const body = JSON.stringify(alertPayload(alert, policy.format, opts.alerts.publicUrl));
+      const headers = alertHeaders({
+        body,
+        eventId: job.id ?? alertId(alert),
+        ...(opts.alerts.secret !== undefined && { secret: opts.alerts.secret }),
+      });
+      const status = await postAlert(url, body, opts.alerts.timeoutMs, headers);
       logger.info(
         { alert: alert.kind, job: alert.job, runId: alert.runId, webhook: hostOf(url), status },
         'alert delivered',
@@ -224,12 +246,35 @@ export function startAlertWorker(opts: {
       removeOnFail: RETENTION.failed,
     },
   );
-  worker.on('failed', (job, err) =>
-    logger.warn(
-      { err, alert: job?.data.kind, job: job?.data.job, attempt: job?.attemptsMade },
-      'alert not delivered (BullMQ tries again until its attempts are used)',
-    ),
-  );
+  worker.on('failed', (job, err) => {
+    if (!job) return;
+    const alert = job.data;
+    const fields = { err, alert: alert.kind, job: alert.job, runId: alert.runId };
+    if (!isLastAttempt(job, err)) {
+      logger.warn(
+        { ...fields, attempt: job.attemptsMade, attempts: job.opts.attempts },
+        'alert not delivered yet; BullMQ tries it again',
+      );
+      return;
+    }
+    logger.error(
+      { ...fields, attempts: job.attemptsMade },
+      'alert dropped: not delivered after its last attempt',
+    );
+    opts.metrics?.alertsDropped.inc({ rule: alert.kind });
+    // A missed slot's run id is the run still going, not the one the alert is about.
+    if (opts.runs && alert.runId !== undefined && alert.kind !== 'missed') {
+      const why = `the ${alert.kind} alert was not delivered (${job.attemptsMade} attempt(s)): ${err.message}`;
+      opts.runs
+        .updateRun(alert.runId, { alertUndelivered: why })
+        .catch((e: unknown) =>
+          logger.error(
+            { err: e, runId: alert.runId },
+            'could not note the dropped alert on its run',
+          ),
+        );
+    }
+  });
   worker.on('error', (err) => logger.error({ err, worker: 'alert worker' }, 'worker error'));
   return worker;
 }

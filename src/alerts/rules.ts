@@ -8,6 +8,7 @@
  * Redis while it waits for delivery.
  */
 import { z } from 'zod';
+import { ENV_REF, urlCredentials } from '../crm/source-spec.js';
 import { ALERT_FORMATS, type AlertFormat } from '../defaults.js';
 import { scrubText } from '../log.js';
 
@@ -23,8 +24,8 @@ const WHOLE_ENV_REF = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/;
 export const JobAlertsSchema = z.strictObject({
   /**
    * `${NAME}` (the URL is read from the environment variable NAME, the way a
-   * webhook's secret should be kept), or an http(s) URL without user name or
-   * password.
+   * webhook's secret should be kept), or an http(s) URL without credentials
+   * (a user name, a password, or a query parameter that looks like one).
    */
   webhook: z
     .string()
@@ -44,6 +45,8 @@ export type JobAlerts = z.output<typeof JobAlertsSchema>;
 
 /** Why a literal webhook URL is refused, or undefined when it is fine. */
 export function webhookUrlProblem(url: string): string | undefined {
+  if (ENV_REF.test(url))
+    return 'a ${NAME} reference is the whole webhook (NAME holds the whole URL), never a part of it';
   let u: URL;
   try {
     u = new URL(url);
@@ -53,7 +56,42 @@ export function webhookUrlProblem(url: string): string | undefined {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'a webhook URL is http or https';
   if (u.username !== '' || u.password !== '')
     return 'a webhook URL must not carry a user name or password: write ${NAME} and set NAME';
+  const params = urlCredentials(url)?.params ?? [];
+  if (params.length > 0)
+    return `a webhook URL must not carry a credential (query parameter ${params.join(', ')}): write \${NAME} and set NAME to the URL`;
   return undefined;
+}
+
+/**
+ * Why a webhook cannot be delivered to in this environment, or undefined:
+ * a `${NAME}` whose variable is not set or is empty. Alerts sent there would
+ * be dropped, so `validate` and the jobs list say so before any run does.
+ */
+export function webhookEnvProblem(
+  webhook: string,
+  env: Readonly<Record<string, string | undefined>>,
+): string | undefined {
+  const name = webhookReference(webhook);
+  if (name === undefined) return undefined;
+  const value = env[name];
+  if (value === undefined || value === '')
+    return `the webhook names the environment variable ${name}, which is ${value === undefined ? 'not set' : 'empty'}: this job's alerts cannot be delivered`;
+  return undefined;
+}
+
+/**
+ * The problems of the jobs' `alerts.webhook` in this environment, each
+ * naming its file and path, as `validate` and the jobs list show them.
+ */
+export function jobAlertProblems(
+  jobs: readonly { file: string; alerts?: JobAlerts }[],
+  env: Readonly<Record<string, string | undefined>>,
+): string[] {
+  return jobs.flatMap((j) => {
+    const webhook = j.alerts?.webhook;
+    const problem = webhook === undefined ? undefined : webhookEnvProblem(webhook, env);
+    return problem === undefined ? [] : [`${j.file}: alerts.webhook: ${problem}`];
+  });
 }
 
 /** The environment variable a webhook names (`${NAME}`), or undefined for a literal URL. */

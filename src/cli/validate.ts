@@ -6,11 +6,14 @@
  * before the run. Then it reads the first 1,000 rows of each local export
  * (of URL sources too with `--fetch`) and warns of each mapped column or path
  * that found nothing there, and of each line where the source's `recordPath`
- * or `stream` found no record, which is a problem (validate-paths.ts).
+ * or `stream` found no record, which is a problem (validate-paths.ts). A
+ * job's alerts webhook that names an environment variable not set (or empty)
+ * here is a problem: its alerts could not be delivered.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { jobAlertProblems } from '../alerts/rules.js';
 import { loadConfig } from '../config.js';
 import { loadJobs, type JobDefinition } from '../jobs/definition.js';
 import { ExitCode } from './output.js';
@@ -26,7 +29,10 @@ export function registerValidateCommand(program: Command): void {
   ).action(async (flags: { jobs?: string; fetch?: boolean }) => {
     const config = loadConfig();
     const dir = resolve(flags.jobs ?? config.jobsDir);
-    const { jobs, problems } = loadJobs(dir, { mappingsDir: config.mappingsDir });
+    const loaded = loadJobs(dir, { mappingsDir: config.mappingsDir });
+    const { jobs } = loaded;
+    // A webhook whose variable is not set here would drop every alert of its job.
+    const problems = [...loaded.problems, ...jobAlertProblems(jobs, config.sourceEnv)];
     for (const job of jobs) process.stdout.write(`ok ${describe(job)}\n`);
     for (const job of jobs) {
       const path = job.source.path;

@@ -1,10 +1,11 @@
 /**
  * The job definitions of a folder as an operator looks at them: each job's
  * entity, schedule, next scheduled slot and last run, and the problems of
- * the files that do not load. Read fresh on every call (a job file edited
+ * the files that do not load or whose alerts cannot be delivered. Read fresh on every call (a job file edited
  * since counts). Used by the ops API (`GET /api/jobs`).
  */
 import { CronExpressionParser } from 'cron-parser';
+import { jobAlertProblems } from '../alerts/rules.js';
 import type { Config } from '../config.js';
 import { loadJobs } from '../jobs/definition.js';
 import { slotOf } from '../schedule/slot.js';
@@ -28,7 +29,10 @@ export interface JobOverview {
 
 export interface JobsOverview {
   jobs: JobOverview[];
-  /** Every problem of every file that does not load, each naming its file. */
+  /**
+   * Every problem of every file that does not load, and of every job whose
+   * alerts cannot be delivered (a webhook variable not set), each naming its file.
+   */
   problems: string[];
 }
 
@@ -49,7 +53,7 @@ export function nextSlot(schedule: string, timezone: string | undefined, now: Da
 export async function listJobs(
   deps: {
     store: Pick<StateStore, 'listRuns'>;
-    config: Pick<Config, 'jobsDir' | 'mappingsDir'>;
+    config: Pick<Config, 'jobsDir' | 'mappingsDir' | 'sourceEnv'>;
     jobsDir?: string;
   },
   now: Date = new Date(),
@@ -74,5 +78,8 @@ export async function listJobs(
     }),
   );
   overviews.sort((a, b) => a.name.localeCompare(b.name));
-  return { jobs: overviews, problems };
+  return {
+    jobs: overviews,
+    problems: [...problems, ...jobAlertProblems(jobs, deps.config.sourceEnv)],
+  };
 }

@@ -50,7 +50,8 @@ export async function planRun(
     store.listPending(entity),
   ]);
   // The change share says nothing on a job's first sync: everything is new to it.
-  const firstSync = !previous.some((r) => r.status === 'completed');
+  const lastCompleted = previous.find((r) => r.status === 'completed');
+  const firstSync = lastCompleted === undefined;
   const maxAge = def.indexMaxAgeHours * 3_600_000;
   const reasons = [
     !index && 'first listing',
@@ -117,6 +118,8 @@ export async function planRun(
       updates: counts.update,
       // An incremental pull holds only changed records: its change share says nothing either.
       firstSync: firstSync || since !== undefined,
+      // An incremental pull of 0 rows means nothing changed; a full export of 0 rows is broken.
+      ...(since === undefined && lastCompleted && { lastCompletedRead: lastCompleted.counts.read }),
     },
     def.thresholds,
   );

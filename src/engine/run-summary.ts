@@ -14,6 +14,8 @@ export interface RunSummary {
   status: string;
   phase?: string;
   error?: string;
+  /** The alert of the run's end was given up after its last delivery attempt: why. */
+  alertUndelivered?: string;
   source: string;
   mode: string;
   counts: {
@@ -53,6 +55,7 @@ export function runSummary(run: RunRecord): RunSummary {
     status: run.status,
     ...(run.phase !== undefined && { phase: run.phase }),
     ...(run.error !== undefined && { error: run.error }),
+    ...(run.alertUndelivered !== undefined && { alertUndelivered: run.alertUndelivered }),
     source: run.source,
     mode: run.mode,
     counts: {

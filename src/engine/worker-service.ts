@@ -14,7 +14,7 @@ import {
 import { requirePlatform, type Config } from '../config.js';
 import { loadJob } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from '../ops/metrics.js';
+import { processMetrics, type Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
 import { PlatformClient } from '../platform/client.js';
 import {
@@ -217,6 +217,8 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     alerts: config.alerts,
     env: config.sourceEnv,
     logger,
+    metrics: opts.metrics ?? processMetrics(),
+    runs: store,
   });
   shutdown.register('alert worker', workerCloser(alertWorker));
   for (const [name, w] of [

@@ -29,6 +29,9 @@ export const RunSummary = z.strictObject({
   status: z.enum(RUN_STATUSES),
   phase: z.string().optional(),
   error: z.string().optional(),
+  alertUndelivered: z.string().optional().meta({
+    description: "Why the alert of the run's end was given up after its last delivery attempt",
+  }),
   source: z.string(),
   mode: z.string(),
   counts: RunCounts,

@@ -29,6 +29,8 @@ export interface Metrics {
   queueDepth: Gauge<'queue' | 'state'>;
   /** Wall time of finished runs, seconds. Labels: job, status. */
   runDuration: Histogram<'job' | 'status'>;
+  /** Alerts given up after their last delivery attempt. Labels: rule (the alert's kind). */
+  alertsDropped: Counter<'rule'>;
   /** Reports the depth of these queues on every scrape (replaces any earlier list). */
   watchQueues(queues: readonly DepthSource[]): void;
 }
@@ -91,6 +93,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       help: 'Wall time of finished runs',
       labelNames: ['job', 'status'],
       buckets: [1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 14400, 43200],
+      registers: [registry],
+    }),
+    alertsDropped: new Counter({
+      name: 'crm_sync_alerts_dropped_total',
+      help: 'Alerts not delivered after their last attempt, by rule (failed, stopped, rejected-above, missed)',
+      labelNames: ['rule'],
       registers: [registry],
     }),
     watchQueues(queues) {

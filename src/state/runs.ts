@@ -88,6 +88,8 @@ export interface RunRecord {
   finishedAt?: number;
   /** Why it failed or stopped (scrubbed of credentials). */
   error?: string;
+  /** Why the alert of the run's end was given up after its last delivery attempt (scrubbed). */
+  alertUndelivered?: string;
   counts: RunCounts;
   /** Milliseconds per named phase. */
   timings: Record<string, number>;
@@ -99,6 +101,7 @@ export interface RunPatch {
   startedAt?: number;
   finishedAt?: number;
   error?: string;
+  alertUndelivered?: string;
   /** Merged into the stored timings. */
   timings?: Record<string, number>;
 }
@@ -150,6 +153,7 @@ const RunHashSchema = z.looseObject({
   startedAt: num.optional(),
   finishedAt: num.optional(),
   error: z.string().optional(),
+  alertUndelivered: z.string().optional(),
 });
 
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
@@ -271,6 +275,8 @@ export class Runs {
     if (patch.startedAt !== undefined) fields.startedAt = String(patch.startedAt);
     if (patch.finishedAt !== undefined) fields.finishedAt = String(patch.finishedAt);
     if (patch.error !== undefined) fields.error = scrubText(patch.error);
+    if (patch.alertUndelivered !== undefined)
+      fields.alertUndelivered = scrubText(patch.alertUndelivered);
     for (const [name, ms] of Object.entries(patch.timings ?? {}))
       fields[RunField.timing(name)] = String(ms);
     if (Object.keys(fields).length === 0) return;
@@ -389,5 +395,6 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   if (d.startedAt !== undefined) run.startedAt = d.startedAt;
   if (d.finishedAt !== undefined) run.finishedAt = d.finishedAt;
   if (d.error !== undefined) run.error = d.error;
+  if (d.alertUndelivered !== undefined) run.alertUndelivered = d.alertUndelivered;
   return run;
 }

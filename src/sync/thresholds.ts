@@ -1,7 +1,8 @@
 /**
  * Safety valves checked after planning and before any write: a broken export
  * (wrong delimiter, truncated file, a mapping that now yields nothing) must
- * not be synced as if the CRM had changed. `--force` skips the check.
+ * not be synced as if the CRM had changed, nor an export of 0 rows where the
+ * last completed run read some. `--force` skips the check.
  */
 
 export interface ThresholdCounts {
@@ -19,6 +20,12 @@ export interface ThresholdCounts {
    * change share says nothing and is not checked.
    */
   firstSync: boolean;
+  /**
+   * Rows the job's last completed run read, when that says what a full
+   * export should hold (not for an incremental pull, where 0 rows is news
+   * of no change). An export of 0 rows after one that had some is broken.
+   */
+  lastCompletedRead?: number;
 }
 
 export interface Thresholds {
@@ -49,6 +56,15 @@ export function checkThresholds(
   limits: Thresholds = DEFAULT_THRESHOLDS,
 ): ThresholdVerdict {
   const { read } = counts;
+  const before = counts.lastCompletedRead ?? 0;
+  if (read === 0 && before > 0) {
+    return {
+      ok: false,
+      reason:
+        `the export has 0 rows; the last completed run read ${num(before)}: ` +
+        'check the export (an empty or truncated file, a wrong path or filter); run with --force to sync anyway',
+    };
+  }
   if (read === 0 || read < limits.minRows) return { ok: true };
 
   const invalidShare = counts.invalid / read;

@@ -4,7 +4,9 @@
  * the page asks for the ops token once, lists the jobs, starts a run after a
  * confirmation, follows it to its end, lists its failures and warnings
  * (filtered by kind, searched, every value shown as text), downloads them as
- * the CLI's CSV, and previews a plan with its field diffs.
+ * the CLI's CSV, previews a plan with its field diffs, and shows the jobs'
+ * problems (an alerts webhook whose variable is not set) and an alert that
+ * was not delivered.
  *
  * With CONSOLE_SCREENSHOTS=<folder> it saves the screenshots the README
  * shows (docs/console.png, docs/console-run.png); otherwise they go to a
@@ -219,4 +221,35 @@ describe('web console in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Full backfill' }).count()).toBe(1);
     expect(pageErrors).toEqual([]);
   }, 45_000);
+  it("lists the jobs' problems and says when a run's alert was not delivered", async () => {
+    // A job whose alerts webhook names a variable the worker does not have.
+    h.writeJob('hooked', {
+      entity: 'companies',
+      source: { path: join(h.dir, 'accounts.csv') },
+      mapping,
+      alerts: { webhook: '${UNSET_CONSOLE_HOOK}' },
+    });
+    const [last] = await h.store.listRuns({ job: 'accounts', limit: 1 });
+    const why =
+      'the failed alert was not delivered (10 attempt(s)): alert webhook at hooks.example.com answered HTTP 500';
+    await h.store.updateRun(last!.id, { alertUndelivered: why });
+    try {
+      await page.goto(`${ops.url}/#/`);
+      const problems = page.getByRole('region', { name: 'Problems' });
+      await problems.waitFor();
+      expect(await problems.getByRole('listitem').allTextContents()).toEqual([
+        `${join(h.jobsDir, 'hooked.yaml')}: alerts.webhook: the webhook names the environment variable UNSET_CONSOLE_HOOK, which is not set: this job's alerts cannot be delivered`,
+      ]);
+      // The job still loads and is listed; the one whose last run's alert was dropped says so.
+      expect(await page.getByRole('row').filter({ hasText: 'hooked' }).count()).toBe(1);
+      const accounts = page.getByRole('row').filter({ hasText: 'accounts' }).first();
+      expect(await accounts.textContent()).toContain('alert not delivered');
+
+      await page.goto(`${ops.url}/#/runs/${encodeURIComponent(last!.id)}`);
+      await page.getByText(`Alert not delivered: ${why}`).waitFor();
+      expect(pageErrors).toEqual([]);
+    } finally {
+      rmSync(join(h.jobsDir, 'hooked.yaml'));
+    }
+  }, 30_000);
 });

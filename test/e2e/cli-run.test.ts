@@ -271,13 +271,21 @@ describe('crm-sync validate', () => {
         'two.yaml',
         "entity: companies\nsource:\n  path: x.csv\nmapping: nope\nschedule: 'every day'\n",
       );
+      // Loads, but its alerts could never be delivered: the variable is not set.
+      bad.write(
+        'hooked.yaml',
+        companiesJob(files.path('companies.csv'), 'alerts:\n  webhook: ${E2E_UNSET_HOOK}'),
+      );
       const r = await runCli(['validate', '--jobs', bad.dir], env);
       expect(r.code).toBe(3);
       expect(r.stdout).toMatch(/^ok good:/);
       expect(r.stderr).toContain(`${bad.path('one.yaml')}: entity`);
       expect(r.stderr).toContain(`${bad.path('one.yaml')}: source`);
       expect(r.stderr).toContain(`${bad.path('two.yaml')}: schedule`);
-      expect(r.stderr).toMatch(/problem\(s\) in .*; 1 job\(s\) valid/);
+      expect(r.stderr).toContain(
+        `${bad.path('hooked.yaml')}: alerts.webhook: the webhook names the environment variable E2E_UNSET_HOOK, which is not set`,
+      );
+      expect(r.stderr).toMatch(/problem\(s\) in .*; 2 job\(s\) valid/);
     } finally {
       bad.remove();
     }

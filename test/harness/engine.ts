@@ -49,6 +49,8 @@ export interface EngineOptions {
   apiKey?: string;
   /** Start the sandbox only; call `startWorkers()` later (e.g. after creating an API account). */
   deferWorkers?: boolean;
+  /** Where the engine logs (a test reading its lines); silent (or ENGINE_TEST_LOG) otherwise. */
+  logger?: Logger;
 }
 
 export interface RunOptions {
@@ -119,9 +121,11 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-engine-'));
   const jobsDir = join(dir, 'jobs');
   mkdirSync(jobsDir);
-  const logger = process.env.ENGINE_TEST_LOG
-    ? createLogger({ level: process.env.ENGINE_TEST_LOG })
-    : silentLogger;
+  const logger =
+    opts.logger ??
+    (process.env.ENGINE_TEST_LOG
+      ? createLogger({ level: process.env.ENGINE_TEST_LOG })
+      : silentLogger);
   const sandbox = await startSandbox({ apiKey: API_KEY, port: 0, ...opts.sandbox });
   const env = (apiKey: string): Record<string, string> => ({
     REDIS_URL: redisUrl(),

@@ -4,19 +4,34 @@
  * run end that should alert delivers exactly one alert with the right shape
  * (generic JSON or Slack), a link to the run's page when CRM_SYNC_PUBLIC_URL
  * is set, and no secret or row value; a webhook that answers 503 twice
- * still gets it once; a webhook that never answers holds no run.
+ * still gets it once; a webhook that never answers holds no run. Every
+ * attempt is signed (checked here with node:crypto over the bytes received)
+ * and carries the same idempotency key; an alert given up after its last
+ * attempt is logged at error once, counted and noted on its run; an export
+ * of 0 rows after a run that read some stops before writing and alerts.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GenericPayload, SlackPayload } from '../../src/alerts/payload.js';
-import { registerSecret } from '../../src/log.js';
+import { runSummary } from '../../src/engine/run-summary.js';
+import { createLogger, registerSecret } from '../../src/log.js';
+import { processMetrics } from '../../src/ops/metrics.js';
 import {
   API_KEY,
   companyRows,
+  countWrites,
   hubspotCells,
   hubspotJob,
   HUBSPOT_HEADER,
+  statsSince,
   useEngines,
   type EngineHarness,
 } from '../harness/engine.js';
@@ -26,6 +41,9 @@ const engine = useEngines();
 interface Received {
   path: string;
   body: string;
+  /** The body's bytes as received. */
+  raw: Buffer;
+  headers: IncomingHttpHeaders;
   status: number | 'hung';
 }
 
@@ -44,9 +62,12 @@ async function webhook(answer: (n: number, path: string) => Answer = () => 200) 
       const n = (seen.get(path) ?? 0) + 1;
       seen.set(path, n);
       const a = answer(n, path);
+      const raw = Buffer.concat(chunks);
       const entry: Received = {
         path,
-        body: Buffer.concat(chunks).toString('utf8'),
+        body: raw.toString('utf8'),
+        raw,
+        headers: req.headers,
         status: a === 'hang' ? 'hung' : a,
       };
       received.push(entry);
@@ -97,6 +118,24 @@ async function until(what: string, ok: () => boolean | Promise<boolean>): Promis
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/** A logger whose JSON lines the test reads. */
+function captureLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  return { logger: createLogger({ level: 'debug', destination, pretty: false }), lines };
+}
+
+/** Alerts given up so far under a rule, in the process's metrics. */
+async function droppedCount(rule: string): Promise<number> {
+  const { values } = await processMetrics().alertsDropped.get();
+  return values.find((v) => v.labels.rule === rule)?.value ?? 0;
 }
 
 const PUBLIC_URL = 'https://ops.example.com/crm-sync';
@@ -263,5 +302,130 @@ describe('alerts', () => {
       expect(a).not.toHaveProperty('url');
     }
     expect(hook.received.map((r) => r.body).join('\n')).not.toContain('not-the-key');
+  });
+  it('a 0-row export stops before writing; its alert is signed, each attempt with the same idempotency key', async () => {
+    const SECRET = 'alert-signing-secret-0123456789';
+    // The first attempt meets a 503; the second is answered.
+    const hook = await webhook((n) => (n === 1 ? 503 : 200));
+    hooks.push(hook);
+    const h = await engine({
+      env: {
+        CRM_SYNC_ALERT_WEBHOOK: `${hook.url}/signed`,
+        CRM_SYNC_ALERT_SECRET: SECRET,
+        CRM_SYNC_ALERT_BACKOFF_MS: '20',
+      },
+    });
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, companyRows(30).map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    expect((await h.runJob('companies')).counts).toMatchObject({ read: 30, created: 30 });
+    await alertsSettled(h);
+    expect(hook.received).toEqual([]);
+
+    // The export arrives empty (its header, no rows): the run stops before any write.
+    h.writeCsv('companies.csv', HUBSPOT_HEADER, []);
+    const before = await h.stats();
+    const stopped = await h.runJob('companies');
+    expect(stopped.status).toBe('stopped');
+    expect(stopped.error).toBe(
+      'the export has 0 rows; the last completed run read 30: check the export (an empty or truncated file, a wrong path or filter); run with --force to sync anyway',
+    );
+    expect(countWrites(statsSince(before, await h.stats()))).toBe(0);
+    await alertsSettled(h);
+
+    // Both attempts name the same alert event and are signed over the bytes received.
+    expect(hook.received.map((r) => r.status)).toEqual([503, 200]);
+    expect(hook.received.map((r) => r.headers['idempotency-key'])).toEqual([
+      `alert-stopped-${stopped.id}`,
+      `alert-stopped-${stopped.id}`,
+    ]);
+    for (const r of hook.received) {
+      const ts = String(r.headers['x-crm-sync-timestamp']);
+      expect(ts).toMatch(/^\d+$/);
+      expect(Math.abs(Date.now() / 1000 - Number(ts))).toBeLessThan(300);
+      const signature = String(r.headers['x-crm-sync-signature']);
+      expect(signature).toMatch(/^v1=[0-9a-f]{64}$/);
+      const expected = createHmac('sha256', SECRET)
+        .update(Buffer.concat([Buffer.from(`${ts}.`, 'utf8'), r.raw]))
+        .digest();
+      expect(timingSafeEqual(Buffer.from(signature.slice(3), 'hex'), expected)).toBe(true);
+      expect(JSON.stringify(r.headers)).not.toContain(SECRET);
+    }
+    expect(hook.delivered<GenericPayload>('/signed')).toEqual([
+      expect.objectContaining({
+        kind: 'stopped',
+        runId: stopped.id,
+        reason: stopped.error,
+        counts: expect.objectContaining({ read: 0, created: 0 }),
+      }),
+    ]);
+
+    // --force goes past it.
+    const forced = await h.runJob('companies', { force: true });
+    expect(forced.status).toBe('completed');
+    expect(forced.counts).toMatchObject({ read: 0, created: 0, updated: 0 });
+  });
+
+  it('an alert given up after its last attempt is logged at error once, counted and noted on its run', async () => {
+    const hook = await webhook(() => 500);
+    hooks.push(hook);
+    const { logger, lines } = captureLogger();
+    const h = await engine({
+      logger,
+      env: {
+        CRM_SYNC_ALERT_WEBHOOK: `${hook.url}/down`,
+        CRM_SYNC_ALERT_ATTEMPTS: '3',
+        CRM_SYNC_ALERT_BACKOFF_MS: '20',
+      },
+    });
+    const droppedBefore = await droppedCount('stopped');
+    // Every row lacks the required name's column: each run stops before writing and alerts.
+    const header = HUBSPOT_HEADER.map((c) => (c === 'Company name' ? 'Name' : c));
+    const path = h.writeCsv('companies.csv', header, companyRows(30).map(hubspotCells));
+    h.writeJob('down', hubspotJob(path));
+    // Its own webhook names a variable that is not set: no attempt can succeed.
+    h.writeJob('unset', hubspotJob(path, { alerts: { webhook: '${UNSET_ALERT_HOOK}' } }));
+    const down = await h.runJob('down');
+    const unset = await h.runJob('unset');
+    expect([down.status, unset.status]).toEqual(['stopped', 'stopped']);
+    await alertsSettled(h);
+    await until('both drops noted on their runs', async () => {
+      const runs = await Promise.all([h.store.getRun(down.id), h.store.getRun(unset.id)]);
+      return runs.every((r) => r?.alertUndelivered !== undefined);
+    });
+
+    expect(hook.received.map((r) => r.status)).toEqual([500, 500, 500]);
+    // The alert worker's lines about the alert of each run.
+    const about = (runId: string) =>
+      lines.filter((l) => l.runId === runId && l.alert !== undefined);
+    for (const [run, attempts] of [
+      [down, 3],
+      [unset, 1],
+    ] as const) {
+      const errors = about(run.id).filter((l) => l.level === 'error');
+      expect(errors).toEqual([
+        expect.objectContaining({
+          msg: 'alert dropped: not delivered after its last attempt',
+          alert: 'stopped',
+          attempts,
+        }),
+      ]);
+      // The attempts before the last say they will be tried again; the last does not.
+      const warnings = about(run.id).filter((l) => l.level === 'warn');
+      expect(warnings.map((l) => l.msg)).toEqual(
+        Array(attempts - 1).fill('alert not delivered yet; BullMQ tries it again'),
+      );
+    }
+    expect(await droppedCount('stopped')).toBe(droppedBefore + 2);
+
+    const noted = await h.store.getRun(down.id);
+    expect(noted!.alertUndelivered).toMatch(
+      /^the stopped alert was not delivered \(3 attempt\(s\)\): alert webhook at 127\.0\.0\.1:\d+ answered HTTP 500$/,
+    );
+    expect(runSummary(noted!).alertUndelivered).toBe(noted!.alertUndelivered);
+    expect((await h.store.getRun(unset.id))!.alertUndelivered).toBe(
+      'the stopped alert was not delivered (1 attempt(s)): the alerts webhook names the environment variable UNSET_ALERT_HOOK, which is not set',
+    );
+    // The webhook's URL is in no log line.
+    expect(JSON.stringify(lines)).not.toContain(`${hook.url}/down`);
   });
 });

@@ -23,6 +23,13 @@ describe('alert settings', () => {
     expect(redactSecrets(`posting to ${hook}`)).toBe('posting to [REDACTED]');
   });
 
+  it('read the signing secret, registered as a secret; empty is not set', () => {
+    const secret = 'alertSigningSecretFromEnv0123';
+    expect(loadConfig({ CRM_SYNC_ALERT_SECRET: secret }).alerts.secret).toBe(secret);
+    expect(redactSecrets(`signed with ${secret}`)).toBe('signed with [REDACTED]');
+    expect(loadConfig({ CRM_SYNC_ALERT_SECRET: '' }).alerts).not.toHaveProperty('secret');
+  });
+
   it('leave an empty webhook unset and refuse what is not an http(s) URL or format', () => {
     expect(loadConfig({ CRM_SYNC_ALERT_WEBHOOK: '' }).alerts.webhook).toBeUndefined();
     expect(loadConfig({}).alerts).toEqual({

@@ -67,6 +67,18 @@ describe('checkThresholds', () => {
     expect(checkThresholds(counts({ read: 20, invalid: 19 }), limits).ok).toBe(false);
   });
 
+  it('stops an export of 0 rows where the last completed run read some, whatever minRows says', () => {
+    expect(checkThresholds(counts({ read: 0, lastCompletedRead: 1234 }), limits)).toEqual({
+      ok: false,
+      reason:
+        'the export has 0 rows; the last completed run read 1,234: check the export (an empty or truncated file, a wrong path or filter); run with --force to sync anyway',
+    });
+    // One row is not none; none after none (or with no completed run) is no news.
+    expect(checkThresholds(counts({ read: 1, lastCompletedRead: 1234 }), limits).ok).toBe(true);
+    expect(checkThresholds(counts({ read: 0, lastCompletedRead: 0 }), limits).ok).toBe(true);
+    expect(checkThresholds(counts({ read: 0, firstSync: true }), limits).ok).toBe(true);
+  });
+
   it('has defensible defaults', () => {
     expect(DEFAULT_THRESHOLDS).toEqual(limits);
     expect(checkThresholds(counts({ updates: 400 })).ok).toBe(true);

@@ -1,6 +1,8 @@
 /**
- * The jobs page (`#/`): every job definition with its schedule, next slot and
- * last run, the buttons that start a run, and the recent runs.
+ * The jobs page (`#/`): the problems of the job files (a file that does not
+ * load, a webhook its alerts cannot reach), every job definition with its
+ * schedule, next slot and last run (and whether that run's alert was
+ * dropped), the buttons that start a run, and the recent runs.
  */
 import { api, listOf } from '../api.js';
 import { runButtons } from '../actions.js';
@@ -17,12 +19,26 @@ function schedule(job) {
 }
 
 export async function jobsPage(view) {
-  const [jobs, runs] = await Promise.all([
-    api('api/jobs').then((b) => listOf(b, 'jobs')),
+  const [body, runs] = await Promise.all([
+    api('api/jobs'),
     api(`api/runs?limit=10`).then((b) => listOf(b, 'runs')),
   ]);
+  const jobs = listOf(body, 'jobs');
+  const problems = Array.isArray(body?.problems) ? body.problems : [];
   view(
     h('h1', {}, 'Jobs'),
+    problems.length > 0
+      ? h(
+          'section',
+          { 'aria-labelledby': 'problems-title' },
+          h('h2', { id: 'problems-title' }, 'Problems'),
+          h(
+            'ul',
+            { class: 'error', role: 'status' },
+            problems.map((p) => h('li', {}, p)),
+          ),
+        )
+      : null,
     table(
       ['Job', 'Entity', 'Schedule', 'Next slot', 'Last run', 'Last result', 'Actions'],
       jobs.map((j) => {
@@ -33,7 +49,22 @@ export async function jobsPage(view) {
           schedule(j),
           when(j.nextSlot ?? j.next),
           last ? runLink(last) : '—',
-          last ? h('span', {}, status(last.status), ' ', countsSummary(last.counts)) : '—',
+          last
+            ? h(
+                'span',
+                {},
+                status(last.status),
+                ' ',
+                countsSummary(last.counts),
+                last.alertUndelivered
+                  ? h(
+                      'span',
+                      { class: 'error', title: last.alertUndelivered },
+                      ' alert not delivered',
+                    )
+                  : null,
+              )
+            : '—',
           h(
             'span',
             { class: 'actions' },

@@ -99,6 +99,9 @@ export async function runPage(view, runId, live) {
         ].map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
       ),
       run.error ? h('p', { class: 'error', role: 'status' }, run.error) : null,
+      run.alertUndelivered
+        ? h('p', { class: 'error', role: 'status' }, `Alert not delivered: ${run.alertUndelivered}`)
+        : null,
       ENDED.has(run.status) && run.status !== 'completed'
         ? h(
             'p',
