@@ -252,12 +252,13 @@ export function compileMapping<E extends Entity = Entity>(
       }
       beginRecord(rec);
       try {
-        return mapRecord(line, rec);
+        return mapRecord(line, rec, row.warning);
       } finally {
         endRecord();
       }
     };
-    const mapRecord = (line: number, rec: Rec): MapResult => {
+    /** `rowWarning`: the reader's warning on the row (row.ts), first of its warnings. */
+    const mapRecord = (line: number, rec: Rec, rowWarning: string | undefined): MapResult => {
       // Before any field: a row that is not a live record is never invalid.
       if (rules.length > 0) {
         const hit = firstSkip(rules, rec);
@@ -276,6 +277,7 @@ export function compileMapping<E extends Entity = Entity>(
       }
       const body: Rec = {};
       const warnings: FieldWarning[] = [];
+      if (rowWarning !== undefined) warnings.push({ field: '(row)', reason: rowWarning });
       for (const f of fields) {
         const v = f.eval(rec, warnings);
         if (v === null) continue;

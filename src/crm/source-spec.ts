@@ -17,10 +17,10 @@ export const RecordsPath = z
   .string()
   .regex(/^[^.]+(\.[^.]+)*$/, 'must be a dotted path such as "results" or "data.items"');
 
-/** The export's encoding when it has no byte-order mark: a WHATWG label Node can decode. */
+/** The export's encoding when it has no byte-order mark: `auto` or a WHATWG label Node can decode. */
 export const SourceEncoding = z.string().refine((label) => encodingName(label) !== undefined, {
   error: (issue) =>
-    `unknown encoding ${JSON.stringify(issue.input)}: give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis`,
+    `unknown encoding ${JSON.stringify(issue.input)}: give auto or a label such as utf-8, windows-1252, iso-8859-1, utf-16le or shift_jis`,
 });
 
 const SourceFields = z.strictObject({
@@ -34,7 +34,11 @@ const SourceFields = z.strictObject({
     .transform((d) => (d === 'tab' ? '\t' : d))
     .optional(),
   recordsPath: RecordsPath.optional(),
-  /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
+  /**
+   * For an export without a byte-order mark: `auto` (the default: each row as
+   * UTF-8 when it is, else as Windows-1252) or a WHATWG label (utf-8,
+   * windows-1252, shift_jis, …) that the whole file is read in.
+   */
   encoding: SourceEncoding.optional(),
   /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
   headers: z.record(z.string(), z.string()).optional(),
