@@ -1,9 +1,11 @@
 /**
- * The path check of `crm-sync validate`: reads the first rows of a job's
- * export (COVERAGE_ROWS, as a run does before writing) and reports each
- * mapped column or path that found a value in none of them, with the
- * nearest keys where it stopped. Only local files are read unless asked:
- * validate must not depend on a CRM being reachable.
+ * The export and path checks of `crm-sync validate`: a local export is read
+ * whole (validate-export.ts: its rows, their encodings, what a run would warn
+ * of); a URL source only when asked, and then only its first rows:
+ * validate must not depend on a CRM being reachable, nor download a whole
+ * CRM. Each mapped column or path that found a value in none of the first
+ * rows (COVERAGE_ROWS, as a run checks before writing) is reported, with the
+ * nearest keys where it stopped.
  */
 import { existsSync } from 'node:fs';
 import {
@@ -18,6 +20,7 @@ import { NO_ENV, sourceName, type SourceEnv } from '../crm/source.js';
 import type { SourceSpec } from '../crm/source-spec.js';
 import { sourceOf } from '../engine/run-source.js';
 import type { JobDefinition } from '../jobs/definition.js';
+import { surveyExport, surveyLines } from './validate-export.js';
 
 /** The coverage of the first `limit` rows of `source` by `paths`; stops reading there. */
 export async function sampleCoverage(
@@ -36,8 +39,8 @@ export async function sampleCoverage(
 }
 
 /**
- * What validate prints for one job: lines for stderr, each one finding.
- * `env` is where a URL source's credentials are read (config's `sourceEnv`).
+ * What validate prints for one job's export: lines for stderr, each one
+ * finding. `env` is where a URL source's credentials are read (config's `sourceEnv`).
  */
 export async function pathReport(
   job: JobDefinition,
@@ -52,15 +55,27 @@ export async function pathReport(
   }
   if (source.path !== undefined && !existsSync(source.path)) return [];
   let summary: CoverageSummary;
+  const lines: string[] = [];
   try {
-    summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env);
+    if (source.url !== undefined) {
+      summary = await sampleCoverage(source, job.mapping.paths, COVERAGE_ROWS, opts.env);
+    } else {
+      const survey = await surveyExport(source, job.mapping, opts.env);
+      lines.push(...surveyLines(survey, `export ${job.name}: ${name}`, job.file));
+      summary = survey.coverage;
+    }
   } catch (err) {
     return [
       `warning: ${job.file}: mapped paths not checked: ${name} could not be read: ${(err as Error).message}`,
     ];
   }
+  return [...lines, ...pathLines(job, name, summary)];
+}
+
+/** The lines of the path check: how many rows it looked at, and each path that found nothing. */
+function pathLines(job: JobDefinition, name: string, summary: CoverageSummary): string[] {
   const warnings = coverageWarnings(summary);
-  const head = `paths ${job.name}: read ${rowsLooked(summary)} of ${name}`;
+  const head = `paths ${job.name}: checked ${rowsLooked(summary)} read from ${name}`;
   if (summary.rows === 0) return [`${head}: no rows to check the mapped paths against`];
   if (warnings.length === 0) return [`${head}: every mapped path found a value`];
   return [

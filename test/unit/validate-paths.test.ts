@@ -1,6 +1,6 @@
 /**
  * The path check of `crm-sync validate`: the first rows of a local export
- * against each mapped path, a warning for each that found nothing, URL
+ * (read whole: validate-export.test.ts) against each mapped path, a warning for each that found nothing, URL
  * sources left alone unless asked.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -62,7 +62,9 @@ describe('validate: mapped paths against the first rows', () => {
   it('warns of each path that found nothing, with the nearest keys, and says how many rows it read', async () => {
     const job = jobs.get('typo')!;
     expect(await pathReport(job, { fetch: false, env: {} })).toEqual([
-      `paths typo: read the first 1,000 rows of ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
+      `export typo: ${join(dir, 'attio.json')}: 1,500 rows (utf-8 1,500 rows)`,
+      `warning: ${job.file}: 1,500 rows would be invalid: name: missing: no value in column values.nme[0].value (line 1, …)`,
+      `paths typo: checked the first 1,000 rows read from ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
       `warning: ${job.file}: fields.name: values.nme[0].value found nothing in the first 1,000 rows: ` +
         'no key "nme" in values (nearest: name) (a required field: a run stops before writing)',
       `warning: ${job.file}: fields.website: values.domain[0].domain found nothing in the first 1,000 rows: ` +
@@ -98,7 +100,8 @@ describe('validate: mapped paths against the first rows', () => {
       },
     });
     expect(await pathReport(ok.get('good')!, { fetch: false, env: {} })).toEqual([
-      `paths good: read the first 1,000 rows of ${join(dir, 'attio.json')}: every mapped path found a value`,
+      `export good: ${join(dir, 'attio.json')}: 1,500 rows (utf-8 1,500 rows)`,
+      `paths good: checked the first 1,000 rows read from ${join(dir, 'attio.json')}: every mapped path found a value`,
     ]);
   });
 });
