@@ -118,7 +118,7 @@ const count = (n: number, what: string): string =>
 /** The lines validate prints for a survey: `head` first, then one per finding (`file` is the job file). */
 export function surveyLines(survey: ExportSurvey, head: string, file: string): string[] {
   const encodings = [...survey.encodings]
-    .sort((a, b) => b[1] - a[1])
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
     .map(([name, n]) => `${name} ${count(n, 'row')}`);
   const lines = [
     `${head}: ${count(survey.rows, 'row')}${encodings.length > 0 ? ` (${encodings.join(', ')})` : ''}`,

@@ -396,6 +396,23 @@ describe('encoding auto (the default): each row as UTF-8 when it is, else as Win
     ]);
   });
 
+  it('reads mojibake as written in a Latin-1 row, as UTF-8 when it is all the row holds', async () => {
+    // "Ã©" in Latin-1 is C3 A9, which is also é in UTF-8.
+    const b = latin1('Name,City\nRenÃ©e,Zürich\nRenÃ©e,Paris\n');
+    expect(await rowsOf([b])).toEqual([
+      {
+        line: 2,
+        record: { Name: 'RenÃ©e', City: 'Zürich' },
+        warning: warned('Name,City\nRenÃ©e,Z'.length),
+      },
+      { line: 3, record: { Name: 'Renée', City: 'Paris' } },
+    ]);
+    expect(await rowsOf([b], csv(), 'windows-1252')).toEqual([
+      { line: 2, record: { Name: 'RenÃ©e', City: 'Zürich' } },
+      { line: 3, record: { Name: 'RenÃ©e', City: 'Paris' } },
+    ]);
+  });
+
   it('a UTF-8 byte-order mark wins: rows that are not UTF-8 cost their row', async () => {
     const b = Buffer.concat([
       bytes([0xef, 0xbb, 0xbf], 'Name\n'),
