@@ -251,14 +251,16 @@ export function compileMapping<E extends Entity = Entity>(
         return { ok: false, line, field: '(row)', reason: 'expected an object' };
       }
       beginRecord(rec);
+      let out: MapResult;
       try {
-        return mapRecord(line, rec, row.warning);
+        out = mapRecord(line, rec);
       } finally {
         endRecord();
       }
+      // The reader's warning on the row (row.ts), first of the warnings of a row that maps.
+      return row.warning === undefined ? out : withRowWarning(out, row.warning);
     };
-    /** `rowWarning`: the reader's warning on the row (row.ts), first of its warnings. */
-    const mapRecord = (line: number, rec: Rec, rowWarning: string | undefined): MapResult => {
+    const mapRecord = (line: number, rec: Rec): MapResult => {
       // Before any field: a row that is not a live record is never invalid.
       if (rules.length > 0) {
         const hit = firstSkip(rules, rec);
@@ -277,7 +279,6 @@ export function compileMapping<E extends Entity = Entity>(
       }
       const body: Rec = {};
       const warnings: FieldWarning[] = [];
-      if (rowWarning !== undefined) warnings.push({ field: '(row)', reason: rowWarning });
       for (const f of fields) {
         const v = f.eval(rec, warnings);
         if (v === null) continue;
@@ -360,4 +361,10 @@ function invalid(
     ...(value !== undefined && { value }),
     ...(identity !== undefined && { identity }),
   };
+}
+
+/** `out` with the reader's warning on its row first among its warnings, when it maps. */
+function withRowWarning(out: MapResult, reason: string): MapResult {
+  if (!out.ok) return out;
+  return { ...out, warnings: [{ field: '(row)', reason }, ...(out.warnings ?? [])] };
 }
