@@ -34,14 +34,14 @@ const CHARS: readonly string[] = Array.from(
 /** The text of a row (or cell) that held bytes that are not UTF-8, read as Windows-1252. */
 export function asWindows1252(text: string): string {
   const n = text.length;
-  let i = 0;
-  while (i < n && text.charCodeAt(i) < 0x80) i++;
-  if (i === n) return text;
-  let out = text.slice(0, i);
-  for (; i < n; i++) {
+  let out = '';
+  // Runs of ASCII are copied whole: they read the same in both encodings.
+  let from = 0;
+  for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c < 0x80) out += text[i];
-    else if (c >= KEPT_BYTE_BASE + 0x80 && c <= KEPT_BYTE_BASE + 0xff) out += CHARS[c & 0xff];
+    if (c < 0x80) continue;
+    if (i > from) out += text.slice(from, i);
+    if (c >= KEPT_BYTE_BASE + 0x80 && c <= KEPT_BYTE_BASE + 0xff) out += CHARS[c & 0xff];
     else if (c < 0x800) out += CHARS[0xc0 | (c >> 6)]! + CHARS[0x80 | (c & 0x3f)]!;
     else if (c >= 0xd800 && c <= 0xdbff) {
       // A character above U+FFFF (decoded from four bytes): a surrogate pair.
@@ -56,8 +56,9 @@ export function asWindows1252(text: string): string {
       out +=
         CHARS[0xe0 | (c >> 12)]! + CHARS[0x80 | ((c >> 6) & 0x3f)]! + CHARS[0x80 | (c & 0x3f)]!;
     }
+    from = i + 1;
   }
-  return out;
+  return from === 0 ? text : out + text.slice(from);
 }
 
 const WARNING = 'decoded as windows-1252: ';
