@@ -297,9 +297,7 @@ async function members(h: EngineHarness): Promise<Map<string, Record<string, unk
 
 /** The lines (1-based, the header is 1) of the rows of `text` with a character outside ASCII. */
 function accentedLines(text: string): number[] {
-  return text
-    .split('\r\n')
-    .flatMap((line, i) => (i > 0 && /[^\t-~]/.test(line) ? [i + 1] : []));
+  return text.split('\r\n').flatMap((line, i) => (i > 0 && /[^\t-~]/.test(line) ? [i + 1] : []));
 }
 
 describe('a Salesforce Data Export of User in ISO-8859-1', () => {
