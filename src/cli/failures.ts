@@ -1,7 +1,8 @@
 /**
  * `crm-sync failures RUN [--kind K]`: the rows of a run that were not synced
  * (invalid, conflict, rejected, unsupported, failed), the rows a skip rule
- * left out (skipped) and the fields left out of synced rows (warning), with
+ * left out (skipped) and the fields left out of synced rows or the rows read
+ * as windows-1252 (warning), with
  * line, kind, field, reason and value. Pages through Redis, where they are
  * kept complete, and writes as it reads: a run with 100,000 bad rows never
  * sits in memory whole.

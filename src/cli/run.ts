@@ -260,7 +260,9 @@ function formatPlan(
     `plan of ${job} (dry run, nothing written): read ${c.read}: would create ${c.create}, update ${c.update}; ` +
       `unchanged ${c.unchanged}, adopt ${c.adopt}, invalid ${c.invalid}, conflict ${c.conflict}, ` +
       `skip ${c.skip}, unsupported ${c.unsupported}` +
-      (c.warnings ? `; warnings ${c.warnings} (fields left out)` : ''),
+      (c.warnings
+        ? `; warnings ${c.warnings} (fields left out, rows decoded as windows-1252)`
+        : ''),
   ];
   for (const a of actions.slice(0, 50)) {
     if (a.kind === 'update' || a.kind === 'unsupported') {

@@ -111,7 +111,7 @@ export function formatSummary(s: RunSummary): string {
   ];
   if (c.warnings > 0) {
     lines.push(
-      `  warnings ${c.warnings}: optional fields left out of synced rows (crm-sync failures ${s.runId} --kind warning)`,
+      `  warnings ${c.warnings}: optional fields left out of synced rows, rows decoded as windows-1252 (crm-sync failures ${s.runId} --kind warning)`,
     );
   }
   if (s.error) lines.push(`  ${s.status === 'stopped' ? 'stopped' : 'error'}: ${s.error}`);

@@ -1,11 +1,13 @@
 /**
- * The path check of `crm-sync validate`: reads the first rows of a job's
- * export (COVERAGE_ROWS, as a run does before writing) and reports each
- * mapped column or path that found a value in none of them, with the
+ * The export and path checks of `crm-sync validate`: a local export is read
+ * whole (validate-export.ts: its rows, their encodings, what a run would warn
+ * of); a URL source only when asked, and then only its first rows:
+ * validate must not depend on a CRM being reachable, nor download a whole
+ * CRM. Each mapped column or path that found a value in none of the first
+ * rows (COVERAGE_ROWS, as a run checks before writing) is reported, with the
  * nearest keys where it stopped. A `recordPath` or `stream` that finds no
  * record in a line read is a problem (validate fails), as is a `stream` with
- * no record there at all. Only local files are read unless asked: validate
- * must not depend on a CRM being reachable.
+ * no record there at all.
  */
 import { existsSync } from 'node:fs';
 import {
@@ -22,6 +24,7 @@ import { NO_ENV, sourceName, type SourceEnv } from '../crm/source.js';
 import type { SourceSpec } from '../crm/source-spec.js';
 import { sourceOf } from '../engine/run-source.js';
 import type { JobDefinition } from '../jobs/definition.js';
+import { surveyExport, surveyLines } from './validate-export.js';
 
 /** The coverage of the first `limit` rows of `source` by `paths`; stops reading there. */
 export async function sampleCoverage(
@@ -48,8 +51,9 @@ export interface PathReport {
 }
 
 /**
- * What validate reports of one job's export. `env` is where a URL source's
- * credentials are read (config's `sourceEnv`).
+ * What validate reports of one job's export: lines for stderr, and problems
+ * (validate fails). `env` is where a URL source's credentials are read
+ * (config's `sourceEnv`).
  */
 export async function pathReport(
   job: JobDefinition,
@@ -66,8 +70,15 @@ export async function pathReport(
   if (source.path !== undefined && !existsSync(source.path)) return { lines: [], problems: [] };
   let summary: CoverageSummary;
   const tally = new EnvelopeTally();
+  const lines: string[] = [];
   try {
-    summary = await sampleCoverage(source, job.mapping, COVERAGE_ROWS, opts.env, tally);
+    if (source.url !== undefined) {
+      summary = await sampleCoverage(source, job.mapping, COVERAGE_ROWS, opts.env, tally);
+    } else {
+      const survey = await surveyExport(source, job.mapping, opts.env, tally);
+      lines.push(...surveyLines(survey, `export ${job.name}: ${name}`, job.file));
+      summary = survey.coverage;
+    }
   } catch (err) {
     if (err instanceof SourceError && err.code === 'source.config') {
       return { lines: [], problems: [`${job.file}: source: ${err.message}`] };
@@ -78,19 +89,19 @@ export async function pathReport(
     return { lines, problems: [] };
   }
   const problems = envelopeProblems(source, tally).map((p) => `${job.file}: ${p}`);
+  return { lines: [...lines, ...pathLines(job, name, summary)], problems };
+}
+
+/** The lines of the path check: how many rows it looked at, and each path that found nothing. */
+function pathLines(job: JobDefinition, name: string, summary: CoverageSummary): string[] {
   const warnings = coverageWarnings(summary);
-  const head = `paths ${job.name}: read ${rowsLooked(summary)} of ${name}`;
-  if (summary.rows === 0) {
-    return { lines: [`${head}: no rows to check the mapped paths against`], problems };
-  }
-  if (warnings.length === 0) {
-    return { lines: [`${head}: every mapped path found a value`], problems };
-  }
-  const lines = [
+  const head = `paths ${job.name}: checked ${rowsLooked(summary)} read from ${name}`;
+  if (summary.rows === 0) return [`${head}: no rows to check the mapped paths against`];
+  if (warnings.length === 0) return [`${head}: every mapped path found a value`];
+  return [
     `${head}: ${warnings.length} mapped path(s) found nothing`,
     ...warnings.map((w) => `warning: ${job.file}: ${w}`),
   ];
-  return { lines, problems };
 }
 
 /** Where `stream` or `recordPath` found no record in the values read. */

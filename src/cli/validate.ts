@@ -3,12 +3,14 @@
  * folder and compiles its mapping, and reports every problem of every file at
  * once (file and path), so one pass fixes them all. A path source that does
  * not exist yet is a warning, not a problem: exports are often dropped just
- * before the run. Then it reads the first 1,000 rows of each local export
- * (of URL sources too with `--fetch`) and warns of each mapped column or path
- * that found nothing there, and of each line where the source's `recordPath`
- * or `stream` found no record, which is a problem (validate-paths.ts). A
- * job's alerts webhook that names an environment variable not set (or empty)
- * here is a problem: its alerts could not be delivered.
+ * before the run. Then it reads each local export whole, streamed, and says
+ * how many rows it has, the encodings they were read in and what a run would
+ * warn of or find invalid (validate-export.ts); and warns of each mapped
+ * column or path that found nothing in the first 1,000 rows (of URL sources
+ * too with `--fetch`, which reads only those: validate-paths.ts). A line
+ * where the source's `recordPath` or `stream` found no record is a problem,
+ * and so is a job's alerts webhook that names an environment variable not
+ * set (or empty) here: its alerts could not be delivered.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';

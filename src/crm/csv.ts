@@ -12,13 +12,16 @@
  * lines are skipped. A quote inside an unquoted cell is kept as a character,
  * as spreadsheets write it (`5" screen`). A row with bytes that were not
  * UTF-8 on any of its lines is a problem row (a bad byte in the header ends
- * the read: without names no row can be read).
+ * the read: without names no row can be read); when the decoder kept those
+ * bytes (`source.encoding: auto`), the row, or the header, is read whole as
+ * Windows-1252 instead and the row carries a warning (windows-1252-rows.ts).
  */
 import { detectDelimiter, otherDelimiterIn, type CsvDelimiter } from './csv-delimiter.js';
 import type { SourceRow } from './row.js';
 import { normaliseHeader, type HeaderColumn } from './headers.js';
 import { SourceError } from './source-error.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
+import { asWindows1252, windows1252Warning } from './windows-1252-rows.js';
 
 export interface CsvOptions {
   /** Path or URL as shown in errors. */
@@ -319,16 +322,24 @@ export class CsvParser {
     const fields = this.fields;
     const count = fields.length + this.extraFields;
     const line = this.recLine;
-    // The record ends on this.line: a bad byte on any of its lines costs it.
+    // The record ends on this.line: a bad byte on any of its lines costs it, or
+    // (its bytes kept: source.encoding auto) makes it read whole as Windows-1252.
     const bad = this.notUtf8.next <= this.line ? this.notUtf8.take(this.line) : undefined;
-    const problem = bad === undefined ? this.problem : notUtf8Problem(bad);
+    let problem = this.problem;
+    let warning: string | undefined;
+    if (bad !== undefined) {
+      if (this.notUtf8.kept) {
+        for (let k = 0; k < fields.length; k++) fields[k] = asWindows1252(fields[k]!);
+        warning = windows1252Warning(bad);
+      } else problem = notUtf8Problem(bad);
+    }
     this.fields = [];
     this.extraFields = 0;
     this.problem = undefined;
     this.state = FIELD_START;
     if (count === 1 && fields[0] === '' && !this.hadQuote) return; // a blank line
     if (this.header === undefined) {
-      if (bad !== undefined) {
+      if (bad !== undefined && warning === undefined) {
         throw new SourceError('source.encoding', `header: ${problem}`, {
           source: this.opts.source,
           line,
@@ -360,7 +371,7 @@ export class CsvParser {
         });
       }
     }
-    out.push({ line, record });
+    out.push(warning === undefined ? { line, record } : { line, record, warning });
   }
 
   private setHeader(fields: string[], line: number, problem: string | undefined): void {

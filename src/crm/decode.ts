@@ -1,15 +1,21 @@
 /**
  * Bytes to text. The encoding is the byte-order mark's when there is one
- * (UTF-8, or UTF-16 LE or BE: Excel's "Unicode text"), else `source.encoding`
- * (any WHATWG label Node's TextDecoder knows: windows-1252, shift_jis, …),
- * else UTF-8. Decoding streams, chunk by chunk.
+ * (UTF-8, or UTF-16 LE or BE: Excel's "Unicode text"), else `source.encoding`:
+ * `auto` (the default), `utf-8`, or any WHATWG label Node's TextDecoder
+ * knows (windows-1252, shift_jis, …). Decoding streams, chunk by chunk.
  *
- * UTF-8 bytes that do not decode cost their row, not the file: they come out
- * as U+FFFD with their place (utf8.ts), and the parsers make the row holding
- * them a problem row. Any other encoding is decoded strictly: bytes that do
- * not decode end the read with an error naming the line. A file with NUL
- * bytes in its first KiB (in a single-byte or UTF-8 text), or a zip archive,
- * is not a text export.
+ * `auto` reads UTF-8 and keeps the bytes that are not UTF-8 in the text with
+ * their place (utf8.ts, `keep`), so that the parsers read each row holding
+ * them whole as Windows-1252, with a warning (windows-1252-rows.ts): a
+ * Latin-1 export, a UTF-8 one and a UTF-8 one with a few Latin-1 rows are
+ * all read whole, and a row that is UTF-8 is always read as UTF-8.
+ *
+ * `utf-8` (or a UTF-8 byte-order mark): bytes that do not decode cost their
+ * row, not the file: they come out as U+FFFD with their place, and the
+ * parsers make the row holding them a problem row. Any other encoding is
+ * decoded strictly: bytes that do not decode end the read with an error
+ * naming the line. A file with NUL bytes in its first KiB (in a single-byte
+ * or UTF-8 text), or a zip archive, is not a text export.
  */
 import { silentLogger, type Logger } from '../log.js';
 import { closing } from './closing.js';
@@ -28,11 +34,19 @@ export function bomEncoding(head: Uint8Array): BomEncoding | undefined {
   return undefined;
 }
 
+/** `source.encoding` that reads each row as UTF-8 when it is, as Windows-1252 when not. */
+export const AUTO = 'auto';
+
+/** The encoding of the rows that are not UTF-8 under `auto`. */
+export const AUTO_FALLBACK = 'windows-1252';
+
 /**
- * The encoding a WHATWG label names (`latin1` and `iso-8859-1` are
- * `windows-1252`), or undefined when this Node's TextDecoder cannot decode it.
+ * The encoding a label names: `auto`, or what a WHATWG label names (`latin1`
+ * and `iso-8859-1` are `windows-1252`); undefined when this Node's
+ * TextDecoder cannot decode it.
  */
 export function encodingName(label: string): string | undefined {
+  if (label.trim().toLowerCase() === AUTO) return AUTO;
   try {
     return new TextDecoder(label).encoding;
   } catch {
@@ -69,7 +83,7 @@ export function notTextReason(head: Uint8Array): string | undefined {
 export interface DecodeOptions {
   /** Path or URL as shown in errors. */
   source: string;
-  /** `source.encoding`: a WHATWG label; a byte-order mark overrides it. */
+  /** `source.encoding`: `auto` (the default) or a WHATWG label; a byte-order mark overrides it. */
   encoding?: string;
   /**
    * The line the consumer has reached (all text so far), so that a strict
@@ -82,7 +96,10 @@ export interface DecodeOptions {
 }
 
 export interface DecodeInfo {
+  /** The encoding of the rows (of every row but those read as `fallback`). */
   encoding?: string;
+  /** `auto`: the encoding of the rows that are not UTF-8 (each carries a warning). */
+  fallback?: string;
 }
 
 /** Decodes a byte stream to chunks of text (in UTF-8, with the bytes that did not decode). */
@@ -93,24 +110,24 @@ export function decodeText(
   return closing(bytes, (it) => decodeFrom(it, opts));
 }
 
-/** The encoding to decode with: the BOM's, else the label's, else UTF-8. */
+/** The encoding to decode with: the BOM's, else the label's, else `auto`. */
 function chooseEncoding(head: Uint8Array, opts: DecodeOptions): string {
   const source = opts.source;
   const bom = bomEncoding(head);
   const label = opts.encoding;
-  const named = label === undefined ? undefined : encodingName(label);
-  if (label !== undefined && named === undefined) {
+  const named = label === undefined ? AUTO : encodingName(label);
+  if (named === undefined) {
     throw new SourceError('source.config', `unknown encoding ${JSON.stringify(label)}`, {
       source,
     });
   }
-  if (bom !== undefined && named !== undefined && named !== bom) {
+  if (bom !== undefined && label !== undefined && named !== bom) {
     (opts.logger ?? silentLogger).debug(
       { source, encoding: label, bom },
       'the byte-order mark overrides source.encoding',
     );
   }
-  return bom ?? named ?? 'utf-8';
+  return bom ?? named;
 }
 
 async function* decodeFrom(
@@ -129,8 +146,13 @@ async function* decodeFrom(
   }
   if (headLen === 0) throw new SourceError('source.empty', 'empty export (0 bytes)', { source });
   const head = headParts.length === 1 ? (headParts[0] as Uint8Array) : Buffer.concat(headParts);
-  const encoding = chooseEncoding(head, opts);
-  if (opts.info) opts.info.encoding = encoding;
+  const chosen = chooseEncoding(head, opts);
+  const auto = chosen === AUTO;
+  const encoding = auto ? 'utf-8' : chosen;
+  if (opts.info) {
+    opts.info.encoding = encoding;
+    if (auto) opts.info.fallback = AUTO_FALLBACK;
+  }
   const utf16 = encoding === 'utf-16le' || encoding === 'utf-16be';
   if (!utf16) {
     const reason = notTextReason(head);
@@ -141,7 +163,7 @@ async function* decodeFrom(
   }
   const decode =
     encoding === 'utf-8'
-      ? utf8Decode()
+      ? utf8Decode(auto)
       : strictDecode(encoding, opts, bomEncoding(head) === undefined);
 
   let total = 0;
@@ -179,8 +201,9 @@ async function* decodeFrom(
 
 type Decode = (chunk: Uint8Array, final: boolean) => Decoded;
 
-function utf8Decode(): Decode {
-  const decoder = new Utf8Decoder();
+/** `keep`: the bytes that are not UTF-8 stay in the text (`auto`); else each sequence is U+FFFD. */
+function utf8Decode(keep: boolean): Decode {
+  const decoder = new Utf8Decoder({ keep });
   return (chunk, final) => decoder.decode(chunk, final);
 }
 

@@ -10,15 +10,18 @@
  * when given, else the top-level array, else the first key among `results`,
  * `records`, `data`, `items` (in document order) whose value is an array.
  * An element that is not an object, or not valid JSON, or that holds bytes
- * that were not UTF-8, is a problem row; a broken structure (truncated file,
+ * that were not UTF-8, is a problem row (one with such bytes is read as
+ * Windows-1252, with a warning, when the decoder kept them: `source.encoding:
+ * auto`); a broken structure (truncated file,
  * mismatched brackets), or bytes that were not UTF-8 outside the records, is
  * a SourceError.
  */
 import type { SourceRow } from './row.js';
 import type { Envelope } from './envelope.js';
-import { HeldRecord, overBytes, readRecord } from './ndjson.js';
+import { HeldRecord, overBytes, readRecord, withWarning } from './ndjson.js';
 import { SourceError } from './source-error.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
+import { asWindows1252, windows1252Warning } from './windows-1252-rows.js';
 
 export const DEFAULT_RECORD_KEYS: readonly string[] = ['results', 'records', 'data', 'items'];
 
@@ -83,7 +86,8 @@ export class JsonArrayParser {
   }
 
   push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void {
-    if (notUtf8) for (const m of notUtf8) this.notUtf8.add(this.base + m.index, m.offset);
+    if (notUtf8)
+      for (const m of notUtf8) this.notUtf8.add(this.base + m.index, m.offset, m.kept === true);
     const n = text.length;
     let i = 0;
     let keyFrom = 0;
@@ -295,9 +299,17 @@ export class JsonArrayParser {
       this.elemHeld.oversized || overBytes(body, from, to, this.opts.maxRecordBytes);
     this.elemActive = false;
     this.elemHeld.reset();
+    let warning: string | undefined;
     if (bad !== undefined) {
-      out.push({ line, problem: notUtf8Problem(bad) });
-      return;
+      if (!this.notUtf8.kept) {
+        out.push({ line, problem: notUtf8Problem(bad) });
+        return;
+      }
+      // source.encoding auto: the record is read whole as Windows-1252.
+      body = asWindows1252(body.slice(from, to));
+      from = 0;
+      to = body.length;
+      warning = windows1252Warning(bad);
     }
     if (oversized) {
       out.push({
@@ -307,7 +319,7 @@ export class JsonArrayParser {
       return;
     }
     const row = readRecord(this.opts.envelope, line, body, from, to);
-    if (row !== undefined) out.push(row);
+    if (row !== undefined) out.push(withWarning(row, warning));
   }
 
   /** Bytes that were not UTF-8 before `offset` and in no record: the structure itself is broken. */

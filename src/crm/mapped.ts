@@ -23,9 +23,12 @@ export type MappedBody = CompanyRequest | MemberRequest;
  */
 export type ShownValue = string | number | boolean;
 
-/** An optional field whose value failed: it is left out of the body, and the row still maps. */
+/**
+ * An optional field whose value failed: it is left out of the body, and the
+ * row still maps. Or the reader's warning on the row (row.ts), as field `(row)`.
+ */
 export interface FieldWarning {
-  /** The platform field, or `custom.<key>` for a custom entry. */
+  /** The platform field, `custom.<key>` for a custom entry, or `(row)`. */
   field: string;
   reason: string;
   /** The value as the export had it (ShownValue); absent when there was none. */
@@ -37,7 +40,7 @@ export interface MappedRow<B extends MappedBody = MappedBody> {
   /** Physical line where the row starts. */
   line: number;
   body: B;
-  /** Fields left out because their value failed (absent when none did). */
+  /** Fields left out because their value failed, and the reader's warning (absent when none). */
   warnings?: FieldWarning[];
 }
 

@@ -251,11 +251,14 @@ export function compileMapping<E extends Entity = Entity>(
         return { ok: false, line, field: '(row)', reason: 'expected an object' };
       }
       beginRecord(rec);
+      let out: MapResult;
       try {
-        return mapRecord(line, rec);
+        out = mapRecord(line, rec);
       } finally {
         endRecord();
       }
+      // The reader's warning on the row (row.ts), first of the warnings of a row that maps.
+      return row.warning === undefined ? out : withRowWarning(out, row.warning);
     };
     const mapRecord = (line: number, rec: Rec): MapResult => {
       // Before any field: a row that is not a live record is never invalid.
@@ -359,4 +362,10 @@ function invalid(
     ...(value !== undefined && { value }),
     ...(identity !== undefined && { identity }),
   };
+}
+
+/** `out` with the reader's warning on its row first among its warnings, when it maps. */
+function withRowWarning(out: MapResult, reason: string): MapResult {
+  if (!out.ok) return out;
+  return { ...out, warnings: [{ field: '(row)', reason }, ...(out.warnings ?? [])] };
 }

@@ -12,6 +12,7 @@ import type { Envelope } from './envelope.js';
 import { parseJson } from './json-value.js';
 import type { SourceRow } from './row.js';
 import { NotUtf8Marks, notUtf8Problem, type NotUtf8 } from './utf8.js';
+import { asWindows1252, windows1252Warning } from './windows-1252-rows.js';
 
 export interface NdjsonOptions {
   maxRecordBytes: number;
@@ -149,10 +150,18 @@ export class NdjsonParser {
   private emit(text: string, start: number, end: number, out: SourceRow[]): void {
     const line = this.line++;
     const bad = this.notUtf8.next <= line ? this.notUtf8.take(line) : undefined;
+    let warning: string | undefined;
     if (bad !== undefined) {
-      this.partial.oversized = false;
-      out.push({ line, problem: notUtf8Problem(bad) });
-      return;
+      if (!this.notUtf8.kept) {
+        this.partial.oversized = false;
+        out.push({ line, problem: notUtf8Problem(bad) });
+        return;
+      }
+      // source.encoding auto: the line is read whole as Windows-1252.
+      text = asWindows1252(text.slice(start, end));
+      start = 0;
+      end = text.length;
+      warning = windows1252Warning(bad);
     }
     if (this.partial.oversized || overBytes(text, start, end, this.opts.maxRecordBytes)) {
       this.partial.oversized = false;
@@ -165,10 +174,16 @@ export class NdjsonParser {
     if (start === end || (text.charCodeAt(start) <= 32 && text.slice(start, end).trim() === '')) {
       return;
     }
-    if (this.opts.envelope === undefined) out.push(parseRecord(line, text, start, end));
-    else {
-      const row = readRecord(this.opts.envelope, line, text, start, end);
-      if (row !== undefined) out.push(row);
-    }
+    const row =
+      this.opts.envelope === undefined
+        ? parseRecord(line, text, start, end)
+        : readRecord(this.opts.envelope, line, text, start, end);
+    if (row !== undefined) out.push(withWarning(row, warning));
   }
+}
+
+/** `row`, with the reader's warning when it is a record and there is one. */
+export function withWarning(row: SourceRow, warning: string | undefined): SourceRow {
+  if (warning !== undefined && 'record' in row) row.warning = warning;
+  return row;
 }

@@ -1,10 +1,12 @@
 /**
  * The entry point of the CRM layer: `readRows(spec)` streams an export, a
  * local file or an http(s) URL, as batches of `SourceRow`s, whatever its
- * format (CSV, NDJSON, JSON), compression (gzip) or encoding (UTF-8,
- * UTF-16 with BOM, or `spec.encoding`). Memory stays bounded by the batch
- * size and the largest record, not by the file. A row holding bytes that are
- * not UTF-8 is a problem row (decode.ts, utf8.ts); the other rows are read.
+ * format (CSV, NDJSON, JSON), compression (gzip) or encoding (by default
+ * each row as UTF-8 when it is, else as Windows-1252 with a warning; UTF-16
+ * with BOM; or `spec.encoding`). Memory stays bounded by the batch size and
+ * the largest record, not by the file. With `encoding: utf-8`, a row holding
+ * bytes that are not UTF-8 is a problem row (decode.ts, utf8.ts); the other
+ * rows are read.
  *
  * The format is `spec.format`, else the file extension (`.csv`, `.tsv`,
  * `.txt`; `.ndjson`, `.jsonl`; `.json`; a `.gz` suffix is looked through),
@@ -48,6 +50,8 @@ export interface ReadOptions {
   maxRecordBytes?: number;
   /** CSV only: called once with the addressable header names, before any row. */
   onHeader?: (names: string[], line: number) => void;
+  /** Filled with the encoding the export is read in, once its head is read (decode.ts). */
+  decoding?: DecodeInfo;
   /**
    * Where CRM_SOURCE_AUTHORIZATION and `${VAR}` references of a URL source are
    * read (config's `sourceEnv`); none when not given: a local file needs none.
@@ -63,7 +67,7 @@ export const DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024;
 
 interface Parser {
   readonly line: number;
-  /** `notUtf8`: the bad UTF-8 sequences in `text`, whose rows become problem rows. */
+  /** `notUtf8`: the bad UTF-8 sequences in `text`: their rows become problem rows, or are read as Windows-1252. */
   push(text: string, out: SourceRow[], notUtf8?: readonly NotUtf8[]): void;
   end(out: SourceRow[]): void;
 }
@@ -151,7 +155,7 @@ export async function* readRows(
   let format: SourceFormat | undefined = spec.format ?? formatFromName(spec);
   let parser: Parser | undefined;
   const sniffed: Decoded[] = [];
-  const info: DecodeInfo = {};
+  const info: DecodeInfo = opts.decoding ?? {};
   const text = decodeText(openBytes(spec, { signal, env: opts.env }), {
     source: name,
     encoding: spec.encoding,

@@ -9,6 +9,12 @@ export type SourceRow =
       line: number;
       /** CSV: header name to cell string. JSON/NDJSON: the value as parsed. */
       record: Record<string, unknown>;
+      /**
+       * Something the reader did to the row that a person should know, e.g.
+       * that it was not UTF-8 and was decoded as windows-1252 (windows-1252-rows.ts).
+       * Absent on most rows.
+       */
+      warning?: string;
     }
   | {
       line: number;

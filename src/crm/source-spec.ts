@@ -25,10 +25,10 @@ export const RecordPath = z.string().superRefine((text, ctx) => {
   if (path instanceof PathSyntax) ctx.addIssue({ code: 'custom', message: path.reason });
 });
 
-/** The export's encoding when it has no byte-order mark: a WHATWG label Node can decode. */
+/** The export's encoding when it has no byte-order mark: `auto` or a WHATWG label Node can decode. */
 export const SourceEncoding = z.string().refine((label) => encodingName(label) !== undefined, {
   error: (issue) =>
-    `unknown encoding ${JSON.stringify(issue.input)}: give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis`,
+    `unknown encoding ${JSON.stringify(issue.input)}: give auto or a label such as utf-8, windows-1252, iso-8859-1, utf-16le or shift_jis`,
 });
 
 const SourceFields = z.strictObject({
@@ -46,7 +46,11 @@ const SourceFields = z.strictObject({
   recordPath: RecordPath.optional(),
   /** Airbyte or Singer output: the RECORD messages of this stream (envelope.ts). */
   stream: z.string().min(1).optional(),
-  /** A WHATWG label (windows-1252, shift_jis, …) for an export without a byte-order mark. */
+  /**
+   * For an export without a byte-order mark: `auto` (the default: each row as
+   * UTF-8 when it is, else as Windows-1252) or a WHATWG label (utf-8,
+   * windows-1252, shift_jis, …) that the whole file is read in.
+   */
   encoding: SourceEncoding.optional(),
   /** HTTP headers for a URL source; `${NAME}` is replaced by the environment variable NAME. */
   headers: z.record(z.string(), z.string()).optional(),

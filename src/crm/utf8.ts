@@ -2,7 +2,10 @@
  * UTF-8 that costs the row, not the file: bytes that do not decode become
  * U+FFFD in the text, and each such sequence is reported with its place in
  * the text and its byte offset in the export, so that the reader can make
- * the row holding it a problem row and read every other row.
+ * the row holding it a problem row and read every other row. With `keep`
+ * (`source.encoding: auto`) each byte of such a sequence stays in the text
+ * as itself instead (one U+DC80-U+DCFF each, windows-1252-rows.ts), so that
+ * the row holding it can be read again whole as Windows-1252.
  *
  * Clean text takes the fast path: one strict streaming `TextDecoder` per
  * chunk, as before. Only a chunk the strict decoder refuses is split at its
@@ -17,6 +20,8 @@ export interface NotUtf8 {
   index: number;
   /** Offset of its first byte in the export, from 0 (in the bytes after gzip). */
   offset: number;
+  /** Its bytes are kept in the text (`keep`), one character each from `index` on, not one U+FFFD. */
+  kept?: true;
 }
 
 /** A chunk of decoded text, with the bad sequences in it, if any. */
@@ -39,6 +44,15 @@ export function isNotUtf8Problem(problem: string): boolean {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** A byte that is not UTF-8, kept in the text: a lone low surrogate, which no decoded text holds. */
+export const KEPT_BYTE_BASE = 0xdc00;
+
+function keptBytes(b: Uint8Array, at: number, length: number): string {
+  let s = '';
+  for (let k = at; k < at + length; k++) s += String.fromCharCode(KEPT_BYTE_BASE | b[k]!);
+  return s;
+}
 
 /** Range of the first continuation byte after lead `c` (the others are 80-BF). */
 function firstContinuation(c: number): [number, number] {
@@ -111,14 +125,20 @@ export function unfinishedStart(b: Uint8Array): number {
 /**
  * Streaming UTF-8 decoding where bad bytes are marked, not fatal. `decode`
  * takes the chunks in order, then an empty final one; a chunk may be reused
- * by its producer after the call.
+ * by its producer after the call. `keep`: bad bytes stay in the text as
+ * themselves (KEPT_BYTE_BASE + byte), not as U+FFFD.
  */
 export class Utf8Decoder {
+  private readonly keep: boolean;
   private decoder = new TextDecoder('utf-8', { fatal: true });
   /** The start of a character that the decoder holds from earlier chunks (up to 3 bytes, copied). */
   private held: Uint8Array = EMPTY;
   /** Bytes taken so far. */
   private taken = 0;
+
+  constructor(opts: { keep?: boolean } = {}) {
+    this.keep = opts.keep === true;
+  }
 
   decode(chunk: Uint8Array, final: boolean): Decoded {
     let text: string;
@@ -144,10 +164,16 @@ export class Utf8Decoder {
     for (let bad = findNotUtf8(bytes, i, final); bad; bad = findNotUtf8(bytes, i, final)) {
       // Whole characters only: nothing is held back between the pieces.
       const piece = decoder.decode(bytes.subarray(i, bad.at), { stream: true });
-      parts.push(piece, '\uFFFD');
       length += piece.length;
-      notUtf8.push({ index: length, offset: base + bad.at });
-      length++;
+      if (this.keep) {
+        parts.push(piece, keptBytes(bytes, bad.at, bad.length));
+        notUtf8.push({ index: length, offset: base + bad.at, kept: true });
+        length += bad.length;
+      } else {
+        parts.push(piece, '\uFFFD');
+        notUtf8.push({ index: length, offset: base + bad.at });
+        length++;
+      }
       i = bad.at + bad.length;
     }
     parts.push(decoder.decode(bytes.subarray(i), { stream: !final }));
@@ -182,13 +208,17 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 export class NotUtf8Marks {
   /** Position of the first waiting mark; Infinity when none waits. */
   next = Infinity;
+  /** Whether the marks `take` dropped last had their bytes kept in the text (NotUtf8's `kept`). */
+  kept = false;
   private keys: number[] = [];
   private offsets: number[] = [];
+  private keptFlags: boolean[] = [];
   private head = 0;
 
-  add(key: number, offset: number): void {
+  add(key: number, offset: number, kept = false): void {
     this.keys.push(key);
     this.offsets.push(offset);
+    this.keptFlags.push(kept);
     this.next = this.keys[this.head]!;
   }
 
@@ -201,18 +231,23 @@ export class NotUtf8Marks {
         line++;
         nl = text.indexOf('\n', nl + 1);
       }
-      this.add(line, m.offset);
+      this.add(line, m.offset, m.kept === true);
     }
   }
 
-  /** The byte offset of the first mark at or before `upTo`, dropping every such mark. */
+  /**
+   * The byte offset of the first mark at or before `upTo`, dropping every
+   * such mark; `kept` then says whether its bytes are kept in the text.
+   */
   take(upTo: number): number | undefined {
     if (this.next > upTo) return undefined;
     const offset = this.offsets[this.head]!;
+    this.kept = this.keptFlags[this.head]!;
     while (this.head < this.keys.length && this.keys[this.head]! <= upTo) this.head++;
     if (this.head === this.keys.length) {
       this.keys = [];
       this.offsets = [];
+      this.keptFlags = [];
       this.head = 0;
       this.next = Infinity;
     } else this.next = this.keys[this.head]!;

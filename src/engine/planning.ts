@@ -37,7 +37,7 @@ export interface PlanningSink {
   /**
    * Every action of a batch, in row order (writes, no-ops and withheld rows
    * alike), and the warnings of its rows: optional fields left out because
-   * their value failed.
+   * their value failed, rows read as windows-1252.
    */
   accept(actions: readonly Action[], warnings: readonly RowWarning[]): Promise<void>;
   /**
@@ -49,7 +49,10 @@ export interface PlanningSink {
   finish?(): Promise<void>;
 }
 
-/** A field left out of a row's body because its value failed (the row was still planned). */
+/**
+ * A field left out of a row's body because its value failed, or (field
+ * `(row)`) the reader's warning on the row; the row was still planned.
+ */
 export interface RowWarning extends FieldWarning {
   line: number;
   /** The row's first identity key, when it has one. */
@@ -61,7 +64,7 @@ export interface Withdrawn {
   conflict: ConflictAction;
 }
 
-/** Rows of each action kind, rows read, and warnings (fields left out, one per field). */
+/** Rows of each action kind, rows read, and warnings (fields left out, one per field; rows read as windows-1252). */
 export type PlanCounts = Record<ActionKind, number> & {
   read: number;
   warnings: number;

@@ -30,7 +30,7 @@ export interface RunSummary {
     failed: number;
     skipped: number;
     unsupported: number;
-    /** Optional fields left out of rows that were synced (one per field): `failures RUN --kind warning`. */
+    /** Optional fields left out of rows that were synced (one per field), rows read as windows-1252: `failures RUN --kind warning`. */
     warnings: number;
     orphans: number;
     writesPlanned: number;

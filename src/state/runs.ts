@@ -36,7 +36,8 @@ export const RUN_OUTCOMES = [
 export const RUN_COUNTERS = [
   'read',
   ...RUN_OUTCOMES,
-  // Not an outcome: optional fields left out of rows that were still synced (one per field).
+  // Not an outcome: optional fields left out of rows that were still synced (one per field),
+  // and rows read as windows-1252 (one per row).
   'warnings',
   'orphans',
   'writesPlanned',
@@ -108,7 +109,8 @@ export interface RunPatch {
 
 /**
  * `skipped`: a skip rule of the mapping said the row is no live record.
- * `warning`: an optional field left out of a row that was still planned.
+ * `warning`: an optional field left out of a row that was still planned, or
+ * (field `(row)`) a row that was read as windows-1252 (source.encoding auto).
  */
 export const FAILURE_KINDS = [
   'invalid',

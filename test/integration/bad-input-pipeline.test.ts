@@ -105,9 +105,25 @@ describe('bad exports through the whole pipeline', () => {
     ]);
   });
 
-  it('a row that is not UTF-8 is a failure naming the byte; the rows around it sync', async () => {
+  it('a row that is not UTF-8 syncs as Windows-1252 with a warning naming the byte', async () => {
     const h = await engine();
     const run = await runFile(h, job('invalid-utf8.csv'));
+    expect(run.status, run.error).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 3, created: 3, invalid: 0, warnings: 1 });
+    const failures = await h.failures(run.id);
+    expect(failures.map((f) => [f.line, f.kind, f.field, f.reason])).toEqual([
+      [3, 'warning', '(row)', 'decoded as windows-1252: not UTF-8 at byte 30 of the export'],
+    ]);
+    expect((await h.dump()).companies.map((c) => c.name).sort()).toEqual([
+      'Acme',
+      'Café Noir',
+      'Globex',
+    ]);
+  });
+
+  it('with encoding utf-8, a row that is not UTF-8 is a failure naming the byte; the rows around it sync', async () => {
+    const h = await engine();
+    const run = await runFile(h, job('invalid-utf8.csv', { encoding: 'utf-8' }));
     expect(run.status, run.error).toBe('completed');
     expect(run.counts).toMatchObject({ read: 3, created: 2, invalid: 1 });
     const failures = await h.failures(run.id);

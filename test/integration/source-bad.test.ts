@@ -86,8 +86,21 @@ describe('bad rows in readable exports', () => {
     ]);
   });
 
-  it('a row with a byte that is not UTF-8 is a problem row naming the byte; the rest is read', async () => {
+  it('a row with a byte that is not UTF-8 is read as Windows-1252, with a warning naming the byte', async () => {
     expect(await readAll({ path: `${BAD}/invalid-utf8.csv` })).toEqual([
+      { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
+      {
+        line: 3,
+        record: { Name: 'Café Noir', City: 'Paris' },
+        warning: 'decoded as windows-1252: not UTF-8 at byte 30 of the export',
+      },
+      { line: 4, record: { Name: 'Globex', City: 'Cypress' } },
+    ]);
+  });
+
+  it('with encoding utf-8, a row with a byte that is not UTF-8 is a problem row naming the byte; the rest is read', async () => {
+    const utf8 = { encoding: 'utf-8' };
+    expect(await readAll({ path: `${BAD}/invalid-utf8.csv`, ...utf8 })).toEqual([
       { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
       {
         line: 3,
@@ -104,7 +117,7 @@ describe('bad rows in readable exports', () => {
     try {
       const path = join(dir, 'invalid-utf8.csv.gz');
       writeFileSync(path, gzipSync(readFileSync(`${BAD}/invalid-utf8.csv`)));
-      expect(await readAll({ path })).toContainEqual({
+      expect(await readAll({ path, ...utf8 })).toContainEqual({
         line: 3,
         problem:
           'not UTF-8 at byte 30 of the export; set source.encoding if the export is Windows-1252',

@@ -168,6 +168,8 @@ describe('decodeText', () => {
     expect(encodingName('Shift_JIS')).toBe('shift_jis');
     expect(encodingName('utf8')).toBe('utf-8');
     expect(encodingName('windows-1253x')).toBeUndefined();
+    expect(encodingName('auto')).toBe('auto');
+    expect(encodingName(' Auto ')).toBe('auto');
     // WHATWG's "replacement" decodes anything to one U+FFFD: not an encoding to read with.
     expect(encodingName('iso-2022-kr')).toBeUndefined();
   });
@@ -182,6 +184,8 @@ describe('decodeText', () => {
         );
       job('windows-1252');
       expect(loadJob(dir, 'accounts').source.encoding).toBe('windows-1252');
+      job('auto');
+      expect(loadJob(dir, 'accounts').source.encoding).toBe('auto');
       job('cp-1252');
       expect(() => loadJob(dir, 'accounts')).toThrow(
         `${join(dir, 'accounts.yaml')}: source.encoding: unknown encoding "cp-1252"`,
@@ -200,13 +204,14 @@ describe('decodeText', () => {
     expect(r.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
       [
         'encoding',
-        'unknown encoding "win-1252": give a label such as windows-1252, iso-8859-1, utf-16le or shift_jis',
+        'unknown encoding "win-1252": give auto or a label such as utf-8, windows-1252, iso-8859-1, utf-16le or shift_jis',
       ],
     ]);
   });
 });
 
-describe('rows with bytes that are not UTF-8', () => {
+describe('rows with bytes that are not UTF-8, with encoding utf-8', () => {
+  const strict = (chunks: Uint8Array[], parser: Parser = csv()) => rowsOf(chunks, parser, 'utf-8');
   const file = bytes(
     'Name,City\n', // bytes 0-9
     'Acme,Springfield\n', // 10-26
@@ -228,21 +233,21 @@ describe('rows with bytes that are not UTF-8', () => {
   ];
 
   it('cost their row, even inside a quoted field that spans lines; the other rows keep their lines', async () => {
-    expect(await rowsOf([file])).toEqual(expected);
+    expect(await strict([file])).toEqual(expected);
   });
 
   it('however the bytes are cut into chunks', async () => {
     for (const size of [1, 2, 3, 5, 7, 16])
-      expect(await rowsOf(chunked(file, size)), `size ${size}`).toEqual(expected);
+      expect(await strict(chunked(file, size)), `size ${size}`).toEqual(expected);
     // The bad byte as the last byte of a chunk, and as the first.
-    expect(await rowsOf(cut(file, 31))).toEqual(expected);
-    expect(await rowsOf(cut(file, 30))).toEqual(expected);
+    expect(await strict(cut(file, 31))).toEqual(expected);
+    expect(await strict(cut(file, 30))).toEqual(expected);
   });
 
   it('cost the row when the bad sequence is split across chunks', async () => {
     // "€" cut short (e2 82) before a comma: one bad sequence over the chunk boundary.
     const b = bytes('Name,City\n', 'Zur', [0xe2], [0x82], ',Bern\nBasel,Basel\n');
-    expect(await rowsOf(cut(b, 14))).toEqual([
+    expect(await strict(cut(b, 14))).toEqual([
       { line: 2, problem: problem(13) },
       { line: 3, record: { Name: 'Basel', City: 'Basel' } },
     ]);
@@ -252,13 +257,13 @@ describe('rows with bytes that are not UTF-8', () => {
     const b = bytes('Name,Price\n', 'Acme,10 €\n');
     const at = b.indexOf(0xe2);
     for (const chunks of [cut(b, at + 1), cut(b, at + 2), cut(b, at + 1, at + 2)]) {
-      expect(await rowsOf(chunks)).toEqual([{ line: 2, record: { Name: 'Acme', Price: '10 €' } }]);
+      expect(await strict(chunks)).toEqual([{ line: 2, record: { Name: 'Acme', Price: '10 €' } }]);
     }
   });
 
   it('cost the last row when the file ends inside a character', async () => {
     const b = bytes('Name,City\nAcme,Springfield\nGlobex,Cypr', [0xe2, 0x82]);
-    expect(await rowsOf(chunked(b, 4))).toEqual([
+    expect(await strict(chunked(b, 4))).toEqual([
       { line: 2, record: { Name: 'Acme', City: 'Springfield' } },
       { line: 3, problem: problem(38) },
     ]);
@@ -274,7 +279,7 @@ describe('rows with bytes that are not UTF-8', () => {
   });
 
   it('in the header end the read: without names no row can be read', async () => {
-    const err = await rowsOf([bytes('Name,Stra', [0xdf], 'e\nAcme,Main\n')]).then(
+    const err = await strict([bytes('Name,Stra', [0xdf], 'e\nAcme,Main\n')]).then(
       () => undefined,
       (e: unknown) => e as SourceError,
     );
@@ -286,7 +291,7 @@ describe('rows with bytes that are not UTF-8', () => {
   it('cost their NDJSON line', async () => {
     const b = bytes('{"a":"x"}\n{"a":"', [0xe9], '"}\n{"a":"y"}\n');
     for (const size of [1, 3, 64]) {
-      expect(await rowsOf(chunked(b, size), new NdjsonParser({ maxRecordBytes: 1 << 20 }))).toEqual(
+      expect(await strict(chunked(b, size), new NdjsonParser({ maxRecordBytes: 1 << 20 }))).toEqual(
         [
           { line: 1, record: { a: 'x' } },
           { line: 2, problem: problem(16) },
@@ -300,7 +305,7 @@ describe('rows with bytes that are not UTF-8', () => {
     const b = bytes('{"results":[{"a":"x"},{"a":"', [0xe9], '"},{"a":"y"}],"paging":{}}');
     const json = () => new JsonArrayParser({ source: 'x.json', maxRecordBytes: 1 << 20 });
     for (const size of [1, 3, 64]) {
-      expect(await rowsOf(chunked(b, size), json())).toEqual([
+      expect(await strict(chunked(b, size), json())).toEqual([
         { line: 1, record: { a: 'x' } },
         { line: 1, problem: problem(28) },
         { line: 1, record: { a: 'y' } },
@@ -308,7 +313,7 @@ describe('rows with bytes that are not UTF-8', () => {
     }
     // Outside the records, they break the export itself.
     const outside = bytes('{"results":[{"a":"x"}],"paging":{"n":"', [0xe9], '"}}');
-    const err = await rowsOf([outside], json()).then(
+    const err = await strict([outside], json()).then(
       () => undefined,
       (e: unknown) => e as SourceError,
     );
@@ -316,6 +321,146 @@ describe('rows with bytes that are not UTF-8', () => {
     expect(err?.message).toBe(
       'x.json: not UTF-8 at byte 38 of the export, outside the records; set source.encoding if the export is Windows-1252',
     );
+  });
+});
+
+/** `text` as Windows-1252 writes it: one byte per character (the characters of these tests). */
+function latin1(text: string): Buffer {
+  const cp1252: Record<string, number> = { '€': 0x80, '“': 0x93, '”': 0x94, '–': 0x96 };
+  return Buffer.from(
+    Array.from(text, (c) => {
+      const code = cp1252[c] ?? c.charCodeAt(0);
+      if (code > 0xff) throw new Error(`no Windows-1252 byte for ${c}`);
+      return code;
+    }),
+  );
+}
+
+const warned = (offset: number): string =>
+  `decoded as windows-1252: not UTF-8 at byte ${offset} of the export`;
+
+describe('encoding auto (the default): each row as UTF-8 when it is, else as Windows-1252', () => {
+  // A UTF-8 export with Latin-1 rows in it, as one export appended to another gives.
+  const head = bytes('Id,FirstName,LastName\n'); // bytes 0-21
+  const utf8Row = bytes('1,Zoë,Müller € 😀\n'); // 22-
+  const latin1Row = latin1('2,Françoise,Peña “Jr”\n');
+  // A quoted cell over two lines: the first line is plain Windows-1252, the
+  // second holds "Â®", bytes C3 AE that happen to be valid UTF-8 ("®"): the
+  // row is not UTF-8, so the whole row, both lines, reads as Windows-1252.
+  const twoLines = latin1('3,"Ren\u00e9e\nÃ®",Ødegård\n');
+  const utf8Again = bytes('4,Ã©,"Nuñez\nJr"\n');
+  const file = Buffer.concat([head, utf8Row, latin1Row, twoLines, utf8Again]);
+  const latin1At = head.length + utf8Row.length;
+  const twoLinesAt = latin1At + latin1Row.length;
+  const expected: SourceRow[] = [
+    { line: 2, record: { Id: '1', FirstName: 'Zoë', LastName: 'Müller € 😀' } },
+    {
+      line: 3,
+      record: { Id: '2', FirstName: 'Françoise', LastName: 'Peña “Jr”' },
+      warning: warned(latin1At + '2,Fran'.length),
+    },
+    {
+      line: 4,
+      record: { Id: '3', FirstName: 'Renée\nÃ®', LastName: 'Ødegård' },
+      warning: warned(twoLinesAt + '3,"Ren'.length),
+    },
+    // Valid UTF-8 that looks like Latin-1 read as UTF-8 ("Ã©" is é's bytes seen as Latin-1): kept as written.
+    { line: 6, record: { Id: '4', FirstName: 'Ã©', LastName: 'Nuñez\nJr' } },
+  ];
+
+  it('reads UTF-8 rows exactly and Latin-1 rows whole as Windows-1252, each with a warning', async () => {
+    expect(await rowsOf([file])).toEqual(expected);
+    expect(await rowsOf([file], csv(), 'auto')).toEqual(expected);
+    expect(await rowsOf([file], csv(), 'AUTO')).toEqual(expected);
+  });
+
+  it('however the bytes are cut into chunks', async () => {
+    for (const size of [1, 2, 3, 5, 7, 16, 64])
+      expect(await rowsOf(chunked(file, size)), `size ${size}`).toEqual(expected);
+  });
+
+  it('reads a whole Latin-1 export, its header too', async () => {
+    const b = latin1('Id;Prénom;Nom\r\n1;Françoise;Müller\r\n2;José;Peña\r\n3;Ann;Lee\r\n');
+    expect(await rowsOf(chunked(b, 4))).toEqual([
+      {
+        line: 2,
+        record: { Id: '1', Prénom: 'Françoise', Nom: 'Müller' },
+        warning: warned('Id;Prénom;Nom\r\n1;Fran'.length),
+      },
+      {
+        line: 3,
+        record: { Id: '2', Prénom: 'José', Nom: 'Peña' },
+        warning: warned('Id;Prénom;Nom\r\n1;Françoise;Müller\r\n2;Jos'.length),
+      },
+      { line: 4, record: { Id: '3', Prénom: 'Ann', Nom: 'Lee' } },
+    ]);
+  });
+
+  it('reads mojibake as written in a Latin-1 row, as UTF-8 when it is all the row holds', async () => {
+    // "Ã©" in Latin-1 is C3 A9, which is also é in UTF-8.
+    const b = latin1('Name,City\nRenÃ©e,Zürich\nRenÃ©e,Paris\n');
+    expect(await rowsOf([b])).toEqual([
+      {
+        line: 2,
+        record: { Name: 'RenÃ©e', City: 'Zürich' },
+        warning: warned('Name,City\nRenÃ©e,Z'.length),
+      },
+      { line: 3, record: { Name: 'Renée', City: 'Paris' } },
+    ]);
+    expect(await rowsOf([b], csv(), 'windows-1252')).toEqual([
+      { line: 2, record: { Name: 'RenÃ©e', City: 'Zürich' } },
+      { line: 3, record: { Name: 'RenÃ©e', City: 'Paris' } },
+    ]);
+  });
+
+  it('a UTF-8 byte-order mark wins: rows that are not UTF-8 cost their row', async () => {
+    const b = Buffer.concat([
+      bytes([0xef, 0xbb, 0xbf], 'Name\n'),
+      latin1('Peña\n'),
+      bytes('Zoë\n'),
+    ]);
+    expect(await rowsOf([b])).toEqual([
+      { line: 2, problem: problem(3 + 'Name\nPe'.length) },
+      { line: 3, record: { Name: 'Zoë' } },
+    ]);
+  });
+
+  it('reads an NDJSON line, and a JSON record sharing its line with UTF-8 ones, as Windows-1252', async () => {
+    const nd = Buffer.concat([
+      bytes('{"a":"Zoë"}\n'),
+      latin1('{"a":"Peña €"}\n'),
+      bytes('{"a":"€"}\n'),
+    ]);
+    for (const size of [1, 3, 64]) {
+      expect(
+        await rowsOf(chunked(nd, size), new NdjsonParser({ maxRecordBytes: 1 << 20 })),
+      ).toEqual([
+        { line: 1, record: { a: 'Zoë' } },
+        {
+          line: 2,
+          record: { a: 'Peña €' },
+          warning: warned(Buffer.byteLength('{"a":"Zoë"}\n{"a":"Pe')),
+        },
+        { line: 3, record: { a: '€' } },
+      ]);
+    }
+    const js = Buffer.concat([
+      bytes('{"results":[{"a":"Zoë"},'),
+      latin1('{"a":"Peña"}'),
+      bytes(',{"a":"Müller"}]}'),
+    ]);
+    const json = () => new JsonArrayParser({ source: 'x.json', maxRecordBytes: 1 << 20 });
+    for (const size of [1, 3, 64]) {
+      expect(await rowsOf(chunked(js, size), json())).toEqual([
+        { line: 1, record: { a: 'Zoë' } },
+        {
+          line: 1,
+          record: { a: 'Peña' },
+          warning: warned(Buffer.byteLength('{"results":[{"a":"Zoë"},{"a":"Pe')),
+        },
+        { line: 1, record: { a: 'Müller' } },
+      ]);
+    }
   });
 });
 

@@ -9,10 +9,15 @@ import {
   unfinishedStart,
   type NotUtf8,
 } from '../../src/crm/utf8.js';
+import { asWindows1252 } from '../../src/crm/windows-1252-rows.js';
 
 /** Decodes `bytes` cut at `cuts` (offsets) with Utf8Decoder; the bad sequences in whole-text indexes. */
-function decodeCut(bytes: Uint8Array, cuts: number[]): { text: string; notUtf8: NotUtf8[] } {
-  const decoder = new Utf8Decoder();
+function decodeCut(
+  bytes: Uint8Array,
+  cuts: number[],
+  keep = false,
+): { text: string; notUtf8: NotUtf8[] } {
+  const decoder = new Utf8Decoder({ keep });
   let text = '';
   const notUtf8: NotUtf8[] = [];
   const points = [...new Set(cuts)].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b);
@@ -22,8 +27,7 @@ function decodeCut(bytes: Uint8Array, cuts: number[]): { text: string; notUtf8: 
     const copy = Buffer.from(chunk);
     const d = decoder.decode(copy, final);
     copy.fill(0x41);
-    for (const m of d.notUtf8 ?? [])
-      notUtf8.push({ index: text.length + m.index, offset: m.offset });
+    for (const m of d.notUtf8 ?? []) notUtf8.push({ ...m, index: text.length + m.index });
     text += d.text;
   };
   for (const p of [...points, bytes.length]) {
@@ -105,6 +109,43 @@ describe('Utf8Decoder', () => {
         { index: 7, offset: 9 },
       ],
     });
+  });
+});
+
+/** Windows-1252 as WHATWG defines it, from the table of its 32 characters that differ from Latin-1. */
+function windows1252(bytes: Uint8Array): string {
+  const c1 = '€\u0081‚ƒ„…†‡ˆ‰Š‹Œ\u008DŽ\u008F\u0090‘’“”•–—˜™š›œ\u009DžŸ';
+  return Array.from(bytes, (b) =>
+    b >= 0x80 && b < 0xa0 ? c1[b - 0x80]! : String.fromCharCode(b),
+  ).join('');
+}
+
+describe('Utf8Decoder with keep (encoding auto), then asWindows1252', () => {
+  it('keeps every byte that is not UTF-8 in the text, so that the text reads again exactly as Windows-1252', () => {
+    fc.assert(
+      fc.property(inputs, ({ bytes, cuts }) => {
+        const { text, notUtf8 } = decodeCut(bytes, cuts, true);
+        const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+        if (notUtf8.length === 0) {
+          // Valid UTF-8 is read as UTF-8, untouched.
+          expect(text).toBe(new TextDecoder('utf-8').decode(bytes));
+        } else {
+          expect(asWindows1252(text)).toBe(windows1252(bytes.subarray(bom)));
+          for (const m of notUtf8) {
+            expect(m.kept).toBe(true);
+            expect(text.charCodeAt(m.index)).toBe(0xdc00 | bytes[m.offset]!);
+          }
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('leaves ASCII as it is and reads each kept byte as its Windows-1252 character', () => {
+    const { text } = decodeCut(Uint8Array.of(0x41, 0x80, 0xe9, 0x93, 0x0a), [2], true);
+    expect(text).toBe('A\uDC80\uDCE9\uDC93\n');
+    expect(asWindows1252(text)).toBe('A€é“\n');
+    expect(asWindows1252('plain')).toBe('plain');
   });
 });
 

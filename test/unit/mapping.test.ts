@@ -251,6 +251,23 @@ describe('mapping rows', () => {
     });
   });
 
+  it("carries the reader's warning on a row first among its warnings", () => {
+    const r = m.map({
+      line: 7,
+      record: { 'Record ID': '1', 'Company name': 'Peña', 'Website URL': 'x@example.com' },
+      warning: 'decoded as windows-1252: not UTF-8 at byte 99 of the export',
+    });
+    expect(r).toMatchObject({
+      ok: true,
+      line: 7,
+      body: { name: 'Peña' },
+      warnings: [
+        { field: '(row)', reason: 'decoded as windows-1252: not UTF-8 at byte 99 of the export' },
+        { field: 'website', reason: 'an e-mail address, not a website' },
+      ],
+    });
+  });
+
   it('turns unreadable rows and non-objects into invalid results', () => {
     expect(m.map({ line: 4, problem: 'row has 3 fields, header has 4' })).toEqual({
       ok: false,

@@ -1,6 +1,6 @@
 /**
  * The path check of `crm-sync validate`: the first rows of a local export
- * against each mapped path, a warning for each that found nothing, URL
+ * (read whole: validate-export.test.ts) against each mapped path, a warning for each that found nothing, URL
  * sources left alone unless asked.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -66,7 +66,9 @@ describe('validate: mapped paths against the first rows', () => {
     const job = jobs.get('typo')!;
     expect(await pathReport(job, { fetch: false, env: {} })).toEqual(
       lines([
-        `paths typo: read the first 1,000 rows of ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
+        `export typo: ${join(dir, 'attio.json')}: 1,500 rows (utf-8 1,500 rows)`,
+        `warning: ${job.file}: 1,500 rows would be invalid: name: missing: no value in column values.nme[0].value (line 1, …)`,
+        `paths typo: checked the first 1,000 rows read from ${join(dir, 'attio.json')}: 2 mapped path(s) found nothing`,
         `warning: ${job.file}: fields.name: values.nme[0].value found nothing in the first 1,000 rows: ` +
           'no key "nme" in values (nearest: name) (a required field: a run stops before writing)',
         `warning: ${job.file}: fields.website: values.domain[0].domain found nothing in the first 1,000 rows: ` +
@@ -106,7 +108,8 @@ describe('validate: mapped paths against the first rows', () => {
     });
     expect(await pathReport(ok.get('good')!, { fetch: false, env: {} })).toEqual(
       lines([
-        `paths good: read the first 1,000 rows of ${join(dir, 'attio.json')}: every mapped path found a value`,
+        `export good: ${join(dir, 'attio.json')}: 1,500 rows (utf-8 1,500 rows)`,
+        `paths good: checked the first 1,000 rows read from ${join(dir, 'attio.json')}: every mapped path found a value`,
       ]),
     );
   });
@@ -163,7 +166,8 @@ describe('validate: records in envelopes', () => {
         'not an Airbyte or Singer message: no "type", nor "stream" and "data" (keys: stream, emitted_at))',
     ]);
     // The two records of the stream, and nothing else, were checked against the paths.
-    expect(report.lines[0]).toMatch(/^paths by-stream: read all 2 rows of /);
+    expect(report.lines[0]).toMatch(/^export by-stream: .*: 3 rows \(utf-8 2 rows\)$/);
+    expect(report.lines.at(-1)).toMatch(/^paths by-stream: checked all 2 rows read from /);
   });
 
   it('a recordPath that finds nothing in a line is a problem naming the line', async () => {
