@@ -32,9 +32,13 @@ export function oneLine(text: string): string {
   return scrubText(text).replace(/\s*\n\s*/g, '; ');
 }
 
-/** What an error may tell a caller: its message, with file paths cut to their last part. */
+/**
+ * What an error may tell a caller: its message scrubbed (before anything
+ * else, so that a credential is still seen whole), with file paths cut to
+ * their last part.
+ */
 export function errorText(err: unknown): string {
-  return withoutFolders(err instanceof Error ? err.message : String(err));
+  return withoutFolders(scrubText(err instanceof Error ? err.message : String(err)));
 }
 
 /**
