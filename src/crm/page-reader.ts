@@ -22,7 +22,7 @@
 import got, { RequestError, TimeoutError } from 'got';
 import { RETRY_DEFAULTS } from '../config.js';
 import { silentLogger, type Logger } from '../log.js';
-import { parseRetryAfter } from '../platform/error-factory.js';
+import { parseRetryAfter } from '../platform/retry-after.js';
 import { retrying } from '../platform/with-retry.js';
 import {
   decide,
@@ -244,7 +244,9 @@ async function fetchOnce(req: PageRequest, opts: FetchOptions): Promise<unknown>
       : `${method} answered HTTP ${status}${text}`;
     throw new PageFault('source.http-status', detail, retryable, {
       statusCode: status,
-      retryAfterMs: retryable ? parseRetryAfter(res.headers['retry-after']) : null,
+      retryAfterMs: retryable
+        ? (parseRetryAfter(res.headers['retry-after'], Date.now()) ?? null)
+        : null,
     });
   }
   let text: string;

@@ -19,6 +19,7 @@ import {
   type RequestContext,
   type Scrub,
 } from './errors.js';
+import { parseRetryAfter } from './retry-after.js';
 
 // ---------------------------------------------------------------------------
 // Response → error
@@ -88,7 +89,8 @@ export function errorFromResponse(input: ResponseInput): PlatformError {
     });
   }
   if (status === 429) {
-    const retryAfterMs = parseRetryAfter(input.headers['retry-after'], input.now);
+    const retryAfterMs =
+      parseRetryAfter(input.headers['retry-after'], input.now ?? Date.now()) ?? null;
     const wait = retryAfterMs === null ? '' : ` (retry after ${retryAfterMs} ms)`;
     return new RateLimitedError(`${where} → 429 Too Many Requests${wait}${said}`, {
       ...base,
@@ -104,7 +106,7 @@ export function errorFromResponse(input: ResponseInput): PlatformError {
       ...base,
       retryable,
       mayHaveApplied: true,
-      retryAfterMs: parseRetryAfter(input.headers['retry-after'], input.now),
+      retryAfterMs: parseRetryAfter(input.headers['retry-after'], input.now ?? Date.now()) ?? null,
     });
   }
   if (status >= 400 && status <= 499) {
@@ -121,23 +123,6 @@ export function errorFromResponse(input: ResponseInput): PlatformError {
     retryable: false,
     mayHaveApplied: true,
   });
-}
-
-/**
- * `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 §10.2.3), in ms.
- * Null when absent or unreadable; a date in the past is 0.
- */
-export function parseRetryAfter(
-  value: string | string[] | undefined,
-  now: number = Date.now(),
-): number | null {
-  const raw = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!raw) return null;
-  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1000);
-  // An HTTP-date names its month; V8 would otherwise read "-3" as a year.
-  const at = /[a-z]{3}/i.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(at)) return null;
-  return Math.max(0, at - now);
 }
 
 /**

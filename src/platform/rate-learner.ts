@@ -43,6 +43,7 @@
  * Rates are requests per second; times are milliseconds (the pacer's clock,
  * Redis' TIME, shared by every replica).
  */
+import { parseRetryAfter } from './retry-after.js';
 
 /** Bounds of the learned rate. */
 export interface LearnerSettings {
@@ -349,15 +350,6 @@ function num(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   return Number.isFinite(n) && n >= 0 ? n : undefined;
-}
-
-/** `Retry-After`: delay-seconds or an HTTP date (RFC 9110), in ms from `now`. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const secs = num(value);
-  if (secs !== undefined) return Math.round(secs * 1_000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /** A reset as a delta in seconds, or (GitHub's, large) a Unix time in seconds: ms from now. */

@@ -27,6 +27,7 @@ import { QueueName } from '../../src/queue/queues.js';
 import {
   startSandbox,
   type Sandbox,
+  type RequestEntry,
   type SandboxOptions,
   type StatsEntry,
 } from '@crm-sync/platform-sandbox';
@@ -102,6 +103,8 @@ export interface EngineHarness {
   /** A platform client on the sandbox with its key (for setup and adoption tests). */
   client(apiKey?: string): PlatformClient;
   stats(): Promise<StatsEntry[]>;
+  /** The sandbox's latest requests one by one, each with the time it arrived. */
+  requests(): Promise<RequestEntry[]>;
   dump(): Promise<Dump>;
   /** Every Redis key under the prefix, sorted. */
   keys(): Promise<string[]>;
@@ -219,6 +222,10 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
     async stats() {
       const res = await fetch(`${sandbox.url}/__sandbox/stats`);
       return ((await res.json()) as { requests: StatsEntry[] }).requests;
+    },
+    async requests() {
+      const res = await fetch(`${sandbox.url}/__sandbox/requests`);
+      return ((await res.json()) as { requests: RequestEntry[] }).requests;
     },
     async dump() {
       const res = await fetch(`${sandbox.url}/__sandbox/dump`);

@@ -44,6 +44,35 @@ describe('engine: platform rate limit', () => {
   });
 });
 
+describe('engine: Retry-After', () => {
+  it('sends nothing before the Retry-After of a 429 has passed', async () => {
+    // One request per 2 s: the write right after the listing gets a 429 with Retry-After: 2.
+    const h = await engine({
+      sandbox: { rateLimit: 0.5 },
+      env: { WRITE_CONCURRENCY: '1' },
+    });
+    const rows = companyRows(2);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+
+    const run = await h.runJob('companies', { timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ created: 2, failed: 0 });
+    // The sandbox's own clock: when each request arrived, how it was answered.
+    const log = (await h.requests()).filter((r) => r.route.startsWith('/companies'));
+    const limited = log.flatMap((r, n) => (r.status === 429 ? [n] : []));
+    // Longer than the engine's own wait without a Retry-After (1 s).
+    expect(limited.some((n) => log[n]!.retryAfter === 2)).toBe(true);
+    for (const n of limited) {
+      const next = log[n + 1];
+      expect(next, `a request after the 429 at ${n}`).toBeDefined();
+      const wait = log[n]!.retryAfter! * 1_000;
+      expect(next!.at - log[n]!.at, `gap after the 429 at ${n}`).toBeGreaterThanOrEqual(wait - 50);
+    }
+    expect(countRequests(await h.stats(), 'POST', '/companies', 200)).toBe(2);
+  });
+});
+
 describe('engine: endless 429s', () => {
   it('fails a write throttled past the cap instead of waiting for it forever', async () => {
     const h = await engine({

@@ -3,8 +3,10 @@
  * their own external_id prefix, one with none) sync random subsets of the
  * same small id space, in a random order, with renames between runs. No
  * platform record is ever written by a job whose external_id it does not
- * carry, none loses the external_id it was created with, and every row is
- * either synced or reported as a conflict.
+ * carry (a job without one writes only records without one), none loses
+ * or gains an external_id after its creation, and every row is either synced
+ * or reported as a conflict. Fixed examples make sure rows with and without
+ * an external_id reach a record another job created.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -59,12 +61,17 @@ async function check(h: EngineHarness, steps: { job: JobName; ids: number[] }[])
       const [writer, rest] = String(r.name).split('#') as [JobName, string];
       const id = Number(rest.split('@')[0]);
       expect(r.crm_company_id).toBe(id);
-      // Written by `writer`: it carries that job's external_id, or none when it has none.
+      // Written by `writer`: it carries that job's external_id, or none when it
+      // has none (a job without external_id never writes another job's record).
       const prefix = JOBS[writer];
-      if (prefix) expect(r.external_id).toBe(`${prefix}${id}`);
+      const externalId = r.external_id ?? null;
+      expect(externalId, `record ${String(r.id)} named ${String(r.name)}`).toBe(
+        prefix ? `${prefix}${id}` : null,
+      );
+      // A record keeps the external_id it was created with, or its lack of one.
       const first = createdWith.get(r.id as number);
-      if (first === undefined) createdWith.set(r.id as number, r.external_id ?? null);
-      else if (first !== null) expect(r.external_id).toBe(first);
+      if (first === undefined) createdWith.set(r.id as number, externalId);
+      else expect(externalId, `record ${String(r.id)}`).toBe(first);
     }
     // Every row of this run is on the platform under its own name, or a conflict.
     const failures = await h.failures(run.id);
@@ -87,7 +94,28 @@ describe('engine: sources never overwrite each other (property)', () => {
           await h.close();
         }
       }),
-      { numRuns: 12, seed: 20261123, endOnFailure: true },
+      {
+        numRuns: 12,
+        seed: 20261123,
+        endOnFailure: true,
+        // Always tried: rows with and without external_id reaching the record
+        // another job created, in both orders.
+        examples: [
+          [
+            [
+              { job: 'alpha', ids: [1, 2] },
+              { job: 'gamma', ids: [1, 3] },
+              { job: 'beta', ids: [3] },
+            ],
+          ],
+          [
+            [
+              { job: 'gamma', ids: [4] },
+              { job: 'alpha', ids: [4] },
+            ],
+          ],
+        ],
+      },
     );
   }, 240_000);
 });

@@ -1,6 +1,7 @@
 /**
  * The fault knobs (rate limit, latency, 503s, drop after commit), changed at
- * run time with setFaults, and the /__sandbox/stats and /__sandbox/dump routes.
+ * run time with setFaults, and the /__sandbox/stats, /__sandbox/requests and
+ * /__sandbox/dump routes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -198,6 +199,32 @@ describe('/__sandbox routes', () => {
       ]),
     );
     expect(body.requests.length).toBe(5);
+  });
+
+  it('requests lists each platform request in order, when it arrived, with a 429s Retry-After', async () => {
+    const sb = await sandbox({ rateLimit: 1 });
+    const before = Date.now();
+    await postCompany(sb, 'A');
+    await fetch(`${sb.url}/companies/1`, { headers });
+    await fetch(`${sb.url}/__sandbox/stats`);
+    const after = Date.now();
+    const body = (await (await fetch(`${sb.url}/__sandbox/requests`)).json()) as {
+      requests: { at: number }[];
+    };
+    expect(body.requests).toEqual([
+      { at: expect.any(Number), method: 'POST', route: '/companies', status: 200 },
+      {
+        at: expect.any(Number),
+        method: 'GET',
+        route: '/companies/{id}',
+        status: 429,
+        retryAfter: 1,
+      },
+    ]);
+    const [first, second] = body.requests.map((r) => r.at) as [number, number];
+    expect(before).toBeLessThanOrEqual(first);
+    expect(first).toBeLessThanOrEqual(second);
+    expect(second).toBeLessThanOrEqual(after);
   });
 
   it('dump lists every stored record as the API returns it, keyed by resource', async () => {

@@ -4,7 +4,6 @@ import {
   errorFromResponse,
   errorFromTransport,
   fieldMessages,
-  parseRetryAfter,
 } from '../../src/platform/error-factory.js';
 import {
   AbortedError,
@@ -107,6 +106,8 @@ describe('errorFromResponse', () => {
       30_000,
     );
     expect((respond(429) as RateLimitedError).retryAfterMs).toBeNull();
+    // Negative: no wait to honour (test/unit/retry-after.test.ts has the whole table).
+    expect((respond(429, '', { 'retry-after': '-3' }) as RateLimitedError).retryAfterMs).toBeNull();
     expect((respond(503, '', { 'retry-after': '2' }) as ServerError).retryAfterMs).toBe(2000);
   });
 
@@ -122,26 +123,6 @@ describe('errorFromResponse', () => {
     expect(JSON.stringify(err)).not.toContain(key);
     expect(inspect(err)).not.toContain(key);
     expect(err.message).toContain('[REDACTED]');
-  });
-});
-
-describe('parseRetryAfter', () => {
-  const now = Date.UTC(2026, 5, 1, 12, 0, 0);
-  it.each([
-    ['0', 0],
-    ['120', 120_000],
-    ['1.5', 1500],
-    [new Date(now + 5000).toUTCString(), 5000],
-    [new Date(now - 5000).toUTCString(), 0],
-    ['soon', null],
-    ['-3', null],
-    ['', null],
-  ])('%s → %s', (value, expected) => {
-    expect(parseRetryAfter(value, now)).toBe(expected);
-  });
-  it('takes the first of repeated headers and null when absent', () => {
-    expect(parseRetryAfter(['3', '9'], now)).toBe(3000);
-    expect(parseRetryAfter(undefined, now)).toBeNull();
   });
 });
 

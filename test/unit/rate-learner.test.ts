@@ -17,7 +17,6 @@ import {
   onLimited,
   onPolicy,
   onTick,
-  parseRetryAfter,
   readRateHeaders,
   REFILL,
   LOG_SPAN_MS,
@@ -134,12 +133,16 @@ describe('headers', () => {
     [{ 'x-ratelimit-reset': String(T0 / 1000 + 30) }, { resetMs: 30_000 }],
     [{ 'x-ratelimit-limit': '5000' }, {}],
     [{ 'retry-after': 'soon' }, {}],
+    // Negative: no wait to honour, as the error factory reads it (retry-after.test.ts).
+    [{ 'retry-after': '-3' }, {}],
   ])('%j', (headers, expected) => {
     expect(readRateHeaders(headers, T0)).toEqual(expected);
   });
 
   it('reads an HTTP date in Retry-After', () => {
-    expect(parseRetryAfter(new Date(T0 + 4_000).toUTCString(), T0)).toBe(4_000);
+    expect(readRateHeaders({ 'retry-after': new Date(T0 + 4_000).toUTCString() }, T0)).toEqual({
+      retryAfterMs: 4_000,
+    });
   });
 });
 

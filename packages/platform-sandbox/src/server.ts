@@ -109,11 +109,14 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const q = target.indexOf('?');
     const path = q === -1 ? target : target.slice(0, q);
     const method = req.method ?? 'GET';
+    const arrived = Date.now();
 
     if (path.startsWith('/__sandbox/')) {
       await readBody(req);
       if (method === 'GET' && path === '/__sandbox/stats')
         return send(res, { status: 200, body: stats.snapshot() });
+      if (method === 'GET' && path === '/__sandbox/requests')
+        return send(res, { status: 200, body: stats.requests() });
       if (method === 'GET' && path === '/__sandbox/dump')
         return send(res, { status: 200, body: store.dump() });
       return send(res, { status: 404, body: { detail: 'Not found.' } });
@@ -146,7 +149,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         const answer = dispatch(req, match, path, target, q, method, raw);
         if (WRITES.has(method) && answer.status < 300 && faults.dropAfterCommit()) {
           // The write is committed; the client never learns it.
-          stats.record(method, template, 0);
+          stats.record(method, template, 0, arrived);
           req.socket.destroy();
           return;
         }
@@ -160,7 +163,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         }
       }
     }
-    stats.record(method, template, reply.status);
+    stats.record(method, template, reply.status, arrived, wait);
     send(res, reply, match?.route.allow);
   }
 
