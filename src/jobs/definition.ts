@@ -10,6 +10,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { JobAlertsSchema } from '../alerts/rules.js';
+import { DuplicatesSection, compileDuplicates } from '../crm/duplicates.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
@@ -67,6 +68,8 @@ export const JobSchema = z
     indexMaxAgeHours: z.number().positive().default(24),
     /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
     skip: z.record(z.string(), z.boolean()).optional(),
+    /** Which row keeps a record several rows claim; replaces the mapping's `duplicates`. */
+    duplicates: DuplicatesSection.optional(),
     /** Where this job's alerts go and on what (src/alerts/rules.ts); CRM_SYNC_ALERT_WEBHOOK otherwise. */
     alerts: JobAlertsSchema.optional(),
   })
@@ -149,6 +152,9 @@ function parseJob(
       throw err;
     }
   }
+  // The job's rule replaces the mapping's (the compiled mapping is what the planner reads).
+  if (def.duplicates !== undefined)
+    mapping = { ...mapping, duplicates: compileDuplicates(def.duplicates) };
   if (mapping.entity !== def.entity) {
     return {
       problems: [
