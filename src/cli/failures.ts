@@ -1,6 +1,6 @@
 /**
  * `crm-sync failures RUN [--kind K]`: the rows of a run that were not synced
- * (invalid, conflict, rejected, unsupported, failed), the rows a skip rule
+ * (invalid, conflict, duplicate, rejected, unsupported, failed), the rows a skip rule
  * left out (skipped) and the fields left out of synced rows (warning), with
  * line, kind, field, reason and value. Pages through Redis, where they are
  * kept complete, and writes as it reads: a run with 100,000 bad rows never
@@ -93,13 +93,46 @@ function write(text: string): Promise<void> {
 
 type Out = (text: string) => Promise<void>;
 
-export const CSV_HEADER = ['line', 'kind', 'field', 'reason', 'value', 'identity'] as const;
+export const CSV_HEADER = [
+  'line',
+  'kind',
+  'field',
+  'reason',
+  'value',
+  'identity',
+  'record',
+  'survivor_line',
+  'survivor_record',
+] as const;
+
+/**
+ * The row's CRM record (its strongest identity key): a conflict's or
+ * duplicate's `identity` is the key it shares, any other row's is its first.
+ */
+function recordOf(r: FailureRow): string | undefined {
+  if (r.record !== undefined) return r.record;
+  return r.kind === 'conflict' || r.kind === 'duplicate' ? undefined : r.identity;
+}
 
 export async function printCsv(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<void> {
   await out(csvRow(CSV_HEADER));
   for await (const page of rows) {
     await out(
-      page.map((r) => csvRow([r.line, r.kind, r.field, r.reason, r.value, r.identity])).join(''),
+      page
+        .map((r) =>
+          csvRow([
+            r.line,
+            r.kind,
+            r.field,
+            r.reason,
+            r.value,
+            r.identity,
+            recordOf(r),
+            r.survivor?.line,
+            r.survivor?.record,
+          ]),
+        )
+        .join(''),
     );
   }
 }
@@ -120,8 +153,10 @@ const COLUMNS: Column[] = [
   { header: 'FIELD', maxWidth: 24 },
   { header: 'REASON', maxWidth: 80 },
   { header: 'VALUE', maxWidth: 40 },
-  // Who the row was (its first identity key), where it had one.
+  // The identity key a conflict or duplicate shares; any other row's first.
   { header: 'IDENTITY', maxWidth: 48 },
+  // Which CRM record the row is (its strongest identity key), where known.
+  { header: 'RECORD', maxWidth: 48 },
 ];
 
 /** A table per page: columns are as wide as each page needs. Returns how many rows it printed. */
@@ -138,6 +173,7 @@ export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): P
         r.reason,
         r.value === undefined ? '' : JSON.stringify(r.value),
         r.identity ?? '',
+        recordOf(r) ?? '',
       ]),
     );
     await out(`${header ? table : table.slice(table.indexOf('\n') + 1)}\n`);

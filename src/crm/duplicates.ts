@@ -7,19 +7,27 @@ import { z } from 'zod';
 import { KEEP_RULES, rankOf, type KeepRule } from '../sync/survivors.js';
 import { compileRef } from './record-ref.js';
 
-export const DuplicatesSection = z
-  .strictObject({
-    /** Default: `newest` with `by`, `first` without. */
-    keep: z.enum(KEEP_RULES).optional(),
-    /** Columns or paths of the row holding a date or a number (its modified time): the first with a value. */
-    by: z.union([z.string().trim().min(1), z.array(z.string().trim().min(1)).min(1)]).optional(),
-  })
-  .superRefine((d, ctx) => {
-    if ((d.keep === 'newest' || d.keep === 'oldest') && d.by === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['by'], message: `keep: ${d.keep} needs by` });
-    }
-  });
-export type DuplicatesDef = z.output<typeof DuplicatesSection>;
+/** The section's fields, unchecked (a job's, which its mapping's completes). */
+export const DuplicatesFields = z.strictObject({
+  /** Default: `newest` with `by`, `first` without. */
+  keep: z.enum(KEEP_RULES).optional(),
+  /** Columns or paths of the row holding a date or a number (its modified time): the first with a value. */
+  by: z.union([z.string().trim().min(1), z.array(z.string().trim().min(1)).min(1)]).optional(),
+});
+export type DuplicatesDef = z.output<typeof DuplicatesFields>;
+
+/** Why a section cannot be compiled (`keep: newest` without `by`), or undefined. */
+export function duplicatesProblem(d: DuplicatesDef): string | undefined {
+  return (d.keep === 'newest' || d.keep === 'oldest') && d.by === undefined
+    ? `keep: ${d.keep} needs by`
+    : undefined;
+}
+
+/** A mapping's section, checked. */
+export const DuplicatesSection = DuplicatesFields.superRefine((d, ctx) => {
+  const problem = duplicatesProblem(d);
+  if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['by'], message: problem });
+});
 
 /** The survivor rule of a run: how to keep one row of those claiming one record. */
 export interface DuplicatesRule {
@@ -49,5 +57,20 @@ export function compileDuplicates(def: DuplicatesDef | undefined): DuplicatesRul
       }
       return undefined;
     },
+  };
+}
+
+/**
+ * A job's section over its mapping's rule: the job's `by` and `keep` where
+ * it says them, else the mapping's (`keep: oldest` alone keeps the oldest by
+ * the preset's modified time); a job's `by` alone keeps the newest.
+ */
+export function jobDuplicates(job: DuplicatesDef, mapping: DuplicatesRule): DuplicatesDef {
+  const by = job.by ?? mapping.by;
+  const keep =
+    job.keep ?? (job.by === undefined && mapping.keep !== 'none' ? mapping.keep : undefined);
+  return {
+    ...(keep !== undefined && { keep }),
+    ...(by !== undefined && { by: typeof by === 'string' ? by : [...by] }),
   };
 }

@@ -24,6 +24,8 @@ export interface RunSummary {
     adopted: number;
     invalid: number;
     conflict: number;
+    /** Rows another row of the export claiming the same record survived: `failures RUN --kind duplicate`. */
+    duplicates: number;
     rejected: number;
     failed: number;
     skipped: number;
@@ -63,6 +65,7 @@ export function runSummary(run: RunRecord): RunSummary {
       adopted: c.adopted,
       invalid: c.invalid,
       conflict: c.conflict,
+      duplicates: c.duplicates,
       rejected: c.rejected,
       failed: c.failed,
       skipped: c.skipped,

@@ -10,7 +10,12 @@ import { isAbsolute, join, resolve } from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { JobAlertsSchema } from '../alerts/rules.js';
-import { DuplicatesSection, compileDuplicates } from '../crm/duplicates.js';
+import {
+  DuplicatesFields,
+  compileDuplicates,
+  duplicatesProblem,
+  jobDuplicates,
+} from '../crm/duplicates.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
@@ -69,7 +74,7 @@ export const JobSchema = z
     /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
     skip: z.record(z.string(), z.boolean()).optional(),
     /** Which row keeps a record several rows claim; replaces the mapping's `duplicates`. */
-    duplicates: DuplicatesSection.optional(),
+    duplicates: DuplicatesFields.optional(),
     /** Where this job's alerts go and on what (src/alerts/rules.ts); CRM_SYNC_ALERT_WEBHOOK otherwise. */
     alerts: JobAlertsSchema.optional(),
   })
@@ -152,9 +157,13 @@ function parseJob(
       throw err;
     }
   }
-  // The job's rule replaces the mapping's (the compiled mapping is what the planner reads).
-  if (def.duplicates !== undefined)
-    mapping = { ...mapping, duplicates: compileDuplicates(def.duplicates) };
+  // The job's rule over the mapping's (the compiled mapping is what the planner reads).
+  if (def.duplicates !== undefined) {
+    const merged = jobDuplicates(def.duplicates, mapping.duplicates);
+    const problem = duplicatesProblem(merged);
+    if (problem !== undefined) return { problems: [at(`duplicates.by: ${problem}`)] };
+    mapping = { ...mapping, duplicates: compileDuplicates(merged) };
+  }
   if (mapping.entity !== def.entity) {
     return {
       problems: [

@@ -77,7 +77,7 @@ return {others, lines, records, fresh and 1 or 0}
 const MAX_LINE = 2 ** 35 - 1;
 
 /** The layout argument of CLAIM (see there); `fields` and `buckets` are each key's, in order. */
-function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
+export function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
   let size = 0;
   for (const e of entries) {
     const line = e.line;
@@ -300,7 +300,8 @@ export class RunScratch {
         ...names.fields,
       ),
     )) as (string | null)[];
-    return values.map((v) => (v === null || v === undefined ? null : Number(v)));
+    // A claim under a survivor rule holds more after its line (survivor-claims.ts).
+    return values.map((v) => (v === null || v === undefined ? null : Number.parseInt(v, 10)));
   }
 
   /** The line of the planned write carrying each key (null where none does): a full scan. */

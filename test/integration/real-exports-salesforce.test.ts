@@ -104,15 +104,16 @@ describe('real Salesforce account exports', () => {
 });
 
 describe('real Salesforce user exports', () => {
-  it('Bulk API CSV with UserType: only Standard users; two sharing an address are withheld', async () => {
+  it('Bulk API CSV with UserType: only Standard users; of two sharing an address, the first is kept', async () => {
     const h = engine();
     const rows = csvRecords('salesforce/users-bulk-api.csv');
     const standard = rows.filter((r) => r.UserType === 'Standard');
     const byEmail = new Map<string, Row[]>();
     for (const r of standard) byEmail.set(r.Email!, [...(byEmail.get(r.Email!) ?? []), r]);
-    const live = standard.filter((r) => byEmail.get(r.Email!)!.length === 1);
-    const shared = standard.filter((r) => byEmail.get(r.Email!)!.length > 1);
-    expect([live.length, shared.length]).toEqual([3, 2]);
+    // The export has no modified time: of the rows sharing an address, the first (in the file) is kept.
+    const live = standard.filter((r) => byEmail.get(r.Email!)![0] === r);
+    const shared = standard.filter((r) => byEmail.get(r.Email!)![0] !== r);
+    expect([live.length, shared.length]).toEqual([4, 1]);
 
     const { first, failures } = await syncTwice(h, {
       job: 'sf-users-bulk',
@@ -120,16 +121,27 @@ describe('real Salesforce user exports', () => {
       entity: 'members',
       file: 'salesforce/users-bulk-api.csv',
     });
-    expect(first.counts).toMatchObject({ read: 15, created: 3, skipped: 10, conflict: 2 });
+    expect(first.counts).toMatchObject({
+      read: 15,
+      created: 4,
+      skipped: 10,
+      conflict: 0,
+      duplicates: 1,
+    });
     expect(failures.filter((f) => f.kind === 'skipped').map((f) => [f.identity, f.reason])).toEqual(
       rows
         .filter((r) => r.UserType !== 'Standard')
         .map((r) => [`x:salesforce:${r.Id}`, `not a person of the org (UserType ${r.UserType})`]),
     );
-    const conflicts = failures.filter((f) => f.kind === 'conflict');
-    expect(conflicts.map((f) => f.identity)).toEqual(shared.map((r) => `e:${r.Email}`));
-    for (const f of conflicts) expect(f.reason).toMatch(/^duplicate identity/);
-    expect(failures).toHaveLength(12);
+    const duplicates = failures.filter((f) => f.kind === 'duplicate');
+    expect(duplicates.map((f) => [f.identity, f.record, f.survivor?.record])).toEqual(
+      shared.map((r) => [
+        `e:${r.Email}`,
+        `x:salesforce:${r.Id}`,
+        `x:salesforce:${byEmail.get(r.Email!)![0]!.Id}`,
+      ]),
+    );
+    expect(failures).toHaveLength(11);
     await expectOnPlatform(
       h,
       'members',
@@ -142,7 +154,7 @@ describe('real Salesforce user exports', () => {
     );
   });
 
-  it('REST query JSON without UserType: system addresses are invalid or withheld, and a person of another org with the same address is a conflict', async () => {
+  it('REST query JSON without UserType: system addresses are invalid or duplicates, and a person of another org with the same address is a conflict', async () => {
     const h = engine();
     const records = jsonRecords('salesforce/users-rest-query.json', 'records');
     const { first, failures } = await syncTwice(h, {
@@ -154,21 +166,41 @@ describe('real Salesforce user exports', () => {
     // noreply@00d… has no dot in its domain: not an address the platform takes.
     const invalid = records.filter((r) => /^noreply@00d/i.test(String(r.Email)));
     const sharedAddress = records.filter((r) => r.Email === 'noreply@example.com');
-    // OrgFarm EPIC's address is also on the user of the org synced above (another job's record).
-    const otherOrg = records.filter((r) => r.Email === 'epic.orgfarm@salesforce.com');
+    // OrgFarm EPIC's address is also on the user of the org synced above (another job's record),
+    // and so is noreply@example.com: the one of the three kept (the first; their SystemModstamp
+    // is the same) is a conflict, the other two its duplicates.
+    const otherOrg = records.filter(
+      (r) => r.Email === 'epic.orgfarm@salesforce.com' || r === sharedAddress[0],
+    );
     const live = records.filter(
       (r) => !invalid.includes(r) && !sharedAddress.includes(r) && !otherOrg.includes(r),
     );
     expect([invalid.length, sharedAddress.length, otherOrg.length, live.length]).toEqual([
-      3, 3, 1, 1,
+      3, 3, 2, 1,
     ]);
-    expect(first.counts).toMatchObject({ read: 8, created: 1, invalid: 3, conflict: 4 });
+    expect(first.counts).toMatchObject({
+      read: 8,
+      created: 1,
+      invalid: 3,
+      conflict: 2,
+      duplicates: 2,
+    });
     expect(failures.filter((f) => f.kind === 'invalid').map((f) => [f.identity, f.field])).toEqual(
       invalid.map((r) => [`x:salesforce:${String(r.Id)}`, 'email']),
     );
     const conflicts = failures.filter((f) => f.kind === 'conflict');
-    expect(conflicts.map((f) => f.identity).sort()).toEqual(
-      [...sharedAddress.map(() => 'e:noreply@example.com'), 'e:epic.orgfarm@salesforce.com'].sort(),
+    expect(conflicts.map((f) => f.record).sort()).toEqual(
+      otherOrg.map((r) => `x:salesforce:${String(r.Id)}`).sort(),
+    );
+    expect(
+      failures.filter((f) => f.kind === 'duplicate').map((f) => [f.record, f.survivor?.record]),
+    ).toEqual(
+      sharedAddress
+        .slice(1)
+        .map((r) => [
+          `x:salesforce:${String(r.Id)}`,
+          `x:salesforce:${String(sharedAddress[0]!.Id)}`,
+        ]),
     );
     expect(conflicts.find((f) => f.identity === 'e:epic.orgfarm@salesforce.com')?.reason).toMatch(
       /sf-users-bulk/,

@@ -9,7 +9,16 @@ import { h, put } from '../dom.js';
 import { shown } from '../format.js';
 import { table } from '../parts.js';
 
-const KINDS = ['invalid', 'rejected', 'conflict', 'unsupported', 'failed', 'skipped', 'warning'];
+const KINDS = [
+  'invalid',
+  'rejected',
+  'conflict',
+  'duplicate',
+  'unsupported',
+  'failed',
+  'skipped',
+  'warning',
+];
 const FAILURE_PAGE = 500;
 
 export function failuresSection(runId) {
