@@ -138,7 +138,7 @@ return 0`;
  * Calls of one kind go one at a time (a pass sends its batches' claims, and their seen ids, one
  * after the other).
  */
-class BucketTtls {
+export class BucketTtls {
   private runId: string | undefined;
   private state: Uint8Array;
 
@@ -186,7 +186,8 @@ const RELEASED = 'released';
 
 export class RunScratch {
   private readonly planned: PlannedWrites;
-  private readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
+  /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
+  readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
   private readonly seenTtls: BucketTtls;
 
   constructor(

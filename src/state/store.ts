@@ -122,7 +122,12 @@ export class StateStore {
       opts.runHistory ?? DEFAULT_RUN_HISTORY,
     );
     this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
-    this.survivors = new SurvivorClaims(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.survivors = new SurvivorClaims(
+      connection,
+      this.keys,
+      opts.scratchTtlMs ?? 7 * DAY,
+      this.scratch.claimTtls,
+    );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
     this.layout = new LayoutCheck(connection, this.keys);

@@ -4,7 +4,7 @@
  * with overlapping keys, ranks (some missing, some tied), sticky rows and
  * records whose text holds the separator, both report the same losers in the
  * same order, batch after batch, and name the same survivor of each key at
- * the end.
+ * the end; every claim bucket written has its TTL.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -57,6 +57,9 @@ describe('survivor claims in Redis and in memory', () => {
           expect(lostOn, `line ${line}'s survivor holds one of its keys`).toBeDefined();
           expect(survivor.record).toBe(memory.holder(lostOn!)!.ref);
         }
+        // Every claim bucket written has its TTL (scratch outlives a crash, not the week).
+        const buckets = await redis.keys(`${store.keys.claimBucketPrefix(runId)}*`);
+        for (const b of buckets) expect(await redis.pttl(b), b).toBeGreaterThan(0);
         await store.clearRunScratch(runId);
       }),
       { numRuns: 80 },
