@@ -279,7 +279,8 @@ function formatPlan(
       lines.push(
         `  line ${a.line} conflict${a.keys[0] ? ` ${recordName(a.keys[0])}` : ''}: ${a.reason}`,
       );
-    else if (a.kind === 'duplicate') lines.push(`  line ${a.line} duplicate: ${a.reason}`);
+    else if (a.kind === 'duplicate')
+      lines.push(`  line ${a.line} duplicate ${recordName(a.record)}: ${a.reason}`);
     else if (a.kind === 'skip' && a.rule !== undefined)
       lines.push(`  line ${a.line} skip (${a.rule}): ${a.reason}`);
   }

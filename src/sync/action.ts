@@ -235,9 +235,8 @@ export function duplicateAction(
     identity,
     survivor,
     reason:
-      `${recordName(row.record)} is a duplicate of line ${survivor.line} ` +
-      `(${recordName(survivor.record)}): both have ${describeIdentity(entity, identity)}; ` +
-      `that row keeps the record (${rule})`,
+      `duplicate of line ${survivor.line} (${recordName(survivor.record)}), which keeps the ` +
+      `record: both have ${describeIdentity(entity, identity)} (${rule})`,
   };
 }
 

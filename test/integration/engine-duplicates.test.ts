@@ -70,7 +70,7 @@ async function externalIds(h: EngineHarness): Promise<string[]> {
   return (await h.dump()).members.map((m) => String(m.external_id)).sort();
 }
 
-function expectDuplicates(rows: FailureRow[], survivors: [number, number]): void {
+function expectDuplicates(rows: FailureRow[], survivors: [number, number], rule: string): void {
   const expected = [
     ...GROUP_1.filter((l) => l !== survivors[0]).map((l) => [l, survivors[0]] as const),
     ...GROUP_2.filter((l) => l !== survivors[1]).map((l) => [l, survivors[1]] as const),
@@ -84,21 +84,24 @@ function expectDuplicates(rows: FailureRow[], survivors: [number, number]): void
       identity: `e:${emailOf(users[r.line - 2]!).toLowerCase()}`,
       survivor: { line: survivor, record: `x:salesforce:${idAt(survivor)}` },
     });
-    expect(r.reason).toContain(`salesforce:${idAt(r.line)} is a duplicate of line ${survivor}`);
-    expect(r.reason).toContain(`(salesforce:${idAt(survivor)})`);
+    expect(r.reason).toBe(
+      `duplicate of line ${survivor} (salesforce:${idAt(survivor)}), which keeps the record: ` +
+        `both have email ${JSON.stringify(r.identity!.slice(2))} (${rule})`,
+    );
   }
 }
 
 describe('engine: duplicates keep one survivor', () => {
   // Survivors of the two groups, worked out by hand from MODIFIED above.
-  const cases: { keep: string | undefined; survivors: [number, number] }[] = [
+  const BY = 'LastModifiedDate, SystemModstamp';
+  const cases: { keep: string | undefined; survivors: [number, number]; rule: string }[] = [
     // No `duplicates` in the job: the preset's newest by LastModifiedDate.
-    { keep: undefined, survivors: [3, 7] },
-    { keep: 'oldest', survivors: [4, 6] },
-    { keep: 'first', survivors: [2, 6] },
-    { keep: 'last', survivors: [4, 8] },
+    { keep: undefined, survivors: [3, 7], rule: `keep: newest by ${BY}` },
+    { keep: 'oldest', survivors: [4, 6], rule: `keep: oldest by ${BY}` },
+    { keep: 'first', survivors: [2, 6], rule: 'keep: first' },
+    { keep: 'last', survivors: [4, 8], rule: 'keep: last' },
   ];
-  for (const { keep, survivors } of cases) {
+  for (const { keep, survivors, rule } of cases) {
     it(`keep ${keep ?? 'newest (the preset)'}: one member per e-mail; a second run writes nothing`, async () => {
       const h = await engine({ settings: { batchSize: 2 } });
       const path = h.writeCsv(
@@ -118,13 +121,13 @@ describe('engine: duplicates keep one survivor', () => {
       expect(await externalIds(h)).toEqual(
         [...survivors, 5, 9].map((l) => `salesforce:${idAt(l)}`).sort(),
       );
-      expectDuplicates(await duplicates(h, first.id), survivors);
+      expectDuplicates(await duplicates(h, first.id), survivors, rule);
 
       const before = await h.stats();
       const second = await h.runJob('users');
       expect(second.counts).toMatchObject({ read: 8, unchanged: 4, duplicates: 4, created: 0 });
       expect(countWrites(statsSince(before, await h.stats()))).toBe(0);
-      expectDuplicates(await duplicates(h, second.id), survivors);
+      expectDuplicates(await duplicates(h, second.id), survivors, rule);
     });
   }
 
