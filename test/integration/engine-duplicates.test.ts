@@ -13,7 +13,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { dryRun } from '../../src/engine/dry-run.js';
 import { failurePages } from '../../src/engine/run-failures.js';
+import { loadJob } from '../../src/jobs/definition.js';
 import type { FailureRow } from '../../src/state/runs.js';
 import { countWrites, statsSince, useEngines, type EngineHarness } from '../harness/engine.js';
 
@@ -115,6 +117,26 @@ describe('engine: duplicates keep one survivor', () => {
         mapping: 'salesforce-users',
         ...(keep !== undefined && { duplicates: { keep } }),
       });
+      // The dry run (claims in memory) keeps the same survivors.
+      const plan = await dryRun({
+        def: loadJob(h.jobsDir, 'users', { mappingsDir: h.config.mappingsDir }),
+        req: {},
+        store: h.store,
+        client: h.client(),
+        logger: h.logger,
+        env: h.config.sourceEnv,
+      });
+      expect(plan.counts).toMatchObject({ create: 4, duplicate: 4, conflict: 0 });
+      const lines = (kind: string) =>
+        plan.actions
+          .filter((a) => a.kind === kind)
+          .map((a) => a.line)
+          .sort((a, b) => a - b);
+      expect(lines('create')).toEqual([...survivors, 5, 9].sort((a, b) => a - b));
+      expect(lines('duplicate')).toEqual(
+        [...GROUP_1, ...GROUP_2].filter((l) => !survivors.includes(l)).sort((a, b) => a - b),
+      );
+
       const first = await h.runJob('users');
       expect(first.status).toBe('completed');
       expect(first.counts).toMatchObject({ read: 8, created: 4, duplicates: 4, conflict: 0 });
