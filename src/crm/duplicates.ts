@@ -42,7 +42,7 @@ export interface DuplicatesRule {
 export const NO_DUPLICATE_RULE: DuplicatesRule = { keep: 'none', rank: () => undefined };
 
 export function compileDuplicates(def: DuplicatesDef | undefined): DuplicatesRule {
-  if (def === undefined) return NO_DUPLICATE_RULE;
+  if (def === undefined || def.keep === 'none') return NO_DUPLICATE_RULE;
   const keep = def.keep ?? (def.by === undefined ? 'first' : 'newest');
   if (def.by === undefined) return { keep, rank: () => undefined };
   const by = typeof def.by === 'string' ? [def.by] : def.by;

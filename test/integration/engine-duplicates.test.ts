@@ -120,7 +120,7 @@ describe('engine: duplicates keep one survivor', () => {
       // The dry run (claims in memory) keeps the same survivors.
       const plan = await dryRun({
         def: loadJob(h.jobsDir, 'users', { mappingsDir: h.config.mappingsDir }),
-        req: {},
+        req: { full: false },
         store: h.store,
         client: h.client(),
         logger: h.logger,

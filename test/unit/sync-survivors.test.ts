@@ -152,6 +152,8 @@ describe('duplicates section', () => {
   };
   it('defaults to newest with by, first without, and none without the section', () => {
     expect(compileMapping(base).duplicates.keep).toBe('none');
+    // keep: none reads no `by` (no rank is computed).
+    expect(compileDuplicates({ keep: 'none', by: 'T' }).by).toBeUndefined();
     expect(compileMapping({ ...base, duplicates: {} }).duplicates.keep).toBe('first');
     const m = compileMapping({ ...base, duplicates: { by: ['Modified', 'Changed'] } });
     expect(m.duplicates.keep).toBe('newest');
