@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { KEEP_RULES, rankOf, type KeepRule } from '../sync/survivors.js';
+import type { PathUse } from './path-coverage.js';
 import { compileRef } from './record-ref.js';
 
 /** The section's fields, unchecked (a job's, which its mapping's completes). */
@@ -36,6 +37,11 @@ export interface DuplicatesRule {
   by?: readonly string[];
   /** The row's rank under `by` (undefined: none, or no `by`). */
   rank(record: Readonly<Record<string, unknown>>): number | undefined;
+}
+
+/** Where the rule reads (for path coverage: a `by` that finds nothing makes every rank absent). */
+export function duplicatesPathUses(rule: DuplicatesRule): PathUse[] {
+  return rule.by === undefined ? [] : [{ field: 'duplicates.by', refs: rule.by, required: false }];
 }
 
 /** Today's rule without a section: every row sharing an identity is a conflict. */

@@ -27,7 +27,7 @@ import type {
   MappedBody,
   SkippedRow,
 } from './mapped.js';
-import { DuplicatesSection, compileDuplicates } from './duplicates.js';
+import { DuplicatesSection, compileDuplicates, duplicatesPathUses } from './duplicates.js';
 import { beginRecord, endRecord } from './record-ref.js';
 import type { SourceRow } from './row.js';
 import {
@@ -245,6 +245,7 @@ export function compileMapping<E extends Entity = Entity>(
   const paths = [
     ...Object.entries(m.fields).flatMap(([name, def]) => pathUses(`fields.${name}`, def)),
     ...Object.entries(m.custom ?? {}).flatMap(([key, def]) => pathUses(`custom.${key}`, def)),
+    ...duplicatesPathUses(duplicates),
   ];
   const build = (rules: CompiledSkipRule[]): CompiledMapping => {
     const map = (row: SourceRow): MapResult => {

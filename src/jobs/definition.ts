@@ -13,6 +13,7 @@ import { JobAlertsSchema } from '../alerts/rules.js';
 import {
   DuplicatesFields,
   compileDuplicates,
+  duplicatesPathUses,
   duplicatesProblem,
   jobDuplicates,
 } from '../crm/duplicates.js';
@@ -162,7 +163,12 @@ function parseJob(
     const merged = jobDuplicates(def.duplicates, mapping.duplicates);
     const problem = duplicatesProblem(merged);
     if (problem !== undefined) return { problems: [at(`duplicates.by: ${problem}`)] };
-    mapping = { ...mapping, duplicates: compileDuplicates(merged) };
+    const duplicates = compileDuplicates(merged);
+    const paths = [
+      ...mapping.paths.filter((u) => u.field !== 'duplicates.by'),
+      ...duplicatesPathUses(duplicates),
+    ];
+    mapping = { ...mapping, duplicates, paths };
   }
   if (mapping.entity !== def.entity) {
     return {

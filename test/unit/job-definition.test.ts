@@ -223,6 +223,9 @@ mapping:
     // The preset's by (its modified time) with the job's keep; a job's by alone keeps the newest.
     expect(rule('oldest')).toEqual({ keep: 'oldest', by: ['LastModifiedDate', 'SystemModstamp'] });
     expect(rule('by')).toEqual({ keep: 'newest', by: ['Changed'] });
+    expect(loadJob(dir, 'by').mapping.paths.filter((u) => u.field === 'duplicates.by')).toEqual([
+      { field: 'duplicates.by', refs: ['Changed'], required: false },
+    ]);
     expect(rule('first').keep).toBe('first');
     expect(rule('preset')).toEqual({ keep: 'newest', by: ['LastModifiedDate', 'SystemModstamp'] });
     expect(loadJob(dir, 'oldest').mapping.duplicates.rank({ SystemModstamp: '5' })).toBe(5);

@@ -159,6 +159,10 @@ describe('duplicates section', () => {
     expect(m.duplicates.keep).toBe('newest');
     expect(m.duplicates.rank({ Changed: '2024-01-05' })).toBe(Date.UTC(2024, 0, 5));
     expect(m.duplicates.rank({ Modified: '7', Changed: '2024-01-05' })).toBe(7);
+    // Path coverage looks at by as at an optional field (validate and plan warn when it finds nothing).
+    expect(m.paths.filter((u) => u.field === 'duplicates.by')).toEqual([
+      { field: 'duplicates.by', refs: ['Modified', 'Changed'], required: false },
+    ]);
   });
   it('refuses newest or oldest without by, and unknown rules, naming the path', () => {
     expect(() => compileMapping({ ...base, duplicates: { keep: 'oldest' } })).toThrow(
