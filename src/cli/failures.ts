@@ -1,6 +1,6 @@
 /**
  * `crm-sync failures RUN [--kind K]`: the rows of a run that were not synced
- * (invalid, conflict, rejected, unsupported, failed), the rows a skip rule
+ * (invalid, conflict, duplicate, rejected, unsupported, failed), the rows a skip rule
  * left out (skipped) and the fields left out of synced rows or the rows read
  * as windows-1252 (warning), with
  * line, kind, field, reason and value. Pages through Redis, where they are
@@ -8,7 +8,7 @@
  * sits in memory whole.
  */
 import { Option, type Command } from 'commander';
-import { failurePages, printCsv } from '../engine/run-failures.js';
+import { failurePages, printCsv, recordOf } from '../engine/run-failures.js';
 import { FAILURE_KINDS, type FailureKind, type FailureRow } from '../state/runs.js';
 import { integerOption } from './options.js';
 import { cliRuntime, openProducer } from './runtime.js';
@@ -109,8 +109,10 @@ const COLUMNS: Column[] = [
   { header: 'FIELD', maxWidth: 24 },
   { header: 'REASON', maxWidth: 80 },
   { header: 'VALUE', maxWidth: 40 },
-  // Who the row was (its first identity key), where it had one.
+  // The identity key a conflict or duplicate shares; any other row's first.
   { header: 'IDENTITY', maxWidth: 48 },
+  // Which CRM record the row is (its strongest identity key), where known.
+  { header: 'RECORD', maxWidth: 48 },
 ];
 
 /** A table per page: columns are as wide as each page needs. Returns how many rows it printed. */
@@ -127,6 +129,7 @@ export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): P
         r.reason,
         r.value === undefined ? '' : JSON.stringify(r.value),
         r.identity ?? '',
+        recordOf(r) ?? '',
       ]),
     );
     await out(`${header ? table : table.slice(table.indexOf('\n') + 1)}\n`);

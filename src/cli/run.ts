@@ -15,7 +15,7 @@ import { startWorkerService } from '../engine/worker-service.js';
 import { createShutdown } from '../ops/shutdown.js';
 import { describeRate, readPacerState } from '../queue/pacer-store.js';
 import type { StateStore } from '../state/store.js';
-import { MODES, type Action, type Mode } from '../sync/action.js';
+import { MODES, recordName, type Action, type Mode } from '../sync/action.js';
 import {
   cliRuntime,
   exitCodeOf,
@@ -259,6 +259,7 @@ function formatPlan(
   const lines = [
     `plan of ${job} (dry run, nothing written): read ${c.read}: would create ${c.create}, update ${c.update}; ` +
       `unchanged ${c.unchanged}, adopt ${c.adopt}, invalid ${c.invalid}, conflict ${c.conflict}, ` +
+      (c.duplicate ? `duplicate ${c.duplicate}, ` : '') +
       `skip ${c.skip}, unsupported ${c.unsupported}` +
       (c.warnings
         ? `; warnings ${c.warnings} (fields left out, rows decoded as windows-1252)`
@@ -269,13 +270,19 @@ function formatPlan(
       const diff = (a.changes ?? [])
         .map((ch) => `${ch.field}: ${JSON.stringify(ch.from)} → ${JSON.stringify(ch.to)}`)
         .join('; ');
-      lines.push(`  line ${a.line} ${a.kind} #${a.platformId}${diff ? `: ${diff}` : ''}`);
+      const record = a.keys[0] === undefined ? '' : ` ${recordName(a.keys[0])}`;
+      lines.push(`  line ${a.line} ${a.kind}${record} #${a.platformId}${diff ? `: ${diff}` : ''}`);
     } else if (a.kind === 'create') lines.push(`  line ${a.line} create ${a.keys[0]}`);
     else if (a.kind === 'invalid')
       lines.push(
         `  line ${a.line} invalid ${a.field ?? ''}: ${a.reason}${shownValue(a.value)}${a.identity ? ` (${a.identity})` : ''}`,
       );
-    else if (a.kind === 'conflict') lines.push(`  line ${a.line} conflict: ${a.reason}`);
+    else if (a.kind === 'conflict')
+      lines.push(
+        `  line ${a.line} conflict${a.keys[0] ? ` ${recordName(a.keys[0])}` : ''}: ${a.reason}`,
+      );
+    else if (a.kind === 'duplicate')
+      lines.push(`  line ${a.line} duplicate ${recordName(a.record)}: ${a.reason}`);
     else if (a.kind === 'skip' && a.rule !== undefined)
       lines.push(`  line ${a.line} skip (${a.rule}): ${a.reason}`);
   }

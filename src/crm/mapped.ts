@@ -4,6 +4,7 @@
  * the row is refused, with the field at fault and the line it came from.
  */
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
+import type { DuplicatesRule } from './duplicates.js';
 import type { PathUse } from './path-coverage.js';
 import type { SourceRow } from './row.js';
 
@@ -90,6 +91,8 @@ export interface CompiledMapping<E extends Entity = Entity> {
   skipRules: readonly string[];
   /** Whether one of its skip rules skips the record (as `map` would, before any field). */
   skips(record: Record<string, unknown>): boolean;
+  /** Which row keeps a record several rows claim: the mapping's `duplicates` (default `none`). */
+  duplicates: DuplicatesRule;
   /**
    * The same mapping with some skip rules turned off (`{ merged: false }`, a
    * job's `skip`). Throws MappingError naming the known rules for an unknown name.

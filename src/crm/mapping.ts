@@ -27,6 +27,7 @@ import type {
   MappedBody,
   SkippedRow,
 } from './mapped.js';
+import { DuplicatesSection, compileDuplicates, duplicatesPathUses } from './duplicates.js';
 import { beginRecord, endRecord } from './record-ref.js';
 import type { SourceRow } from './row.js';
 import {
@@ -64,6 +65,8 @@ export const MappingDefinition = z
     nullMarkers: z.array(z.string()).default(DEFAULT_NULL_MARKERS),
     /** Rows that are not live records (deleted, merged, …), checked before the fields. */
     skip: SkipSection.optional(),
+    /** Which row keeps a record several rows claim (src/sync/survivors.ts); none: all conflict. */
+    duplicates: DuplicatesSection.optional(),
     fields: z.record(z.string(), Field),
     /** A list of columns (keys as written), or key → field. Stored as JSON in `custom`. */
     // A list is shorthand for key = column; one record schema keeps inner problems' paths.
@@ -238,9 +241,11 @@ export function compileMapping<E extends Entity = Entity>(
 
   const name = m.name;
   const version = m.version;
+  const duplicates = compileDuplicates(m.duplicates);
   const paths = [
     ...Object.entries(m.fields).flatMap(([name, def]) => pathUses(`fields.${name}`, def)),
     ...Object.entries(m.custom ?? {}).flatMap(([key, def]) => pathUses(`custom.${key}`, def)),
+    ...duplicatesPathUses(duplicates),
   ];
   const build = (rules: CompiledSkipRule[]): CompiledMapping => {
     const map = (row: SourceRow): MapResult => {
@@ -313,6 +318,7 @@ export function compileMapping<E extends Entity = Entity>(
       map,
       skipRules: rules.map((r) => r.name),
       skips: (rec) => firstSkip(rules, rec) !== undefined,
+      duplicates,
       paths,
       withSkipRules(overrides) {
         const chosen = chooseSkipRules(allRules, overrides);

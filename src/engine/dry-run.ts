@@ -13,6 +13,7 @@ import { withRetry } from '../platform/with-retry.js';
 import type { RetrySettings } from '../platform/retry-policy.js';
 import type { Action, Mode } from '../sync/action.js';
 import { MemoryClaims } from '../sync/claims.js';
+import { MemorySurvivors } from '../sync/survivors.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import type { Known } from '../sync/plan.js';
@@ -62,11 +63,13 @@ export async function dryRun(opts: {
   const noState = !(await store.hasState());
 
   const claims = new MemoryClaims();
+  const survivors = new MemorySurvivors(def.mapping.duplicates.keep);
   const kept: Action[] = [];
   const perKind = new Map<string, number>();
   const warned: RowWarning[] = [];
   const sink: PlanningSink = {
     claim: async (entries) => claims.claim(entries),
+    contend: async (_keep, entries) => survivors.contend(entries),
     lookup: async (records) =>
       noState
         ? records.map((r): Known => matchListed(listed, r.keys))
@@ -85,8 +88,8 @@ export async function dryRun(opts: {
       warned.push(...warnings.slice(0, sample - warned.length));
     },
     withdraw: async (rows) => {
-      await opts.onActions?.(rows.map((r) => r.conflict));
-      for (const r of rows) kept.push(r.conflict);
+      await opts.onActions?.(rows.map((r) => r.action));
+      for (const r of rows) kept.push(r.action);
     },
   };
   let paths: CoverageSummary | undefined;
@@ -97,6 +100,7 @@ export async function dryRun(opts: {
     env: sourceEnvOf(def, opts.req, opts.env),
     mode: (opts.req.mode ?? def.mode) as Mode,
     memberUpdates: def.membersUpdate === 'put',
+    duplicates: def.mapping.duplicates,
     verifyRemote: opts.req.full === true,
     sink,
     logger: opts.logger,

@@ -69,7 +69,10 @@ export async function planRun(
   const since = pullSince(def, req, previous);
   const reading = since ? `reading the changes since ${sinceText(since)}` : 'reading the export';
   await store.updateRun(runId, { phase: reading });
-  const sink = redisPlanningSink(ctx.store, runId, entity, def.name, { verifyRemote: req.full });
+  const sink = redisPlanningSink(ctx.store, runId, entity, def.name, {
+    verifyRemote: req.full,
+    duplicates: def.mapping.duplicates,
+  });
   let lastFlush = 0;
   // A required field whose path finds nothing in the first rows stops the run, as a threshold does.
   let pathStop: string | undefined;
@@ -80,6 +83,7 @@ export async function planRun(
     env: sourceEnvOf(def, req, ctx.sourceEnv),
     mode: req.mode ?? def.mode,
     memberUpdates: def.membersUpdate === 'put',
+    duplicates: def.mapping.duplicates,
     verifyRemote: req.full,
     sink,
     logger: ctx.logger,
@@ -148,6 +152,7 @@ export function runCountsOf(c: PlanCounts): Record<string, number> {
     adopted: c.adopt,
     invalid: c.invalid,
     conflict: c.conflict,
+    duplicates: c.duplicate,
     skipped: c.skip + c.pending,
     unsupported: c.unsupported,
     warnings: c.warnings,

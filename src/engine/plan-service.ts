@@ -89,6 +89,7 @@ export type PlanOutcomes = Pick<
   | 'adopted'
   | 'invalid'
   | 'conflict'
+  | 'duplicates'
   | 'failed'
   | 'skipped'
   | 'unsupported'
@@ -104,6 +105,7 @@ export function planOutcomes(c: PlanCounts): PlanOutcomes {
     adopted: c.adopt,
     invalid: c.invalid,
     conflict: c.conflict,
+    duplicates: c.duplicate,
     failed: 0,
     skipped: c.skip + c.pending,
     unsupported: c.unsupported,

@@ -8,7 +8,8 @@ import type { JobDefinition } from '../jobs/definition.js';
 import type { CommitEntry } from '../state/records.js';
 import type { FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
-import { isWrite, type WriteAction } from '../sync/action.js';
+import type { DuplicatesRule } from '../crm/duplicates.js';
+import { describeRule, duplicateAction, isWrite, type WriteAction } from '../sync/action.js';
 import type { PlanningSink } from './planning.js';
 
 /** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
@@ -18,11 +19,16 @@ export function redisPlanningSink(
   entity: JobDefinition['entity'],
   job: string,
   /** The run compares with the platform's values even where the hash matches (`--full`). */
-  opts: { verifyRemote?: boolean } = {},
+  opts: {
+    verifyRemote?: boolean;
+    /** The job's survivor rule: its duplicates are reported when the export is planned. */
+    duplicates?: DuplicatesRule;
+  } = {},
 ): PlanningSink {
   const planning = { verifyRemote: opts.verifyRemote === true };
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
+    contend: (keep, entries) => store.contendIdentities(runId, keep, entries),
     lookup: (records) => store.lookup(entity, records, { job, planning }),
     async accept(actions, warnings) {
       const writes: WriteAction[] = [];
@@ -65,18 +71,27 @@ export function redisPlanningSink(
               kind: 'conflict',
               reason: a.reason,
               identity: a.identity,
+              ...(a.keys[0] !== undefined && { record: a.keys[0] }),
             });
             break;
+          // A duplicate is reported once the export is planned, naming the survivor then (finish).
           case 'unsupported':
             failures.push({
               line: a.line,
               kind: 'unsupported',
               reason: a.reason,
               identity: a.keys[0]!,
+              record: a.keys[0]!,
             });
             break;
           case 'pending':
-            failures.push({ line: a.line, kind: 'failed', reason: a.reason, identity: a.keys[0]! });
+            failures.push({
+              line: a.line,
+              kind: 'failed',
+              reason: a.reason,
+              identity: a.keys[0]!,
+              record: a.keys[0]!,
+            });
             break;
         }
       }
@@ -92,22 +107,45 @@ export function redisPlanningSink(
         store.commit(entity, adopted),
       ]);
     },
-    // Duplicates are decided; the claims' memory is freed before the writes begin.
-    finish: () => store.releaseClaims(runId),
+    // Duplicates are decided: each is reported with its survivor, then the claims' memory is
+    // freed before the writes begin.
+    async finish() {
+      if (opts.duplicates !== undefined && opts.duplicates.keep !== 'none') {
+        const rule = describeRule(opts.duplicates.keep, opts.duplicates.by);
+        for await (const page of store.duplicateRows(runId)) {
+          await store.addFailures(
+            runId,
+            page.map((d) => {
+              const a = duplicateAction(entity, { ...d, keys: [] }, d.identity, d.survivor, rule);
+              return {
+                line: d.line,
+                kind: 'duplicate' as const,
+                reason: a.reason,
+                identity: d.identity,
+                record: d.record,
+                survivor: d.survivor,
+              };
+            }),
+          );
+        }
+      }
+      await store.releaseClaims(runId);
+    },
     async withdraw(rows) {
       await store.dropPlannedWrites(
         runId,
-        rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.conflict.line),
+        rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.action.line),
       );
-      await store.addFailures(
-        runId,
-        rows.map((r) => ({
-          line: r.conflict.line,
-          kind: 'conflict' as const,
-          reason: r.conflict.reason,
-          identity: r.conflict.identity,
-        })),
-      );
+      const conflicts: FailureRow[] = [];
+      for (const { action: a } of rows)
+        if (a.kind === 'conflict')
+          conflicts.push({
+            line: a.line,
+            kind: 'conflict',
+            reason: a.reason,
+            identity: a.identity,
+          });
+      await store.addFailures(runId, conflicts);
     },
   };
 }

@@ -5,7 +5,8 @@
  * through; the export is never held whole. Where the results go (Redis for a
  * real run, memory for a dry run) is the caller's `PlanningSink`.
  */
-import type { CompiledMapping, FieldWarning, MapResult, SkippedRow } from '../crm/mapped.js';
+import type { CompiledMapping, FieldWarning, SkippedRow } from '../crm/mapped.js';
+import type { SourceRow } from '../crm/row.js';
 import { PathCoverage, type CoverageSummary } from '../crm/path-coverage.js';
 import { readRows } from '../crm/read.js';
 import { isNotUtf8Problem } from '../crm/utf8.js';
@@ -15,11 +16,14 @@ import type { Logger } from '../log.js';
 import {
   ACTION_KINDS,
   conflictAction,
+  describeRule,
+  duplicateAction,
   invalidAction,
   isWrite,
   type Action,
   type ActionKind,
   type ConflictAction,
+  type DuplicateAction,
   type Mode,
   type SkipAction,
   type WriteAction,
@@ -28,10 +32,18 @@ import { contentHash } from '../sync/hash.js';
 import { identityKeys, noIdentityReason, type Entity } from '../sync/identity.js';
 import { planBatch, type Known, type PlanInput } from '../sync/plan.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';
+import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
+import { NO_DUPLICATE_RULE, type DuplicatesRule } from '../crm/duplicates.js';
 
 /** Where a planning pass reads state from and puts its results. */
 export interface PlanningSink {
+  /** Claims a batch's identities when the job has no survivor rule: shared ones are conflicts. */
   claim(entries: readonly Claim[]): Promise<ClaimConflict[]>;
+  /**
+   * Claims a batch's identities under the job's survivor rule (`keep` other
+   * than `none`): the rows that lost, of this batch and of earlier ones.
+   */
+  contend?(keep: KeepRule, entries: readonly Entrant[]): Promise<Loss[]>;
   /** What is known of each row's record; `hash` is the row's content hash. */
   lookup(records: readonly { keys: readonly string[]; hash: string }[]): Promise<Known[]>;
   /**
@@ -61,7 +73,8 @@ export interface RowWarning extends FieldWarning {
 
 export interface Withdrawn {
   was: ActionKind;
-  conflict: ConflictAction;
+  /** What the row is now: a conflict, or a duplicate of a later row. */
+  action: ConflictAction | DuplicateAction;
 }
 
 /** Rows of each action kind, rows read, and warnings (fields left out, one per field; rows read as windows-1252). */
@@ -80,6 +93,8 @@ export interface PlanningOptions {
   env: SourceEnv;
   mode: Mode;
   memberUpdates: boolean;
+  /** Which row keeps a record several rows claim (default: none, every such row a conflict). */
+  duplicates?: DuplicatesRule;
   /** Compare with the platform's values even where the stored hash matches (`--full`). */
   verifyRemote?: boolean;
   sink: PlanningSink;
@@ -111,6 +126,7 @@ export function emptyCounts(): PlanCounts {
     invalid: 0,
     notUtf8: 0,
     conflict: 0,
+    duplicate: 0,
     warnings: 0,
   };
 }
@@ -150,6 +166,8 @@ interface Prepared {
   inputs: PlanInput[];
   /** The position of each input's row in the batch. */
   inputAt: number[];
+  /** Each input's rank under the survivor rule's `by` (only with a rule that has one). */
+  ranks: (number | undefined)[];
   warnings: RowWarning[];
 }
 
@@ -187,6 +205,9 @@ export const PLANNING_BATCH_ROWS = 250;
  */
 export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   const { mapping, sink } = opts;
+  const rule = opts.duplicates ?? NO_DUPLICATE_RULE;
+  if (rule.keep !== 'none' && sink.contend === undefined)
+    throw new Error('a survivor rule needs a planning sink that contends');
   const counts = emptyCounts();
   const kinds = new LineKinds();
   const paths = opts.checkPaths && new PathCoverage(mapping.paths);
@@ -217,16 +238,22 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
           }
         }
       }
-      const prepared = prepare(
-        opts,
-        rows.map((row) => mapping.map(row)),
-      );
+      const prepared = prepare(opts, rows, rule);
       // A lookup reads and decides nothing: it goes out now, while earlier batches settle.
       const known =
         prepared.inputs.length === 0 ? Promise.resolve([]) : sink.lookup(prepared.inputs);
-      const conflicts = claimed.then(() =>
-        sink.claim(prepared.inputs.map((i) => ({ keys: i.keys, line: i.line }))),
-      );
+      // Under a survivor rule a batch's claims wait for its lookup too: whether a row already
+      // holds its record (sticky) comes from our state.
+      const conflicts: Promise<Claimed> =
+        rule.keep === 'none'
+          ? claimed.then(async () => ({
+              conflicts: await sink.claim(
+                prepared.inputs.map((i) => ({ keys: i.keys, line: i.line })),
+              ),
+            }))
+          : Promise.all([claimed, known]).then(async ([, k]) => ({
+              losses: await sink.contend!(rule.keep, entrants(prepared, k)),
+            }));
       claimed = conflicts;
       const previous = inFlight;
       inFlight = (async () => {
@@ -255,19 +282,50 @@ export async function planExport(opts: PlanningOptions): Promise<PlanCounts> {
   return counts;
 }
 
+type Rec = Record<string, unknown>;
+
+/** What a batch's claims decided: conflicts (no survivor rule), or the rows that lost. */
+type Claimed = { conflicts: ClaimConflict[] } | { losses: Loss[] };
+
+/** The rows of a prepared batch as the survivor rule compares them. */
+function entrants(p: Prepared, known: readonly Known[]): Entrant[] {
+  return p.inputs.map((i, n) => {
+    const k = known[n];
+    return {
+      line: i.line,
+      keys: i.keys,
+      // Our state maps the row's strongest key to the record: the record is this CRM record's.
+      sticky:
+        k !== undefined &&
+        k.platformId !== undefined &&
+        k.storedHash !== undefined &&
+        k.matchedBy === i.keys[0],
+      rank: p.ranks[n],
+      ref: i.keys[0]!,
+    };
+  });
+}
+
 /** Identifies and hashes the valid rows of a batch; the rest are decided (invalid, skipped) now. */
-function prepare(opts: PlanningOptions, results: readonly MapResult[]): Prepared {
+function prepare(
+  opts: PlanningOptions,
+  rows: readonly SourceRow[],
+  rule: DuplicatesRule,
+): Prepared {
   const { entity, mapping } = opts;
   const out: Prepared = {
-    rows: results.length,
+    rows: rows.length,
     notUtf8: 0,
-    actions: new Array<Action | undefined>(results.length),
+    actions: new Array<Action | undefined>(rows.length),
     inputs: [],
     inputAt: [],
+    ranks: [],
     warnings: [],
   };
-  for (let i = 0; i < results.length; i++) {
-    const r = results[i]!;
+  const ranked = rule.by !== undefined;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const r = mapping.map(row);
     if (!r.ok) {
       if (isNotUtf8Problem(r.reason)) out.notUtf8++;
       out.actions[i] = r.skip ? skippedAction(r) : invalidAction(r.line, r.reason, r);
@@ -290,6 +348,7 @@ function prepare(opts: PlanningOptions, results: readonly MapResult[]): Prepared
     }
     out.inputs.push({ line: r.line, body, keys, hash: contentHash(body, mapping.fingerprint) });
     out.inputAt.push(i);
+    out.ranks.push(ranked && 'record' in row ? rule.rank(row.record as Rec) : undefined);
   }
   return out;
 }
@@ -303,7 +362,7 @@ function prepare(opts: PlanningOptions, results: readonly MapResult[]): Prepared
 async function settle(
   opts: PlanningOptions,
   p: Prepared,
-  conflicts: readonly ClaimConflict[],
+  claimed: Claimed,
   knownAll: readonly Known[],
   counts: PlanCounts,
   kinds: LineKinds,
@@ -313,19 +372,43 @@ async function settle(
   counts.read += p.rows;
   counts.notUtf8 += p.notUtf8;
 
-  const conflictOf = new Map<number, ClaimConflict>();
-  const earlier: ClaimConflict[] = [];
-  for (const c of conflicts) {
-    if (c.earlier) earlier.push(c);
-    else conflictOf.set(c.line, c);
+  // The rows withheld by the claims: in this batch by line, and rows of earlier batches.
+  const withheldOf = new Map<number, (keys: string[]) => ConflictAction | DuplicateAction>();
+  const earlier: ((keys: string[]) => ConflictAction | DuplicateAction)[] = [];
+  const earlierLines: number[] = [];
+  if ('conflicts' in claimed) {
+    for (const c of claimed.conflicts) {
+      const make = (keys: string[]) =>
+        conflictAction(entity, c.line, keys, c.identity, c.otherLines);
+      if (c.earlier) {
+        earlier.push(make);
+        earlierLines.push(c.line);
+      } else withheldOf.set(c.line, make);
+    }
+  } else {
+    const rule = describeRule(opts.duplicates!.keep, opts.duplicates!.by);
+    for (const l of claimed.losses) {
+      const make = (keys: string[]) =>
+        duplicateAction(
+          entity,
+          { line: l.line, keys, record: l.ref },
+          l.identity,
+          { line: l.winner, record: l.winnerRef },
+          rule,
+        );
+      if (l.earlier) {
+        earlier.push(make);
+        earlierLines.push(l.line);
+      } else withheldOf.set(l.line, make);
+    }
   }
 
   const toPlan: PlanInput[] = [];
   const toPlanAt: number[] = [];
   const known: Known[] = [];
   inputs.forEach((i, n) => {
-    const c = conflictOf.get(i.line);
-    if (c) actions[inputAt[n]!] = conflictAction(entity, i.line, i.keys, c.identity, c.otherLines);
+    const withheld = withheldOf.get(i.line);
+    if (withheld) actions[inputAt[n]!] = withheld(i.keys);
     else {
       toPlan.push(i);
       toPlanAt.push(inputAt[n]!);
@@ -351,14 +434,16 @@ async function settle(
 
   if (earlier.length > 0) {
     const moved: Withdrawn[] = [];
-    for (const c of earlier) {
-      const was = kinds.get(c.line);
-      if (was === undefined || was === 'conflict') continue;
+    earlier.forEach((make, n) => {
+      const line = earlierLines[n]!;
+      const was = kinds.get(line);
+      const action = make([]);
+      if (was === undefined || was === action.kind) return;
       counts[was]--;
-      counts.conflict++;
-      kinds.set(c.line, 'conflict');
-      moved.push({ was, conflict: conflictAction(entity, c.line, [], c.identity, c.otherLines) });
-    }
+      counts[action.kind]++;
+      kinds.set(line, action.kind);
+      moved.push({ was, action });
+    });
     if (moved.length > 0) await sink.withdraw(moved);
   }
   await opts.onProgress?.(counts);

@@ -65,7 +65,26 @@ export async function* failurePages(
 }
 
 /** The columns of a failures CSV (`failures --csv`, the API's text/csv), in order. */
-export const CSV_HEADER = ['line', 'kind', 'field', 'reason', 'value', 'identity'] as const;
+export const CSV_HEADER = [
+  'line',
+  'kind',
+  'field',
+  'reason',
+  'value',
+  'identity',
+  'record',
+  'survivor_line',
+  'survivor_record',
+] as const;
+
+/**
+ * The row's CRM record (its strongest identity key): a conflict's or
+ * duplicate's `identity` is the key it shares, any other row's is its first.
+ */
+export function recordOf(r: FailureRow): string | undefined {
+  if (r.record !== undefined) return r.record;
+  return r.kind === 'conflict' || r.kind === 'duplicate' ? undefined : r.identity;
+}
 
 /** Writes pages of failure rows as CSV, header first, waiting on `out` for each page. */
 export async function printCsv(
@@ -75,7 +94,21 @@ export async function printCsv(
   await out(csvRow(CSV_HEADER));
   for await (const page of rows) {
     await out(
-      page.map((r) => csvRow([r.line, r.kind, r.field, r.reason, r.value, r.identity])).join(''),
+      page
+        .map((r) =>
+          csvRow([
+            r.line,
+            r.kind,
+            r.field,
+            r.reason,
+            r.value,
+            r.identity,
+            recordOf(r),
+            r.survivor?.line,
+            r.survivor?.record,
+          ]),
+        )
+        .join(''),
     );
   }
 }

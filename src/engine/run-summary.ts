@@ -26,6 +26,8 @@ export interface RunSummary {
     adopted: number;
     invalid: number;
     conflict: number;
+    /** Rows another row of the export claiming the same record survived: `failures RUN --kind duplicate`. */
+    duplicates: number;
     rejected: number;
     failed: number;
     skipped: number;
@@ -66,6 +68,7 @@ export function runSummary(run: RunRecord): RunSummary {
       adopted: c.adopted,
       invalid: c.invalid,
       conflict: c.conflict,
+      duplicates: c.duplicates,
       rejected: c.rejected,
       failed: c.failed,
       skipped: c.skipped,

@@ -10,6 +10,13 @@ import { isAbsolute, join, resolve } from 'node:path';
 import cron from 'node-cron';
 import { z } from 'zod';
 import { JobAlertsSchema } from '../alerts/rules.js';
+import {
+  DuplicatesFields,
+  compileDuplicates,
+  duplicatesPathUses,
+  duplicatesProblem,
+  jobDuplicates,
+} from '../crm/duplicates.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
@@ -67,6 +74,8 @@ export const JobSchema = z
     indexMaxAgeHours: z.number().positive().default(24),
     /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
     skip: z.record(z.string(), z.boolean()).optional(),
+    /** Which row keeps a record several rows claim; replaces the mapping's `duplicates`. */
+    duplicates: DuplicatesFields.optional(),
     /** Where this job's alerts go and on what (src/alerts/rules.ts); CRM_SYNC_ALERT_WEBHOOK otherwise. */
     alerts: JobAlertsSchema.optional(),
   })
@@ -149,6 +158,18 @@ function parseJob(
       if (err instanceof MappingError) return { problems: err.problems.map(at) };
       throw err;
     }
+  }
+  // The job's rule over the mapping's (the compiled mapping is what the planner reads).
+  if (def.duplicates !== undefined) {
+    const merged = jobDuplicates(def.duplicates, mapping.duplicates);
+    const problem = duplicatesProblem(merged);
+    if (problem !== undefined) return { problems: [at(`duplicates.by: ${problem}`)] };
+    const duplicates = compileDuplicates(merged);
+    const paths = [
+      ...mapping.paths.filter((u) => u.field !== 'duplicates.by'),
+      ...duplicatesPathUses(duplicates),
+    ];
+    mapping = { ...mapping, duplicates, paths };
   }
   if (mapping.entity !== def.entity) {
     return {

@@ -88,6 +88,7 @@ const PlanCounts = RunCounts.pick({
   adopted: true,
   invalid: true,
   conflict: true,
+  duplicates: true,
   failed: true,
   skipped: true,
   unsupported: true,

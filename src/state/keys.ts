@@ -203,6 +203,10 @@ export class KeyLayout {
   conflicted(runId: string): string {
     return `${this.prefix}:run:${runId}:conflicted`;
   }
+  /** Rows that lost to another row claiming the same record (a `duplicates` rule). */
+  duplicates(runId: string): string {
+    return `${this.prefix}:run:${runId}:duplicates`;
+  }
   plan(runId: string): string {
     return `${this.prefix}:run:${runId}:plan`;
   }
@@ -232,6 +236,7 @@ export class KeyLayout {
       this.claims(runId),
       ...claims,
       this.conflicted(runId),
+      this.duplicates(runId),
       this.plan(runId),
       this.planIndex(runId),
       this.seen(runId),

@@ -27,6 +27,7 @@ export const RUN_OUTCOMES = [
   'adopted',
   'invalid',
   'conflict',
+  'duplicates',
   'rejected',
   'failed',
   'skipped',
@@ -109,6 +110,7 @@ export interface RunPatch {
 
 /**
  * `skipped`: a skip rule of the mapping said the row is no live record.
+ * `duplicate`: another row claiming the same record keeps it (the job's `duplicates` rule).
  * `warning`: an optional field left out of a row that was still planned, or
  * (field `(row)`) a row that was read as windows-1252 (source.encoding auto).
  */
@@ -116,6 +118,7 @@ export const FAILURE_KINDS = [
   'invalid',
   'rejected',
   'conflict',
+  'duplicate',
   'unsupported',
   'failed',
   'skipped',
@@ -130,8 +133,12 @@ export const FailureRowSchema = z.object({
   field: z.string().optional(),
   reason: z.string(),
   value: z.unknown().optional(),
-  /** The row's identity key (e.g. `x:ACME-1`), where it had one. */
+  /** The row's identity key (e.g. `x:ACME-1`), where it had one: for a conflict or duplicate, the one shared. */
   identity: z.string().optional(),
+  /** The row's CRM record: its strongest identity key (`x:salesforce:003…`), where known. */
+  record: z.string().optional(),
+  /** A duplicate's survivor: the row that keeps the record, and its CRM record. */
+  survivor: z.object({ line: z.number().int(), record: z.string() }).optional(),
 });
 export type FailureRow = z.infer<typeof FailureRowSchema>;
 
@@ -357,6 +364,8 @@ export function storable(r: FailureRow): FailureRow {
   const out: FailureRow = { line: r.line, kind: r.kind, reason: scrubText(r.reason) };
   if (r.field !== undefined) out.field = r.field;
   if (r.identity !== undefined) out.identity = r.identity;
+  if (r.record !== undefined) out.record = r.record;
+  if (r.survivor !== undefined) out.survivor = { line: r.survivor.line, record: r.survivor.record };
   if (r.value !== undefined) {
     out.value =
       typeof r.value === 'string' && r.value.length > MAX_VALUE_CHARS

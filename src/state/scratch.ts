@@ -77,7 +77,7 @@ return {others, lines, records, fresh and 1 or 0}
 const MAX_LINE = 2 ** 35 - 1;
 
 /** The layout argument of CLAIM (see there); `fields` and `buckets` are each key's, in order. */
-function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
+export function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
   let size = 0;
   for (const e of entries) {
     const line = e.line;
@@ -138,7 +138,7 @@ return 0`;
  * Calls of one kind go one at a time (a pass sends its batches' claims, and their seen ids, one
  * after the other).
  */
-class BucketTtls {
+export class BucketTtls {
   private runId: string | undefined;
   private state: Uint8Array;
 
@@ -186,7 +186,8 @@ const RELEASED = 'released';
 
 export class RunScratch {
   private readonly planned: PlannedWrites;
-  private readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
+  /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
+  readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
   private readonly seenTtls: BucketTtls;
 
   constructor(
@@ -300,7 +301,8 @@ export class RunScratch {
         ...names.fields,
       ),
     )) as (string | null)[];
-    return values.map((v) => (v === null || v === undefined ? null : Number(v)));
+    // A claim under a survivor rule holds more after its line (survivor-claims.ts).
+    return values.map((v) => (v === null || v === undefined ? null : Number.parseInt(v, 10)));
   }
 
   /** The line of the planned write carrying each key (null where none does): a full scan. */

@@ -22,6 +22,7 @@ import { silentLogger, type Logger } from '../log.js';
 import type { PendingCreate, WriteAction } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
+import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, RunField, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
@@ -54,6 +55,7 @@ import type { LocatedWrite, PlanPage } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import { RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
+import { SurvivorClaims, type DuplicateRow } from './survivor-claims.js';
 import { RunScratch } from './scratch.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';
 
@@ -90,6 +92,7 @@ export class StateStore {
   private readonly runs: Runs;
   private readonly retention: RunRetention;
   private readonly scratch: RunScratch;
+  private readonly survivors: SurvivorClaims;
   private readonly locks: JobLocks;
   private readonly layout: LayoutCheck;
   private readonly logger: Logger;
@@ -120,6 +123,12 @@ export class StateStore {
       opts.runHistory ?? DEFAULT_RUN_HISTORY,
     );
     this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.survivors = new SurvivorClaims(
+      connection,
+      this.keys,
+      opts.scratchTtlMs ?? 7 * DAY,
+      this.scratch.claimTtls,
+    );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
     this.layout = new LayoutCheck(connection, this.keys);
@@ -300,6 +309,19 @@ export class StateStore {
 
   claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     return this.scratch.claimIdentities(runId, entries);
+  }
+
+  /**
+   * Claims each row's identities under a survivor rule (not `none`); the rows
+   * that lost (see SurvivorClaims).
+   */
+  contendIdentities(runId: string, keep: KeepRule, entries: readonly Entrant[]): Promise<Loss[]> {
+    return this.survivors.contend(runId, keep, entries);
+  }
+
+  /** The rows that lost so far, each with the survivor of its key now, a page at a time. */
+  duplicateRows(runId: string): AsyncGenerator<DuplicateRow[]> {
+    return this.survivors.duplicates(runId);
   }
 
   claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {

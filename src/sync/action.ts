@@ -2,7 +2,7 @@
  * What the sync decides for each row of an export. Every row read ends as
  * exactly one action, so the run summary can count them all: the writes
  * (`create`, `update`), the no-ops (`unchanged`, `adopt`, `skip`), the rows
- * withheld (`unsupported`, `pending`, `invalid`, `conflict`).
+ * withheld (`unsupported`, `pending`, `invalid`, `conflict`, `duplicate`).
  */
 import type { FieldChange } from './diff.js';
 import { describeIdentity, type Entity } from './identity.js';
@@ -120,6 +120,24 @@ export interface ConflictAction {
   reason: string;
 }
 
+/**
+ * Withheld: another row of the export claims the same record and survives
+ * by the job's `duplicates` rule (src/sync/survivors.ts).
+ */
+export interface DuplicateAction {
+  kind: 'duplicate';
+  line: number;
+  /** The row's identity keys (empty for a row of an earlier batch found to lose later). */
+  keys: string[];
+  /** The row's CRM record: its strongest identity key. */
+  record: string;
+  /** The identity key it shares with the survivor. */
+  identity: string;
+  /** The row that keeps the record, as far as known when this row lost. */
+  survivor: { line: number; record: string };
+  reason: string;
+}
+
 export type WriteAction<B extends Body = Body> = CreateAction<B> | UpdateAction<B>;
 
 export type Action<B extends Body = Body> =
@@ -131,7 +149,8 @@ export type Action<B extends Body = Body> =
   | UnsupportedAction
   | PendingAction<B>
   | InvalidAction
-  | ConflictAction;
+  | ConflictAction
+  | DuplicateAction;
 
 export type ActionKind = Action['kind'];
 
@@ -145,6 +164,7 @@ export const ACTION_KINDS: readonly ActionKind[] = [
   'pending',
   'invalid',
   'conflict',
+  'duplicate',
 ];
 
 export function isWrite<B extends Body>(action: Action<B>): action is WriteAction<B> {
@@ -184,6 +204,39 @@ export function conflictAction(
     identity,
     otherLines: others,
     reason: `duplicate identity: ${describeIdentity(entity, identity)} is also on ${where}; all rows with it are withheld`,
+  };
+}
+
+/** A CRM record as reports name it: its strongest identity key's value (`salesforce:003…`). */
+export function recordName(key: string): string {
+  return key.slice(key.indexOf(':') + 1);
+}
+
+/** How the survivor rule chose, for reports: `keep: newest by LastModifiedDate`. */
+export function describeRule(keep: string, by: readonly string[] | undefined): string {
+  return by === undefined || keep === 'first' || keep === 'last'
+    ? `keep: ${keep}`
+    : `keep: ${keep} by ${by.join(', ')}`;
+}
+
+/** A row withheld because the row on `survivor.line` keeps the record they both claim. */
+export function duplicateAction(
+  entity: Entity,
+  row: { line: number; keys: string[]; record: string },
+  identity: string,
+  survivor: { line: number; record: string },
+  rule: string,
+): DuplicateAction {
+  return {
+    kind: 'duplicate',
+    line: row.line,
+    keys: row.keys,
+    record: row.record,
+    identity,
+    survivor,
+    reason:
+      `duplicate of line ${survivor.line} (${recordName(survivor.record)}), which keeps the ` +
+      `record: both have ${describeIdentity(entity, identity)} (${rule})`,
   };
 }
 

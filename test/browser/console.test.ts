@@ -168,7 +168,9 @@ describe('web console in Chromium', () => {
     const file = join(downloads, 'failures.csv');
     await download.saveAs(file);
     const lines = readFileSync(file, 'utf8').trim().split(/\r?\n/);
-    expect(lines[0]).toBe('line,kind,field,reason,value,identity');
+    expect(lines[0]).toBe(
+      'line,kind,field,reason,value,identity,record,survivor_line,survivor_record',
+    );
     expect(lines.slice(1)).toEqual([
       expect.stringMatching(/^2,warning,website,/),
       expect.stringMatching(/^3,skipped,skip\.deleted,/),

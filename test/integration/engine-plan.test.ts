@@ -239,7 +239,8 @@ describe('engine: duplicate identities', () => {
     rows[10] = { ...rows[10]!, id: rows[5]!.id }; // batches 2, 3 and 4 (lines 7, 12, 19)
     rows[17] = { ...rows[17]!, id: rows[5]!.id };
     const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
-    h.writeJob('companies', hubspotJob(path));
+    // Without a survivor rule (the preset keeps the newest).
+    h.writeJob('companies', { ...hubspotJob(path), duplicates: { keep: 'none' } });
 
     // Each withheld row names the other lines of its identity known when it was withheld.
     const group = new Map([

@@ -262,7 +262,9 @@ describe('ops API', () => {
         cli += t;
       });
       expect(csv.text).toBe(cli);
-      expect(csv.text.split('\r\n')[0]).toBe('line,kind,field,reason,value,identity');
+      expect(csv.text.split('\r\n')[0]).toBe(
+        'line,kind,field,reason,value,identity,record,survivor_line,survivor_record',
+      );
       expect(csv.text).toContain(`,"'@SUM(1,2)",`);
       const csvWarnings = await api.call('GET', `/api/runs/${runId}/failures?kind=skipped`, {
         route,

@@ -89,7 +89,7 @@ function recordingSink(failOnClaim?: number) {
       }),
     accept: (actions) => step('accept', () => void accepted.push(...actions)),
     withdraw: (rows) =>
-      step('withdraw', () => void withdrawn.push(...rows.map((r) => r.conflict.line))),
+      step('withdraw', () => void withdrawn.push(...rows.map((r) => r.action.line))),
   };
   return {
     sink,

@@ -201,6 +201,40 @@ mapping:
     ]);
   });
 
+  it("completes a job's duplicates rule with its preset's, and refuses newest without any by", () => {
+    const job = (duplicates: string, mapping = 'salesforce-users') =>
+      [
+        'entity: members',
+        'source: { path: users.csv }',
+        `mapping: ${mapping}`,
+        `duplicates: ${duplicates}`,
+      ].join('\n');
+    const dir = jobsDir({
+      'oldest.yaml': job('{ keep: oldest }'),
+      'by.yaml': job('{ by: Changed }'),
+      'first.yaml': job('{ keep: first }'),
+      'attio.yaml': job('{ keep: newest }', 'attio-workspace-members'),
+      'preset.yaml': job('{}'),
+    });
+    const rule = (name: string) => {
+      const d = loadJob(dir, name).mapping.duplicates;
+      return { keep: d.keep, by: d.by };
+    };
+    // The preset's by (its modified time) with the job's keep; a job's by alone keeps the newest.
+    expect(rule('oldest')).toEqual({ keep: 'oldest', by: ['LastModifiedDate', 'SystemModstamp'] });
+    expect(rule('by')).toEqual({ keep: 'newest', by: ['Changed'] });
+    expect(loadJob(dir, 'by').mapping.paths.filter((u) => u.field === 'duplicates.by')).toEqual([
+      { field: 'duplicates.by', refs: ['Changed'], required: false },
+    ]);
+    expect(rule('first').keep).toBe('first');
+    expect(rule('preset')).toEqual({ keep: 'newest', by: ['LastModifiedDate', 'SystemModstamp'] });
+    expect(loadJob(dir, 'oldest').mapping.duplicates.rank({ SystemModstamp: '5' })).toBe(5);
+    // Attio's presets have no modified time to compare.
+    expect(problemsOf(() => loadJob(dir, 'attio'))).toEqual([
+      `${join(dir, 'attio.yaml')}: duplicates.by: keep: newest needs by`,
+    ]);
+  });
+
   it('reports YAML syntax errors by line', () => {
     const dir = jobsDir({ 'broken.yaml': 'entity: companies\nsource: [unclosed\n' });
     expect(problemsOf(() => loadJob(dir, 'broken'))[0]).toMatch(

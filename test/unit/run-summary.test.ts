@@ -30,7 +30,7 @@ describe('runSummary', () => {
     expect(JSON.stringify(runSummary(record()))).toBe(
       '{"runId":"run-20260302T020000Z-abcdef","job":"companies","status":"completed","phase":"done",' +
         '"source":"/data/companies.csv","mode":"upsert","counts":{"read":5,"created":3,"updated":0,' +
-        '"unchanged":0,"adopted":0,"invalid":1,"conflict":0,"rejected":1,"failed":0,"skipped":0,' +
+        '"unchanged":0,"adopted":0,"invalid":1,"conflict":0,"duplicates":0,"rejected":1,"failed":0,"skipped":0,' +
         '"unsupported":0,"warnings":0,"orphans":0,"writesPlanned":4,"writesSettled":0,"rateLimited":0},' +
         '"createdAt":"2026-03-02T02:00:00.000Z","startedAt":"2026-03-02T02:00:01.000Z",' +
         '"finishedAt":"2026-03-02T02:00:04.500Z","durationMs":3500}',

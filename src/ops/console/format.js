@@ -23,7 +23,16 @@ export function shown(value) {
 }
 
 export function countsSummary(c = {}) {
-  const parts = ['read', 'created', 'updated', 'unchanged', 'invalid', 'rejected', 'failed']
+  const parts = [
+    'read',
+    'created',
+    'updated',
+    'unchanged',
+    'invalid',
+    'duplicates',
+    'rejected',
+    'failed',
+  ]
     .filter((k) => typeof c[k] === 'number' && (k === 'read' || c[k] > 0))
     .map((k) => `${k} ${c[k]}`);
   if (c.warnings > 0) parts.push(`warnings ${c.warnings}`);

@@ -9,7 +9,16 @@ import { h, put } from '../dom.js';
 import { shown } from '../format.js';
 import { table } from '../parts.js';
 
-const KINDS = ['invalid', 'rejected', 'conflict', 'unsupported', 'failed', 'skipped', 'warning'];
+const KINDS = [
+  'invalid',
+  'rejected',
+  'conflict',
+  'duplicate',
+  'unsupported',
+  'failed',
+  'skipped',
+  'warning',
+];
 const FAILURE_PAGE = 500;
 
 export function failuresSection(runId) {
@@ -34,7 +43,7 @@ export function failuresSection(runId) {
     const needle = state.search.toLowerCase();
     const rows = needle
       ? state.rows.filter((r) =>
-          [r.line, r.kind, r.field, r.reason, shown(r.value), r.identity].some((x) =>
+          [r.line, r.kind, r.field, r.reason, shown(r.value), r.identity, r.record].some((x) =>
             String(x ?? '')
               .toLowerCase()
               .includes(needle),
@@ -45,7 +54,7 @@ export function failuresSection(runId) {
     put(
       list,
       table(
-        ['Line', 'Kind', 'Field', 'Reason', 'Value', 'Identity'],
+        ['Line', 'Kind', 'Field', 'Reason', 'Value', 'Identity', 'Record'],
         rows.map((r) => [
           String(r.line),
           r.kind,
@@ -53,6 +62,7 @@ export function failuresSection(runId) {
           r.reason,
           shown(r.value),
           r.identity ?? '',
+          r.record ?? '',
         ]),
       ),
       state.more

@@ -1,0 +1,68 @@
+/**
+ * The survivor claims in Redis (one Lua script) and the dry run's in memory
+ * (`decideSurvivors`) decide alike: for random exports read in batches, rows
+ * with overlapping keys, ranks (some missing, some tied), sticky rows and
+ * records whose text holds the separator, both report the same losers in the
+ * same order, batch after batch, and name the same survivor of each key at
+ * the end; every claim bucket written has its TTL.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MemorySurvivors, type Entrant, type KeepRule } from '../../src/sync/survivors.js';
+import { StateStore } from '../../src/state/store.js';
+import { useRedis } from '../harness/redis.js';
+
+const { redis, prefix } = useRedis();
+const store = new StateStore(redis, { prefix });
+
+const KEYS = ['x:A', 'x:B', 'x:C', 'e:a@x.io', 'e:b@x.io', 'e:c@x.io'];
+
+const schedule = fc
+  .array(
+    fc.record({
+      keys: fc.uniqueArray(fc.constantFrom(...KEYS), { minLength: 1, maxLength: 3 }),
+      rank: fc.option(fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(1_767_225_600_000.5)), {
+        nil: undefined,
+      }),
+      sticky: fc.boolean(),
+      ref: fc.constantFrom('x:salesforce:003A', 'x:a|b', 'e:z@x.io'),
+    }),
+    { minLength: 1, maxLength: 24 },
+  )
+  .chain((rows) =>
+    fc.record({
+      rows: fc.constant(rows.map((r, i): Entrant => ({ ...r, line: i + 2 }))),
+      batch: fc.integer({ min: 1, max: 6 }),
+      keep: fc.constantFrom<KeepRule>('newest', 'oldest', 'first', 'last'),
+    }),
+  );
+
+describe('survivor claims in Redis and in memory', () => {
+  it('give the same losers for every batch and the same survivor of every key', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(schedule, async ({ rows, batch, keep }) => {
+        const runId = `survivors-${run++}`;
+        const memory = new MemorySurvivors(keep);
+        for (let i = 0; i < rows.length; i += batch) {
+          const part = rows.slice(i, i + batch);
+          expect(await store.contendIdentities(runId, keep, part)).toEqual(memory.contend(part));
+        }
+        const reported = new Map<number, { line: number; record: string }>();
+        for await (const page of store.duplicateRows(runId))
+          for (const d of page) reported.set(d.line, d.survivor);
+        for (const [line, survivor] of reported) {
+          const row = rows.find((r) => r.line === line)!;
+          const lostOn = row.keys.find((k) => memory.holder(k)?.line === survivor.line);
+          expect(lostOn, `line ${line}'s survivor holds one of its keys`).toBeDefined();
+          expect(survivor.record).toBe(memory.holder(lostOn!)!.ref);
+        }
+        // Every claim bucket written has its TTL (scratch outlives a crash, not the week).
+        const buckets = await redis.keys(`${store.keys.claimBucketPrefix(runId)}*`);
+        for (const b of buckets) expect(await redis.pttl(b), b).toBeGreaterThan(0);
+        await store.clearRunScratch(runId);
+      }),
+      { numRuns: 80 },
+    );
+  });
+});
