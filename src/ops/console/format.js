@@ -6,7 +6,10 @@
 export function when(value) {
   if (value === undefined || value === null || value === '') return '—';
   const d = new Date(value);
-  return Number.isNaN(d.getTime()) ? String(value) : d.toLocaleString();
+  // With its zone: an operator and the worker are often not in the same one.
+  return Number.isNaN(d.getTime())
+    ? String(value)
+    : d.toLocaleString(undefined, { timeZoneName: 'short' });
 }
 
 export function duration(ms) {
