@@ -33,7 +33,7 @@ import {
   onPolicy,
   onTick,
   readRateHeaders,
-  STEP_MS,
+  stepMs,
   windowed,
   type Headers,
   type LearnerSettings,
@@ -329,7 +329,7 @@ export class RedisPacer implements Pacer {
       this.opts.onRate?.(rate, mode.kind === 'fixed' ? 'fixed' : (this.state?.source ?? 'start'));
     }
     if (mode.kind === 'auto' && this.state && !this.ticking) {
-      if (redisNow - this.state.changedAt >= STEP_MS) {
+      if (redisNow - this.state.changedAt >= stepMs(this.state)) {
         this.ticking = true;
         this.enqueueWrite(() => this.tick(redisNow, total).finally(() => (this.ticking = false)));
       }
