@@ -221,6 +221,17 @@ export function onTick(
 
 /** Successes per second, keyed by the second (ms / 1000, floored): the platform's view of us. */
 export type SuccessLog = ReadonlyMap<number, number>;
+/** The recent successes per `RECENT_SLOT_MS`, keyed by ms / RECENT_SLOT_MS, floored. */
+export type RecentLog = ReadonlyMap<number, number>;
+/**
+ * The recent log's slot. A one-second window's count from whole seconds
+ * assumes the second before was filled evenly; a slow start fills it late
+ * (doubling), and the bench's first syncs measured a 100/s limit as 87 or
+ * 105 that way. In tenths the error is a tenth's part of one slot.
+ */
+export const RECENT_SLOT_MS = 100;
+/** The recent log covers this much (32 slots of 100 ms, less one either side). */
+export const RECENT_SPAN_MS = 3_000;
 
 /**
  * What a platform with a window of `periodMs` let through in its window,
@@ -234,8 +245,9 @@ export function windowEstimate(
   now: number,
   retryAfterMs: number,
   periodMs: number,
+  slotMs = 1_000,
 ): number | undefined {
-  const count = windowCount(log, now + Math.max(0, retryAfterMs - 1_000), periodMs, now);
+  const count = windowCount(log, now + Math.max(0, retryAfterMs - 1_000), periodMs, now, slotMs);
   return count > 0 ? (count * 1_000) / periodMs : undefined;
 }
 
@@ -271,11 +283,17 @@ function windowTarget(st: LearnerState): number {
   return (st.ceiling * st.periodMs) / 1_000 - st.ceiling * WINDOW_SLACK_S;
 }
 
-/** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first second in part. */
-function windowCount(log: SuccessLog, end: number, periodMs: number, now: number): number {
-  const start = (end - periodMs) / 1_000;
+/** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first slot in part. */
+function windowCount(
+  log: SuccessLog,
+  end: number,
+  periodMs: number,
+  now: number,
+  slotMs = 1_000,
+): number {
+  const start = (end - periodMs) / slotMs;
   const from = Math.floor(start);
-  const to = Math.floor(now / 1_000);
+  const to = Math.floor(now / slotMs);
   let count = 0;
   for (const [sec, n] of log) {
     if (sec > from && sec <= to) count += n;
@@ -290,7 +308,13 @@ function windowCount(log: SuccessLog, end: number, periodMs: number, now: number
  */
 export function onLimited(
   st: LearnerState,
-  at: { now: number; requestedAt: number; retryAfterMs: number; log?: SuccessLog },
+  at: {
+    now: number;
+    requestedAt: number;
+    retryAfterMs: number;
+    log?: SuccessLog;
+    recent?: RecentLog;
+  },
   s: LearnerSettings,
 ): Step | undefined {
   // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a day).
@@ -308,7 +332,12 @@ export function onLimited(
   if (st.source === 'policy') return { ...st, periodMs, decreasedAt: at.now };
   // The window was full: what the platform let through in it is the limit
   // (a 1 s window: never more than the rate we sent at).
-  const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
+  const recent =
+    at.recent && periodMs <= RECENT_SPAN_MS
+      ? windowEstimate(at.recent, at.now, at.retryAfterMs, periodMs, RECENT_SLOT_MS)
+      : undefined;
+  const inWindow =
+    recent ?? (at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined);
   const measured = periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate);
   const ceiling = clamp(measured ?? st.rate, s);
   // The slow start's end: the rate doubled since the refused request was booked.

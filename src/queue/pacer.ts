@@ -39,6 +39,7 @@ import {
   type LearnerSettings,
   type LearnerState,
   type RateSource,
+  type RecentLog,
   type SuccessLog,
 } from '../platform/rate-learner.js';
 import type { RedisClient } from './connection.js';
@@ -214,8 +215,8 @@ export class RedisPacer implements Pacer {
       if (this.okPending > 0) await this.fetch(0);
       for (let tries = 0; tries < 3; tries++) {
         if (!this.state) return;
-        const log = await this.readLog();
-        const next = onLimited(this.state, { ...at, ...(log && { log }) }, mode);
+        const { log, recent } = await this.readLogs();
+        const next = onLimited(this.state, { ...at, log, recent }, mode);
         // A long window's hold counts from the 429, as its Retry-After does.
         const hold = next?.holdMs ? next.holdMs - (Date.now() + this.offset - now) : 0;
         if (!next || (await this.cas(next, hold))) return;
@@ -340,7 +341,7 @@ export class RedisPacer implements Pacer {
   private async tick(now: number, ok: number): Promise<void> {
     const mode = this.opts.mode;
     if (mode.kind !== 'auto' || !this.state) return;
-    const log = windowed(this.state) ? await this.readLog() : undefined;
+    const log = windowed(this.state) ? (await this.readLogs()).log : undefined;
     const next = onTick(this.state, { now, ok, ...(log && { log }) }, mode);
     if (next) await this.cas(next, next.holdMs ?? 0);
   }
@@ -383,14 +384,17 @@ export class RedisPacer implements Pacer {
     return true;
   }
 
-  private async readLog(): Promise<SuccessLog> {
+  /** The success log, per second and (`d` fields) per RECENT_SLOT_MS. */
+  private async readLogs(): Promise<{ log: SuccessLog; recent: RecentLog }> {
     const flat = (await this.call(this.key, this.logKey, 'log')) as string[];
     const log = new Map<number, number>();
+    const recent = new Map<number, number>();
     for (let i = 1; i < flat.length; i += 2) {
-      const [sec, count] = flat[i]!.split(':').map(Number);
-      if (sec !== undefined && count !== undefined) log.set(sec, count);
+      const [at, count] = flat[i]!.split(':').map(Number);
+      if (at === undefined || count === undefined) continue;
+      (flat[i - 1]!.startsWith('d') ? recent : log).set(at, count);
     }
-    return log;
+    return { log, recent };
   }
 }
 

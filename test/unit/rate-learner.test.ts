@@ -175,6 +175,28 @@ describe('slow start', () => {
     expect(over).toMatchObject({ ceiling: 95, rate: 95 * BACKOFF });
   });
 
+  it('counts the window from the recent log, in tenths: a ramp fills its second late', () => {
+    const st: LearnerState = { ...initialState(S, T0), rate: 200, source: 'ramp' };
+    const sec = Math.floor(T0 / 1_000) + 10;
+    const now = sec * 1_000 + 500;
+    // 80 successes in the last 300 ms of the second before, 20 in this one so far.
+    const log = new Map([
+      [sec - 1, 80],
+      [sec, 20],
+    ]);
+    const recent = new Map([
+      [(sec - 1) * 10 + 7, 20],
+      [(sec - 1) * 10 + 8, 25],
+      [(sec - 1) * 10 + 9, 35],
+      [sec * 10 + 2, 20],
+    ]);
+    const at = { now, requestedAt: now - 40, retryAfterMs: 1_000, log };
+    // Seconds alone take half of the second before: 40 + 20.
+    expect(onLimited(st, at, S)?.ceiling).toBe(60);
+    // Tenths: all 100 were let through within the last second.
+    expect(onLimited(st, { ...at, recent }, S)).toMatchObject({ ceiling: 100, rate: 80 });
+  });
+
   it('is skipped when a learned rate is known at start', () => {
     const stored: LearnerState = {
       ...initialState(S, T0),
@@ -297,6 +319,7 @@ function simulate(
   let notBefore = now;
   let next = now;
   const log = new Map<number, number>();
+  const recent = new Map<number, number>();
   const perSecond: number[] = [];
   const okAt: number[] = [];
   let lastTick = now;
@@ -319,12 +342,15 @@ function simulate(
       okAt.push(now);
       const sec = Math.floor(now / 1000);
       log.set(sec, (log.get(sec) ?? 0) + 1);
+      const tenth = Math.floor(now / 100);
+      recent.set(tenth, (recent.get(tenth) ?? 0) + 1);
       perSecond[Math.floor((now - T0) / 1000)] =
         (perSecond[Math.floor((now - T0) / 1000)] ?? 0) + 1;
     } else {
       limited++;
       notBefore = Math.max(notBefore, now + wait * 1000);
-      step(onLimited(st, { now, requestedAt: sentAt, retryAfterMs: wait * 1000, log }, settings));
+      const at = { now, requestedAt: sentAt, retryAfterMs: wait * 1000, log, recent };
+      step(onLimited(st, at, settings));
     }
     // The pacer offers a step at each booking, about every 100 ms.
     if (now - lastTick >= 100) {
