@@ -18,7 +18,7 @@
  * fields) for the learner to tell how much a long window let through and,
  * once a window is known to be long, how much room it has each second (a
  * step then reads the log and may hold every turn until the window frees).
- * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 10% margin
+ * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 5% margin
  * (FIXED_MARGIN): evenly spaced turns at exactly a platform's limit would
  * meet a 429 whenever a request is delayed on its way (a sliding window
  * counts arrivals). Turns due within TOGETHER_MS of each other go out
@@ -42,6 +42,7 @@ import {
   type RecentLog,
   type SuccessLog,
 } from '../platform/rate-learner.js';
+import { nextSkew, type Skew } from './clock-skew.js';
 import type { RedisClient } from './connection.js';
 import {
   HORIZON_MS,
@@ -71,14 +72,14 @@ export interface Pacer {
 export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & LearnerSettings);
 
 /**
- * A fixed PLATFORM_RATE_LIMIT is paced this share of it, for the jitter of
- * requests on their way: a sliding window of one second counts arrivals, and
- * a request that reaches the platform 100 ms late (a busy process, a slow
- * hop) still leaves the window within the limit. At 5% under (50 ms), a
- * loaded two-core machine met a 429 in two runs of three of the two-worker
- * test (test/e2e/cli-rate-limit.test.ts).
+ * A fixed PLATFORM_RATE_LIMIT is paced this share of it. Turns spaced
+ * evenly at `r` put at most r × (1 s + s) requests in a one-second window
+ * (sliding or fixed) when their arrivals spread by `s`; 5% under the limit
+ * is s = 52 ms: up to TOGETHER_MS (10 ms) early, up to LATE_MS (10 ms) late
+ * without moving the schedule, and about 30 ms for the way to the platform
+ * (a busy process between a turn and its request's write, a slow hop).
  */
-export const FIXED_MARGIN = 0.9;
+export const FIXED_MARGIN = 0.95;
 /**
  * Turns due within this many milliseconds after the one a timer fires for
  * go out with it, up to that much early. At 1,000 requests a second a timer
@@ -88,16 +89,18 @@ export const FIXED_MARGIN = 0.9;
  * sync-cost). 10 ms is 1% of the shortest window a platform's rate is
  * counted in (a second): a sliding window then holds at most 10 ms of turns
  * more than the rate gives, inside the margin under the limit of a fixed
- * rate (FIXED_MARGIN, 100 ms of turns) and of a learned one (it settles at
+ * rate (FIXED_MARGIN, 52 ms of turns) and of a learned one (it settles at
  * 0.95 of the limit).
  */
 export const TOGETHER_MS = 10;
 /**
- * Lateness of a turn beyond which the turns after it move (by the excess). Less is absorbed by the
- * margin under the limit (10% of a 1 s window is 100 ms); more would let a
- * window hold the late request and a full period of later ones.
+ * Lateness of a turn beyond which the turns after it move (by the excess).
+ * Less is absorbed by the margin under the limit (FIXED_MARGIN); more would
+ * let a window hold the late request and a full period of later ones. Each
+ * move costs the rate what it moves by: a timer a few ms late is the rule
+ * on a loaded machine, so this is not 0.
  */
-const LATE_MS = 25;
+const LATE_MS = 10;
 
 export interface PacerOptions {
   redis: RedisClient;
@@ -130,6 +133,8 @@ export class RedisPacer implements Pacer {
   private late = 0;
   /** Redis time − local Date.now(), from the last answer. */
   private offset = 0;
+  /** Redis time − local performance.now(): where booked turns fall locally. */
+  private skew: Skew | undefined;
   private state: LearnerState | undefined;
   private version = '0';
   private current: number;
@@ -299,6 +304,7 @@ export class RedisPacer implements Pacer {
     const fixed = mode.kind === 'fixed' ? fixedPace(mode.rate) : 0;
     const start = mode.kind === 'auto' ? mode.start : fixed;
     let reply: string[];
+    const sentAt = performance.now();
     try {
       reply = (await this.call(
         this.key,
@@ -314,13 +320,13 @@ export class RedisPacer implements Pacer {
       this.okPending += ok;
       throw err;
     }
-    const localNow = performance.now();
     const redisNow = Number(reply[0]);
     this.offset = redisNow - Date.now();
+    this.skew = nextSkew(this.skew, { sentAt, receivedAt: performance.now(), redisNow });
     const first = Number(reply[1]);
     const interval = Number(reply[2]);
     const n = Number(reply[3]);
-    for (let i = 0; i < n; i++) this.turns.push(localNow + (first + i * interval - redisNow));
+    for (let i = 0; i < n; i++) this.turns.push(first + i * interval - this.skew.skew);
     this.version = String(reply[4]);
     const total = Number(reply[5]);
     this.state = stateOf(reply.slice(6));
