@@ -179,7 +179,7 @@ export function describeRate(st: PacerView | undefined, now = Date.now()): strin
   const held =
     st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
   if (st.mode === 'fixed') {
-    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 5%${held})`;
+    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 10%${held})`;
   }
   const how =
     st.source === 'policy'

@@ -8,7 +8,7 @@
  * shared machine, not a benchmark.
  *
  * Why the lower bound holds on a loaded two-core machine: requests are paced
- * at 19/s (5% under the limit); each worker keeps ceil(20 × 0.05 × 1.5) + 2
+ * at 18/s (10% under the limit); each worker keeps ceil(20 × 0.05 × 1.5) + 2
  * = 4 writes in flight, 8 together, several times the one a 50 ms write
  * needs at that pace, so the pacer, not the machine, sets the pace. The
  * steady part lasts about 18 s and the rate is the slope of a line fitted to

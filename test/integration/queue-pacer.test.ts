@@ -100,7 +100,7 @@ describe('pacer: a fixed rate', () => {
   });
 
   it('lets turns due within TOGETHER_MS go out together, and never sooner than that', async () => {
-    // Paced at 950/s: a turn every 1.05 ms, each on its own timer if not taken together.
+    // Paced at 900/s: a turn every 1.11 ms, each on its own timer if not taken together.
     const pacer = await pacerOn(0, prefixOf(), { kind: 'fixed', rate: 1_000 });
     await pacer.acquire();
     const started = performance.now();
@@ -108,7 +108,7 @@ describe('pacer: a fixed rate', () => {
     await Promise.all(
       Array.from({ length: 300 }, () => pacer.acquire().then(() => at.push(performance.now()))),
     );
-    // Released together: in groups of about TOGETHER_MS of turns (9 or 10 here), not one by one.
+    // Released together: in groups of about TOGETHER_MS of turns (9 here), not one by one.
     let groups = 1;
     for (let i = 1; i < at.length; i++) if (at[i]! - at[i - 1]! > 0.5) groups++;
     expect(groups).toBeLessThan(at.length / 4);

@@ -474,8 +474,8 @@ describe('describeRate', () => {
       "platform rate: 61/s (learned; the room in the platform's 60 s window, its limit met near 50/s)",
     ],
     [
-      { mode: 'fixed' as const, rate: 95, notBefore: 0 },
-      'platform rate: 95/s (PLATFORM_RATE_LIMIT less 5%)',
+      { mode: 'fixed' as const, rate: 90, notBefore: 0 },
+      'platform rate: 90/s (PLATFORM_RATE_LIMIT less 10%)',
     ],
   ])('%j', (view, line) => {
     expect(describeRate(view, T0)).toBe(line);
