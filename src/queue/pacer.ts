@@ -15,7 +15,8 @@
  * In `auto` mode the rate itself is learned (src/platform/rate-learner.ts):
  * its state lives in the same hash, so it is shared and survives restarts;
  * successes are logged per second (`<prefix>:pacer:log`, a ring of 128
- * fields) for the learner to tell how much a long window let through and,
+ * fields, and a ring of 32 tenths for a short window at the slow start's
+ * end) for the learner to tell how much a long window let through and,
  * once a window is known to be long, how much room it has each second (a
  * step then reads the log and may hold every turn until the window frees).
  * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 10% margin
