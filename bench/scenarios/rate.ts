@@ -1,21 +1,27 @@
 /**
  * A limit that learns: first syncs of generated HubSpot companies against a
- * sandbox that throttles as a DRF platform does (a sliding log per key),
- * L = 50 ms, by the built CLI (`crm-sync run JOB --with-worker --wait`), each
- * on a fresh sandbox and a fresh Redis prefix (so `auto` starts from nothing):
+ * sandbox that throttles as a DRF platform does (a sliding log per key), by
+ * the built CLI (`crm-sync run JOB --with-worker --wait`), each on a fresh
+ * sandbox and a fresh Redis prefix (so `auto` starts from nothing):
  *
- * (a) PLATFORM_RATE_LIMIT=auto, true limit 100/s;
- * (b) auto, true limit 3000/m (50/s over a minute's window);
- * (c) PLATFORM_RATE_LIMIT=100 against the 100/s sliding window;
- * (d) PLATFORM_RATE_LIMIT=100 against the sandbox's fixed window (for comparison).
+ * (a) PLATFORM_RATE_LIMIT=auto, true limit 100/s, 20,000 rows, L = 50 ms;
+ * (b) auto, true limit 3000/m (50/s over a minute's window), the same;
+ * (c) PLATFORM_RATE_LIMIT=100 against the 100/s sliding window, the same;
+ * (d) PLATFORM_RATE_LIMIT=100 against the sandbox's fixed window (for comparison);
+ * (e) auto, true limit 100/s, a short first sync: 8,000 rows, L = 40 ms;
+ * (f) auto, true limit 1,000/s, 20,000 rows, L = 40 ms, PLATFORM_RATE_LIMIT_MAX=2000;
+ * (g) PLATFORM_RATE_LIMIT=200 against a 200/s sliding window, 4,000 rows, L = 40 ms;
+ * (h) the same against the sandbox's fixed window.
  *
  * Figures from what the platform saw (its stats, sampled every 200 ms): the
- * write rate between 10% and 90% of the writes over the limit, the 429s'
+ * write rate between 10% and 90% of the writes ("steady") and from the first
+ * write to the last ("overall", start to end) over the limit, the 429s'
  * share of all requests, and the rate the pacer holds at the end (Redis).
- * BENCH_RATE_ROWS sets the export size (default 20,000); BENCH_RATE_CASES
- * picks cases (e.g. `a,c`); BENCH_RATE_CONCURRENCY sets WRITE_CONCURRENCY;
- * BENCH_RATE_TRACE=PATH writes, per case, PATH-<case>.tsv: second by
- * second, the writes and 429s the platform saw and the pacer's state.
+ * BENCH_RATE_ROWS sets every case's export size; BENCH_RATE_CASES picks
+ * cases (e.g. `a,c`; all by default); BENCH_RATE_CONCURRENCY sets
+ * WRITE_CONCURRENCY; BENCH_RATE_TRACE=PATH writes, per case,
+ * PATH-<case>.tsv: second by second, the writes and 429s the platform saw
+ * and the pacer's state.
  */
 import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
@@ -27,8 +33,7 @@ import { writeFileSync } from 'node:fs';
 import { readPacerState, type PacerView } from '../../src/queue/pacer-store.js';
 import { FIXED_MARGIN, fixedPace } from '../../src/queue/pacer.js';
 
-const LATENCY_MS = 50;
-const ROWS = Number(process.env.BENCH_RATE_ROWS ?? 20_000);
+const ROWS = process.env.BENCH_RATE_ROWS ? Number(process.env.BENCH_RATE_ROWS) : undefined;
 
 interface Case {
   id: string;
@@ -39,6 +44,10 @@ interface Case {
   mode: 'sliding' | 'fixed';
   /** PLATFORM_RATE_LIMIT. */
   setting: string;
+  rows: number;
+  latencyMs: number;
+  /** PLATFORM_RATE_LIMIT_MAX (auto), when not the default. */
+  max?: number;
 }
 
 const CASES: Case[] = [
@@ -53,27 +62,71 @@ const CASES: Case[] = [
     mode: 'fixed',
     setting: '100',
   },
-];
+].map((c) => ({ ...c, mode: c.mode as Case['mode'], rows: 20_000, latencyMs: 50 }));
+CASES.push(
+  {
+    id: 'e',
+    what: 'auto, short sync',
+    limit: '100/s',
+    perSecond: 100,
+    mode: 'sliding',
+    setting: 'auto',
+    rows: 8_000,
+    latencyMs: 40,
+  },
+  {
+    id: 'f',
+    what: 'auto, max 2000',
+    limit: '1000/s',
+    perSecond: 1_000,
+    mode: 'sliding',
+    setting: 'auto',
+    rows: 20_000,
+    latencyMs: 40,
+    max: 2_000,
+  },
+  {
+    id: 'g',
+    what: 'fixed 200',
+    limit: '200/s',
+    perSecond: 200,
+    mode: 'sliding',
+    setting: '200',
+    rows: 4_000,
+    latencyMs: 40,
+  },
+  {
+    id: 'h',
+    what: 'fixed 200, fixed-window sandbox',
+    limit: '200/s',
+    perSecond: 200,
+    mode: 'fixed',
+    setting: '200',
+    rows: 4_000,
+    latencyMs: 40,
+  },
+);
 
 export default {
   name: 'rate',
-  description: `first sync of ${ROWS.toLocaleString('en-US')} companies, L = ${LATENCY_MS} ms, against a DRF sliding-window sandbox: PLATFORM_RATE_LIMIT=auto and fixed`,
+  description:
+    'first syncs of generated companies against a DRF throttle: PLATFORM_RATE_LIMIT=auto and fixed',
   async run(): Promise<BenchTable[]> {
     requireBuild();
-    const wanted = (process.env.BENCH_RATE_CASES ?? 'a,b,c,d').split(',');
-    const source = await ensureSyncExport(ROWS, false);
+    const wanted = process.env.BENCH_RATE_CASES?.split(',') ?? CASES.map((c) => c.id);
     const load0 = await loadAverage();
     const redis = await openBenchRedis();
     const admin = new Redis(redis.url);
     const jobs = jobsDir();
-    jobs.write('companies', source);
     const rows: (string | number)[][] = [];
     try {
       for (const c of CASES.filter((x) => wanted.includes(x.id))) {
+        const size = ROWS ?? c.rows;
+        jobs.write('companies', await ensureSyncExport(size, false));
         const sandbox = await startMeteredSandbox({
           rateLimit: c.limit,
           rateLimitMode: c.mode,
-          latencyMs: LATENCY_MS,
+          latencyMs: c.latencyMs,
         });
         try {
           const prefix = redis.prefix(`rate-${c.id}`);
@@ -86,7 +139,8 @@ export default {
             jobs: jobs.dir,
             extra: {
               PLATFORM_RATE_LIMIT: c.setting,
-              PLATFORM_LATENCY_HINT_MS: String(LATENCY_MS),
+              PLATFORM_LATENCY_HINT_MS: String(c.latencyMs),
+              ...(c.max && { PLATFORM_RATE_LIMIT_MAX: String(c.max) }),
               ...(process.env.BENCH_RATE_CONCURRENCY && {
                 WRITE_CONCURRENCY: process.env.BENCH_RATE_CONCURRENCY,
               }),
@@ -97,7 +151,7 @@ export default {
           const trace = process.env.BENCH_RATE_TRACE ? tracePacer(admin, prefix) : undefined;
           const summary = await syncRun('companies', env, {
             withWorker: true,
-            timeoutMs: Math.max(300_000, (ROWS / c.perSecond) * 4_000),
+            timeoutMs: Math.max(300_000, (size / c.perSecond) * 4_000),
           });
           const samples = await rec.stop();
           if (trace)
@@ -106,12 +160,13 @@ export default {
           const phase = writePhase(samples);
           const requests = after.requests - before.requests;
           const limited = after.rateLimited - before.rateLimited;
-          if (summary.counts.created !== ROWS)
-            throw new Error(`case ${c.id}: created ${summary.counts.created} of ${ROWS}`);
+          if (summary.counts.created !== size)
+            throw new Error(`case ${c.id}: created ${summary.counts.created} of ${size}`);
           const st = await readPacerState(admin, prefix);
           rows.push([
             `(${c.id}) ${c.what}`,
             `${c.limit} ${c.mode}`,
+            `${int(size)}, ${c.latencyMs} ms`,
             ratio(phase.steadyRate, 1),
             ratio(phase.steadyRate / c.perSecond),
             ratio(phase.overallRate / c.perSecond),
@@ -135,10 +190,11 @@ export default {
     const load1 = await loadAverage();
     return [
       {
-        title: `First sync of ${ROWS.toLocaleString('en-US')} companies against a DRF throttle, L = ${LATENCY_MS} ms`,
+        title: 'First syncs of generated companies against a DRF throttle',
         columns: [
           'PLATFORM_RATE_LIMIT',
           'sandbox limit',
+          'rows, L',
           'steady writes/s',
           'steady / limit',
           'overall / limit',
@@ -151,7 +207,7 @@ export default {
         notes: [
           'steady: writes the sandbox accepted between 10% and 90% of them, per second; overall: first write to last',
           `each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced ${Math.round((1 - FIXED_MARGIN) * 100)}% under PLATFORM_RATE_LIMIT`,
-          `PLATFORM_LATENCY_HINT_MS=${LATENCY_MS}; load average ${load0} before, ${load1} after`,
+          `PLATFORM_LATENCY_HINT_MS = the sandbox's latency L; load average ${load0} before, ${load1} after`,
         ],
       },
     ];

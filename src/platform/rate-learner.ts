@@ -4,14 +4,20 @@
  * keeps in Redis for every replica; each function here takes a state and an
  * observation and answers the next state, or `undefined` when nothing moves.
  *
- * - Start low (`start`, 5/s) and grow ×1.25 per second of requests that
- *   succeed ("slow start"), as long as the rate is actually used.
+ * - Start low (`start`, 5/s) and double the rate every round (`ROUND_MS`)
+ *   whose requests succeeded ("slow start", as TCP finds a path's
+ *   capacity), as long as the rate is actually used, until the first 429.
+ *   A learned rate (a stored state with a ceiling) skips it.
  * - On a 429: wait out its Retry-After (the pacer holds every request until
  *   then) and back off: the limit ("ceiling") is taken as the rate we were
- *   sending at, or, when the platform's window is long (a Retry-After of more
- *   than a second says so), as what the platform let through in that window;
- *   the rate drops to 0.8 of it. Further 429s of requests sent before that
- *   back-off belong to the same episode and change nothing.
+ *   sending at, or what the platform let through in its window when that is
+ *   less (the success log), or, when the platform's window is long (a
+ *   Retry-After of more than a second says so), as what it let through in
+ *   that window; the rate drops to 0.8 of it. A 429 that ends the slow start
+ *   halves the rate (TCP's ssthresh: the rate doubled since the requests
+ *   that met the limit were booked), and never above that 0.8. Further 429s
+ *   of requests sent before that back-off belong to the same episode and
+ *   change nothing.
  * - Then climb back to 0.95 of the ceiling ("settle just under"), halving
  *   the gap each second, and probe: after 20 s there without a 429 the
  *   ceiling grows 3%, so a limit raised by the platform is found too.
@@ -84,9 +90,20 @@ export interface LearnerState {
 /** A next state, and how long to hold every request first (ms from now; a long window's wait). */
 export type Step = LearnerState & { holdMs?: number };
 
-/** Growth per step before the first 429. */
-export const SLOW_START = 1.25;
-/** One step a second at most. */
+/** Growth per round before the first 429 (slow start). */
+export const SLOW_START = 2;
+/**
+ * A slow start's round: the rate doubles at most this often. The pacer
+ * books 200 ms of turns ahead and successes reach the count a round trip
+ * and a booking later, so a round's successes are of the rate one or two
+ * rounds before it (hence the `USED` test against a quarter of the rate,
+ * that is, demand of less than an eighth of it stops the growth). Shorter rounds
+ * overshoot a one-second window further before its first 429 (it counts a
+ * second of the ramp), longer ones take longer to reach a high limit:
+ * 250 ms doubles 5/s to 100/s in about 1 s and to 1,000/s in 2 s.
+ */
+export const ROUND_MS = 250;
+/** One step a second at most, once the slow start is over. */
 export const STEP_MS = 1_000;
 /** The rate after a back-off, as a share of the ceiling. */
 export const BACKOFF = 0.8;
@@ -119,6 +136,16 @@ const DAY_MS = 86_400_000;
 
 const clamp = (x: number, s: LearnerSettings): number => Math.min(s.max, Math.max(s.min, x));
 
+/** Whether the state is in its slow start: nothing learned yet (no 429, no stated policy). */
+export function slowStart(st: LearnerState): boolean {
+  return st.ceiling === 0 && st.source !== 'policy';
+}
+
+/** How long a step of the state lasts: a round in the slow start, else a second. */
+export function stepMs(st: LearnerState): number {
+  return slowStart(st) ? ROUND_MS : STEP_MS;
+}
+
 /** The state of a cluster that learned nothing yet, or carries on from `stored`. */
 export function initialState(s: LearnerSettings, now: number, stored?: LearnerState): LearnerState {
   if (stored) return { ...stored, rate: clamp(stored.rate, s), changedAt: now };
@@ -145,7 +172,7 @@ export function onTick(
   s: LearnerSettings,
 ): Step | undefined {
   const elapsed = at.now - st.changedAt;
-  if (elapsed < STEP_MS) return undefined;
+  if (elapsed < stepMs(st)) return undefined;
   const base = { changedAt: at.now, okAtChange: at.ok };
   if (at.log && windowed(st)) {
     // Probe only a window that was kept full: an idle one says nothing of its limit.
@@ -166,11 +193,14 @@ export function onTick(
     };
   }
   const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
-  // Demand was below the rate: nothing says the platform takes more.
-  if (used < st.rate * USED || st.source === 'policy') return { ...st, ...base };
-  if (st.ceiling === 0) {
+  if (slowStart(st)) {
+    // A round's successes are of the rate one or two rounds before it: turns
+    // are booked 200 ms ahead and successes counted at the next booking.
+    if (used < (st.rate / SLOW_START ** 2) * USED) return { ...st, ...base };
     return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
   }
+  // Demand was below the rate: nothing says the platform takes more.
+  if (used < st.rate * USED || st.source === 'policy') return { ...st, ...base };
   const target = clamp(st.ceiling * SETTLE, s);
   if (st.rate < target) {
     const rate = Math.min(target, st.rate + Math.max(0.5, (target - st.rate) / 2));
@@ -192,6 +222,17 @@ export function onTick(
 
 /** Successes per second, keyed by the second (ms / 1000, floored): the platform's view of us. */
 export type SuccessLog = ReadonlyMap<number, number>;
+/** The recent successes per `RECENT_SLOT_MS`, keyed by ms / RECENT_SLOT_MS, floored. */
+export type RecentLog = ReadonlyMap<number, number>;
+/**
+ * The recent log's slot. A one-second window's count from whole seconds
+ * assumes the second before was filled evenly; a slow start fills it late
+ * (doubling), and the bench's first syncs measured a 100/s limit as 87 or
+ * 105 that way. In tenths the error is a tenth's part of one slot.
+ */
+export const RECENT_SLOT_MS = 100;
+/** The recent log covers this much (32 slots of 100 ms, less one either side). */
+export const RECENT_SPAN_MS = 3_000;
 
 /**
  * What a platform with a window of `periodMs` let through in its window,
@@ -205,8 +246,9 @@ export function windowEstimate(
   now: number,
   retryAfterMs: number,
   periodMs: number,
+  slotMs = 1_000,
 ): number | undefined {
-  const count = windowCount(log, now + Math.max(0, retryAfterMs - 1_000), periodMs, now);
+  const count = windowCount(log, now + Math.max(0, retryAfterMs - 1_000), periodMs, now, slotMs);
   return count > 0 ? (count * 1_000) / periodMs : undefined;
 }
 
@@ -242,11 +284,17 @@ function windowTarget(st: LearnerState): number {
   return (st.ceiling * st.periodMs) / 1_000 - st.ceiling * WINDOW_SLACK_S;
 }
 
-/** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first second in part. */
-function windowCount(log: SuccessLog, end: number, periodMs: number, now: number): number {
-  const start = (end - periodMs) / 1_000;
+/** Successes logged in the window of `periodMs` that ends at `end` (up to `now`), its first slot in part. */
+function windowCount(
+  log: SuccessLog,
+  end: number,
+  periodMs: number,
+  now: number,
+  slotMs = 1_000,
+): number {
+  const start = (end - periodMs) / slotMs;
   const from = Math.floor(start);
-  const to = Math.floor(now / 1_000);
+  const to = Math.floor(now / slotMs);
   let count = 0;
   for (const [sec, n] of log) {
     if (sec > from && sec <= to) count += n;
@@ -261,7 +309,13 @@ function windowCount(log: SuccessLog, end: number, periodMs: number, now: number
  */
 export function onLimited(
   st: LearnerState,
-  at: { now: number; requestedAt: number; retryAfterMs: number; log?: SuccessLog },
+  at: {
+    now: number;
+    requestedAt: number;
+    retryAfterMs: number;
+    log?: SuccessLog;
+    recent?: RecentLog;
+  },
   s: LearnerSettings,
 ): Step | undefined {
   // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a day).
@@ -279,15 +333,22 @@ export function onLimited(
   if (st.source === 'policy') return { ...st, periodMs, decreasedAt: at.now };
   // The window was full: what the platform let through in it is the limit
   // (a 1 s window: never more than the rate we sent at).
-  const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
+  const recent =
+    at.recent && periodMs <= RECENT_SPAN_MS
+      ? windowEstimate(at.recent, at.now, at.retryAfterMs, periodMs, RECENT_SLOT_MS)
+      : undefined;
+  const inWindow =
+    recent ?? (at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined);
   const measured = periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate);
   const ceiling = clamp(measured ?? st.rate, s);
+  // The slow start's end: the rate doubled since the refused request was booked.
+  const halved = slowStart(st) ? st.rate / SLOW_START : Infinity;
   const next: LearnerState = {
     ...st,
     periodMs,
     ceiling,
     ceilingAt: at.now,
-    rate: clamp(ceiling * BACKOFF, s),
+    rate: clamp(Math.min(halved, ceiling * BACKOFF), s),
     changedAt: at.now,
     decreasedAt: at.now,
     source: 'limited',

@@ -7,9 +7,15 @@
  * `notBefore` (no turn before it: a 429's Retry-After), `ok` (successful
  * requests of every replica), `v` (the learner state's version), and the
  * learner's state (src/platform/rate-learner.ts). `<prefix>:pacer:log`:
- * successes per second, a ring of 128 fields `second % 128` → `second:count`.
+ * successes per second, a ring of 128 fields `second % 128` → `second:count`,
+ * and per 100 ms, a ring of 32 fields `d<tenth % 32>` → `tenth:count`.
  */
-import { windowed, type LearnerState, type RateSource } from '../platform/rate-learner.js';
+import {
+  RECENT_SLOT_MS,
+  windowed,
+  type LearnerState,
+  type RateSource,
+} from '../platform/rate-learner.js';
 import type { RedisClient } from '../redis/connection.js';
 
 /**
@@ -18,6 +24,8 @@ import type { RedisClient } from '../redis/connection.js';
  */
 export const HORIZON_MS = 200;
 export const LOG_SLOTS = 128;
+/** The recent successes, per 100 ms (`RECENT_SLOT_MS`), a ring of 32 fields `d<slot>`. */
+export const RECENT_SLOTS = 32;
 
 export const pacerKey = (prefix: string): string => `${prefix}:pacer`;
 export const pacerLogKey = (prefix: string): string => `${prefix}:pacer:log`;
@@ -44,7 +52,7 @@ export const STATE_FIELDS = [
  *   (if later than the hold already set), then, if the state's version is
  *   still `version` (or it is `-`), writes the fields and bumps the version.
  *   Answers 1, or 0 when another replica changed the state first.
- * - `log`: the success log, as [slot, "second:count", …].
+ * - `log`: the success log, as [slot, "second:count", …, "d"slot, "tenth:count", …].
  */
 const SCRIPT = `
 local key, logKey = KEYS[1], KEYS[2]
@@ -87,14 +95,17 @@ end
 if #writes > 0 then redis.call('HSET', key, unpack(writes)) end
 if ok > 0 then
   local sec = math.floor(now / 1000)
-  local slot = sec % ${LOG_SLOTS}
-  local cur = redis.call('HGET', logKey, slot)
-  local c = 0
-  if cur then
-    local s, k = string.match(cur, '^(%d+):(%d+)$')
-    if tonumber(s) == sec then c = tonumber(k) end
+  local ds = math.floor(now / ${RECENT_SLOT_MS})
+  local slot, dslot = sec % ${LOG_SLOTS}, 'd' .. (ds % ${RECENT_SLOTS})
+  local cur = redis.call('HMGET', logKey, slot, dslot)
+  local function add(v, at)
+    if v then
+      local s, k = string.match(v, '^(%d+):(%d+)$')
+      if tonumber(s) == at then return at .. ':' .. (tonumber(k) + ok) end
+    end
+    return at .. ':' .. ok
   end
-  redis.call('HSET', logKey, slot, sec .. ':' .. (c + ok))
+  redis.call('HSET', logKey, slot, add(cur[1], sec), dslot, add(cur[2], ds))
 end
 local out = {tostring(now), tostring(first), tostring(interval), n, f[4] or '0', tostring(total)}
 for i = 5, #f do out[#out + 1] = f[i] or '' end
@@ -168,7 +179,7 @@ export function describeRate(st: PacerView | undefined, now = Date.now()): strin
   const held =
     st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
   if (st.mode === 'fixed') {
-    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 5%${held})`;
+    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 10%${held})`;
   }
   const how =
     st.source === 'policy'

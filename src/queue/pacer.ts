@@ -15,7 +15,8 @@
  * In `auto` mode the rate itself is learned (src/platform/rate-learner.ts):
  * its state lives in the same hash, so it is shared and survives restarts;
  * successes are logged per second (`<prefix>:pacer:log`, a ring of 128
- * fields) for the learner to tell how much a long window let through and,
+ * fields, and a ring of 32 tenths for a short window at the slow start's
+ * end) for the learner to tell how much a long window let through and,
  * once a window is known to be long, how much room it has each second (a
  * step then reads the log and may hold every turn until the window frees).
  * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 10% margin
@@ -33,14 +34,16 @@ import {
   onPolicy,
   onTick,
   readRateHeaders,
-  STEP_MS,
+  stepMs,
   windowed,
   type Headers,
   type LearnerSettings,
   type LearnerState,
   type RateSource,
+  type RecentLog,
   type SuccessLog,
 } from '../platform/rate-learner.js';
+import { nextSkew, type Skew } from './clock-skew.js';
 import type { RedisClient } from '../redis/connection.js';
 import {
   HORIZON_MS,
@@ -70,12 +73,17 @@ export interface Pacer {
 export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & LearnerSettings);
 
 /**
- * A fixed PLATFORM_RATE_LIMIT is paced this share of it, for the jitter of
- * requests on their way: a sliding window of one second counts arrivals, and
- * a request that reaches the platform 100 ms late (a busy process, a slow
- * hop) still leaves the window within the limit. At 5% under (50 ms), a
- * loaded two-core machine met a 429 in two runs of three of the two-worker
- * test (test/e2e/cli-rate-limit.test.ts).
+ * A fixed PLATFORM_RATE_LIMIT is paced this share of it. Turns spaced
+ * evenly at `r` put at most r × (1 s + s) requests in a one-second window
+ * (sliding or fixed) when their arrivals spread by `s`; 10% under the
+ * limit is s = 111 ms: up to TOGETHER_MS (10 ms) early, up to LATE_MS
+ * (25 ms) late without moving the schedule, and about 75 ms for the way to
+ * the platform (a busy process between a turn and its request's write, a
+ * slow hop). At 5% under (52 ms), with turns placed by the shortest round
+ * trip to Redis (clock-skew.ts) and LATE_MS at 10, the two-worker test
+ * (test/e2e/cli-rate-limit.test.ts) met a 429 in 1 of the 2 runs that
+ * reached that check on a two-core machine at load average 13-15; at 10%
+ * in none of 2.
  */
 export const FIXED_MARGIN = 0.9;
 /**
@@ -87,14 +95,16 @@ export const FIXED_MARGIN = 0.9;
  * sync-cost). 10 ms is 1% of the shortest window a platform's rate is
  * counted in (a second): a sliding window then holds at most 10 ms of turns
  * more than the rate gives, inside the margin under the limit of a fixed
- * rate (FIXED_MARGIN, 100 ms of turns) and of a learned one (it settles at
+ * rate (FIXED_MARGIN, 111 ms of turns) and of a learned one (it settles at
  * 0.95 of the limit).
  */
 export const TOGETHER_MS = 10;
 /**
- * Lateness of a turn beyond which the turns after it move (by the excess). Less is absorbed by the
- * margin under the limit (10% of a 1 s window is 100 ms); more would let a
- * window hold the late request and a full period of later ones.
+ * Lateness of a turn beyond which the turns after it move (by the excess).
+ * Less is absorbed by the margin under the limit (FIXED_MARGIN); more would
+ * let a window hold the late request and a full period of later ones. Each
+ * move costs the rate what it moves by: a timer a few ms late is the rule
+ * on a loaded machine, so this is not 0.
  */
 const LATE_MS = 25;
 
@@ -129,6 +139,8 @@ export class RedisPacer implements Pacer {
   private late = 0;
   /** Redis time − local Date.now(), from the last answer. */
   private offset = 0;
+  /** Redis time − local performance.now(): where booked turns fall locally. */
+  private skew: Skew | undefined;
   private state: LearnerState | undefined;
   private version = '0';
   private current: number;
@@ -214,8 +226,8 @@ export class RedisPacer implements Pacer {
       if (this.okPending > 0) await this.fetch(0);
       for (let tries = 0; tries < 3; tries++) {
         if (!this.state) return;
-        const log = await this.readLog();
-        const next = onLimited(this.state, { ...at, ...(log && { log }) }, mode);
+        const { log, recent } = await this.readLogs();
+        const next = onLimited(this.state, { ...at, log, recent }, mode);
         // A long window's hold counts from the 429, as its Retry-After does.
         const hold = next?.holdMs ? next.holdMs - (Date.now() + this.offset - now) : 0;
         if (!next || (await this.cas(next, hold))) return;
@@ -298,6 +310,7 @@ export class RedisPacer implements Pacer {
     const fixed = mode.kind === 'fixed' ? fixedPace(mode.rate) : 0;
     const start = mode.kind === 'auto' ? mode.start : fixed;
     let reply: string[];
+    const sentAt = performance.now();
     try {
       reply = (await this.call(
         this.key,
@@ -313,13 +326,13 @@ export class RedisPacer implements Pacer {
       this.okPending += ok;
       throw err;
     }
-    const localNow = performance.now();
     const redisNow = Number(reply[0]);
     this.offset = redisNow - Date.now();
+    this.skew = nextSkew(this.skew, { sentAt, receivedAt: performance.now(), redisNow });
     const first = Number(reply[1]);
     const interval = Number(reply[2]);
     const n = Number(reply[3]);
-    for (let i = 0; i < n; i++) this.turns.push(localNow + (first + i * interval - redisNow));
+    for (let i = 0; i < n; i++) this.turns.push(first + i * interval - this.skew.skew);
     this.version = String(reply[4]);
     const total = Number(reply[5]);
     this.state = stateOf(reply.slice(6));
@@ -329,7 +342,7 @@ export class RedisPacer implements Pacer {
       this.opts.onRate?.(rate, mode.kind === 'fixed' ? 'fixed' : (this.state?.source ?? 'start'));
     }
     if (mode.kind === 'auto' && this.state && !this.ticking) {
-      if (redisNow - this.state.changedAt >= STEP_MS) {
+      if (redisNow - this.state.changedAt >= stepMs(this.state)) {
         this.ticking = true;
         this.enqueueWrite(() => this.tick(redisNow, total).finally(() => (this.ticking = false)));
       }
@@ -340,7 +353,7 @@ export class RedisPacer implements Pacer {
   private async tick(now: number, ok: number): Promise<void> {
     const mode = this.opts.mode;
     if (mode.kind !== 'auto' || !this.state) return;
-    const log = windowed(this.state) ? await this.readLog() : undefined;
+    const log = windowed(this.state) ? (await this.readLogs()).log : undefined;
     const next = onTick(this.state, { now, ok, ...(log && { log }) }, mode);
     if (next) await this.cas(next, next.holdMs ?? 0);
   }
@@ -383,14 +396,17 @@ export class RedisPacer implements Pacer {
     return true;
   }
 
-  private async readLog(): Promise<SuccessLog> {
+  /** The success log, per second and (`d` fields) per RECENT_SLOT_MS. */
+  private async readLogs(): Promise<{ log: SuccessLog; recent: RecentLog }> {
     const flat = (await this.call(this.key, this.logKey, 'log')) as string[];
     const log = new Map<number, number>();
+    const recent = new Map<number, number>();
     for (let i = 1; i < flat.length; i += 2) {
-      const [sec, count] = flat[i]!.split(':').map(Number);
-      if (sec !== undefined && count !== undefined) log.set(sec, count);
+      const [at, count] = flat[i]!.split(':').map(Number);
+      if (at === undefined || count === undefined) continue;
+      (flat[i - 1]!.startsWith('d') ? recent : log).set(at, count);
     }
-    return log;
+    return { log, recent };
   }
 }
 
