@@ -8,7 +8,9 @@
  * group's address is the org's internal one, without a top-level domain,
  * which the e-mail transform refuses: `.example` is added to it. Real Redis,
  * the sandbox, batches of two rows (so that a survivor beats rows of
- * earlier batches).
+ * earlier batches). These users are Salesforce's own (the preset skips them
+ * by their addresses): the jobs turn those skip rules off, so that the rows
+ * reach the survivor rule.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,6 +50,16 @@ const MODIFIED: Record<string, string> = {
   '005dM00000aYaE8QAK': '2026-05-04T00:00:00.000+0000', // line 7, noreply@example.com (newest, tie)
   '005dM00000aYaE9QAK': '2026-05-04T00:00:00.000+0000', // line 8, noreply@example.com (tie: 7 is earlier)
   '005dM00000awSFJQA2': '2026-05-06T09:49:19.000+0000', // line 9, alone
+};
+// The preset's skip rules for Salesforce's own users, off: these rows are the test's duplicates.
+const SYSTEM_USERS_KEPT = {
+  skip: {
+    'internal-username': false,
+    'chatter-username': false,
+    'internal-email': false,
+    'salesforce-noreply': false,
+    'placeholder-email': false,
+  },
 };
 const HEADER = ['Id', 'Username', 'Email', 'FirstName', 'LastName', 'LastModifiedDate'];
 
@@ -115,6 +127,7 @@ describe('engine: duplicates keep one survivor', () => {
         entity: 'members',
         source: { path },
         mapping: 'salesforce-users',
+        ...SYSTEM_USERS_KEPT,
         ...(keep !== undefined && { duplicates: { keep } }),
       });
       // The dry run (claims in memory) keeps the same survivors.
@@ -164,6 +177,7 @@ describe('engine: duplicates keep one survivor', () => {
       entity: 'members',
       source: { path },
       mapping: 'salesforce-users',
+      ...SYSTEM_USERS_KEPT,
       duplicates: { keep: 'none' },
     });
     const run = await h.runJob('users');
@@ -190,6 +204,7 @@ describe('engine: duplicates keep one survivor', () => {
       entity: 'members',
       source: { path },
       mapping: 'salesforce-users',
+      ...SYSTEM_USERS_KEPT,
       membersUpdate: 'put',
     });
     // Run 1: line 3 (A) is the newest.
