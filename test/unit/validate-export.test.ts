@@ -16,7 +16,7 @@ const dir = mkdtempSync(join(tmpdir(), 'crm-sync-validate-export-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const HEADER =
-  '"Id","Username","FirstName","LastName","Email","IsActive","UserType","Title","Department"';
+  '"Id","Username","FirstName","LastName","Email","IsActive","UserType","Title","Department","LastModifiedDate","SystemModstamp"';
 
 /**
  * 300 Salesforce users, every cell quoted, CRLF. Every third row (i % 3 == 0)
@@ -36,6 +36,8 @@ function userCells(i: number): string[] {
     i === 20 ? 'AutomatedProcess' : 'Standard',
     'Engineer',
     'R&D',
+    '2026-01-05T10:00:00.000Z',
+    '2026-01-05T10:00:00.000Z',
   ];
   if (i === 31) cells.push('extra');
   return cells;
@@ -70,7 +72,7 @@ describe('validate: the whole export', () => {
         `warning: ${job.file}: 100 rows would sync with a warning: (row): decoded as windows-1252: not UTF-8 at byte ${firstAccent} of the export (lines 2, 5, 8, 11, 14, …)`,
         `warning: ${job.file}: 1 row would be invalid: email: not a valid e-mail address (line 12)`,
         `note: ${job.file}: 1 row would be skipped: skip.not-a-person: not a person of the org (UserType AutomatedProcess) (line 22)`,
-        `warning: ${job.file}: 1 row would be invalid: (row): row has 10 fields, header has 9 (line 33)`,
+        `warning: ${job.file}: 1 row would be invalid: (row): row has 12 fields, header has 11 (line 33)`,
         `paths users: checked all 299 rows read from ${path}: every mapped path found a value`,
       ],
     });
