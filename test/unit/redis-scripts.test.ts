@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { deflateRawSync } from 'node:zlib';
 import { HORIZON_MS, LOG_SLOTS, STATE_FIELDS } from '../../src/queue/pacer-store.js';
+import { MAX_UNKNOWN_READ } from '../../src/state/planned-writes.js';
 import { allScripts, commandOf, readScripts } from '../../src/redis/scripts.js';
 
 const SRC = join(import.meta.dirname, '../../src');
@@ -30,7 +32,6 @@ const NOT_YET_MOVED = new Set<string>([
   'state/planned-writes.ts',
   'state/record-lookup.ts',
   'state/scratch.ts',
-  'state/write-steps.ts',
 ]);
 
 describe('Lua scripts', () => {
@@ -92,6 +93,15 @@ describe('Lua scripts', () => {
     expect(fields?.[1]).toBe(STATE_FIELDS.map((s) => `'${s}'`).join(', '));
     expect(lua).toContain(`math.floor(${HORIZON_MS} / interval)`);
     expect(lua).toContain(`local slot = sec % ${LOG_SLOTS}\n`);
+  });
+
+  it("writes out the plan's empty chunk and unknown-read bound as planned-writes.ts has them", () => {
+    const lua = allScripts().get('finish-writes')!.lua;
+    const empty = /local EMPTY_CHUNK = '((?:\\\d+)+)'\n/.exec(lua)?.[1];
+    const bytes = empty?.split('\\').slice(1).map(Number);
+    expect(bytes).toEqual([...deflateRawSync('[]', { level: 1 })]);
+    expect(lua).toContain(`elseif size <= ${MAX_UNKNOWN_READ} then`);
+    expect(lua).not.toContain('@include');
   });
 });
 
