@@ -120,8 +120,8 @@ export function defineScripts(redis: RedisClient): void {
   defined.add(redis);
 }
 
-function commandOn(target: object, name: string): ScriptCall | undefined {
-  const fn = (target as Record<string, unknown>)[commandOf(name)];
+function commandOn(target: object, name: string, suffix = ''): ScriptCall | undefined {
+  const fn = (target as Record<string, unknown>)[commandOf(name) + suffix];
   return typeof fn === 'function' ? (fn as ScriptCall) : undefined;
 }
 
@@ -136,6 +136,18 @@ function unknownScript(name: string): Error {
 export function callScript(redis: RedisClient, name: string, ...args: Arg[]): Promise<unknown> {
   defineScripts(redis);
   const fn = commandOn(redis, name);
+  if (!fn) throw unknownScript(name);
+  return fn.apply(redis, args);
+}
+
+/** As `callScript`, the reply's strings as Buffers (binary values, such as deflated bodies). */
+export function callScriptBuffer(
+  redis: RedisClient,
+  name: string,
+  ...args: Arg[]
+): Promise<unknown> {
+  defineScripts(redis);
+  const fn = commandOn(redis, name, 'Buffer');
   if (!fn) throw unknownScript(name);
   return fn.apply(redis, args);
 }

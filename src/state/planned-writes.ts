@@ -27,6 +27,7 @@
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript, callScriptBuffer } from '../redis/scripts.js';
 import type { WriteAction } from '../sync/action.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
@@ -39,72 +40,6 @@ import { chunks } from './pipeline.js';
  * on 100,000 company writes, 82 bytes per write at 64 lines, 67 at 128.
  */
 export const CHUNK_LINES = 128;
-
-// KEYS: plan hash, chunk index. ARGV: TTL (ms), then per chunk: first line, writes, deflated
-// body (0 writes: the chunk is removed). `n:<first>` keeps each chunk's count, `total` the sum,
-// `u:<first>` the chunk's unsettled lines: all of them (only planning writes chunks).
-const PUT = `
-local delta = 0
-for i = 2, #ARGV, 3 do
-  local f, n = ARGV[i], tonumber(ARGV[i + 1])
-  local old = tonumber(redis.call('HGET', KEYS[1], 'n:' .. f) or '0')
-  if n == 0 then
-    redis.call('HDEL', KEYS[1], f, 'n:' .. f, 'u:' .. f)
-    redis.call('ZREM', KEYS[2], f)
-  else
-    redis.call('HSET', KEYS[1], f, ARGV[i + 2], 'n:' .. f, n, 'u:' .. f, n)
-    redis.call('ZADD', KEYS[2], f, f)
-  end
-  delta = delta + n - old
-end
-if delta ~= 0 then redis.call('HINCRBY', KEYS[1], 'total', delta) end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return delta
-`;
-
-// KEYS: plan hash, chunk index. ARGV: lines. Replies first line, body, … of each distinct
-// chunk holding one of the lines (the chunk with the greatest first line not above it). A
-// line inside the last chunk found (below the next chunk's first line) needs no lookup: a
-// write chunk's lines are consecutive, so most lines cost none.
-const CHUNKS_OF = `
-local out, seen, lo, hi = {}, {}, nil, nil
-for i = 1, #ARGV do
-  local line = tonumber(ARGV[i])
-  if not (lo and line >= lo and (hi == nil or line < hi)) then
-    local c = redis.call('ZREVRANGEBYSCORE', KEYS[2], ARGV[i], '-inf', 'LIMIT', 0, 1)[1]
-    lo, hi = nil, nil
-    if c then
-      lo = tonumber(c)
-      local n = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. c, '+inf', 'LIMIT', 0, 1)[1]
-      if n then hi = tonumber(n) end
-      if not seen[c] then
-        seen[c] = true
-        local body = redis.call('HGET', KEYS[1], c)
-        if body then
-          out[#out + 1] = c
-          out[#out + 1] = body
-        end
-      end
-    end
-  end
-end
-return out
-`;
-
-// KEYS: plan hash, chunk index. ARGV: lowest first line, chunks. Replies first line, body, …
-// of up to that many chunks from there, in line order (a chunk without a body: '').
-const PAGE = `
-local firsts = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
-if #firsts == 0 then return out end
-local bodies = redis.call('HMGET', KEYS[1], unpack(firsts))
-for i = 1, #firsts do
-  out[#out + 1] = firsts[i]
-  out[#out + 1] = bodies[i] or ''
-end
-return out
-`;
 
 /**
  * Unknown creates read to decide whether a chunk whose lines have all settled
@@ -167,7 +102,10 @@ export class PlannedWrites {
   async scan(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
     const want = Math.max(1, Math.ceil(count / CHUNK_LINES));
     const from = cursor === '0' ? '-inf' : cursor;
-    const read = await this.call('reading planned writes', PAGE, runId, [from, String(want)]);
+    const read = await this.call('reading planned writes', 'plan-page', runId, [
+      from,
+      String(want),
+    ]);
     const chunks = read.map((c) => c.writes).filter((w) => w.length > 0);
     const last = read[read.length - 1];
     const done = read.length < want || last === undefined;
@@ -222,12 +160,18 @@ export class PlannedWrites {
       );
     }
     await redisCall(what, () =>
-      this.redis.eval(PUT, 2, this.keys.plan(runId), this.keys.planIndex(runId), ...args),
+      callScript(
+        this.redis,
+        'put-plan-chunks',
+        this.keys.plan(runId),
+        this.keys.planIndex(runId),
+        ...args,
+      ),
     );
   }
 
   private chunksOf(runId: string, lines: readonly number[], what: string): Promise<Chunk[]> {
-    return this.call(what, CHUNKS_OF, runId, lines.map(String));
+    return this.call(what, 'plan-chunks-of', runId, lines.map(String));
   }
 
   private async call(
@@ -237,10 +181,9 @@ export class PlannedWrites {
     args: readonly string[],
   ): Promise<Chunk[]> {
     const reply = (await redisCall(what, () =>
-      this.redis.callBuffer(
-        'EVAL',
+      callScriptBuffer(
+        this.redis,
         script,
-        2,
         this.keys.plan(runId),
         this.keys.planIndex(runId),
         ...args,
