@@ -152,8 +152,22 @@ export function callScriptBuffer(
   return fn.apply(redis, args);
 }
 
-/** Queues script `name` on a pipeline or transaction (see `defineScripts`); one reply. */
+/**
+ * Queues script `name` on a pipeline or transaction; one reply. A pipeline
+ * sends its SHA (defined on its connection before it was made: see
+ * `defineScripts`). A transaction (`redis.multi()`) sends its text: Redis
+ * refuses a whole MULTI whose script it has forgotten (SCRIPT FLUSH), and
+ * ioredis, which learns that from EXEC, would send the SHA again.
+ */
 export function queueScript(p: ChainableCommander, name: string, ...args: Arg[]): void {
+  if (inTransaction(p)) {
+    const s = allScripts().get(name);
+    if (!s) throw unknownScript(name);
+    const evalText = (p as unknown as { eval: (...a: Arg[]) => unknown }).eval;
+    if (s.numberOfKeys === undefined) evalText.call(p, s.lua, ...args);
+    else evalText.call(p, s.lua, s.numberOfKeys, ...args);
+    return;
+  }
   const fn = commandOn(p, name);
   if (fn) {
     fn.apply(p, args);
@@ -163,4 +177,9 @@ export function queueScript(p: ChainableCommander, name: string, ...args: Arg[])
   throw new Error(
     `Lua script "${name}" is not defined on this pipeline's connection: call defineScripts(redis) before redis.pipeline()`,
   );
+}
+
+/** Whether `p` is inside MULTI (ioredis counts them in `_transactions`; a test guards it). */
+function inTransaction(p: ChainableCommander): boolean {
+  return ((p as unknown as { _transactions?: number })._transactions ?? 0) > 0;
 }

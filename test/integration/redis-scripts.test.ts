@@ -92,4 +92,24 @@ describe('Lua scripts as defined commands', () => {
     // The SHA first (NOSCRIPT), then the text.
     expect(await scriptCalls(redis)).toEqual({ eval: 1, evalsha: 1 });
   });
+
+  it('answers in a pipeline and in a transaction after SCRIPT FLUSH too', async () => {
+    const redis = client();
+    defineScripts(redis);
+    await redis.hset('h', 'f', 'v');
+    const read = async (tx: boolean) => {
+      const p = tx ? redis.multi() : redis.pipeline();
+      hgets(p, [['h', 'f']]);
+      return execAll(p, 'reading');
+    };
+    expect(await read(false)).toEqual([['v']]);
+    await redis.script('FLUSH');
+    expect(await read(false)).toEqual([['v']]);
+    expect(await read(true)).toEqual([['v']]);
+    await redis.script('FLUSH');
+    // A transaction sends the text: Redis would refuse the whole MULTI for an unknown SHA.
+    await redis.config('RESETSTAT');
+    expect(await read(true)).toEqual([['v']]);
+    expect(await scriptCalls(redis)).toEqual({ eval: 1, evalsha: 0 });
+  });
 });
