@@ -3,7 +3,8 @@
  * `lua/` folder (src/state/lua/, src/queue/lua/, src/schedule/lua/), read
  * once per process and defined once per connection as an ioredis command,
  * so Redis gets EVALSHA (the text only the first time on a socket) on a
- * single node, a Sentinel primary or a Cluster, alone or in a pipeline.
+ * single node, a Sentinel primary or a Cluster, alone or in a pipeline
+ * (in a transaction, the text: see `queueScript`).
  *
  * A file is named after its script, then its number of keys when that is
  * fixed: `renew-lock-1.lua` is `renew-lock` with one key; a file without the
@@ -39,9 +40,14 @@ type ScriptCall = (...args: Arg[]) => Promise<unknown>;
 const FILE = /^([a-z][a-z0-9-]*?)(?:-(\d+))?\.lua$/;
 const INCLUDE = /^--- @include "([a-z0-9-]+)"[ \t]*$/gm;
 
-/** The scripts of one `lua/` folder, includes resolved; throws on an unknown or circular include. */
+/**
+ * The scripts of one `lua/` folder, includes resolved; throws when the
+ * folder is missing or an include is unknown or circular.
+ */
 export function readScripts(dir: URL, label = dir.pathname): LuaScript[] {
-  if (!existsSync(dir)) return [];
+  if (!existsSync(dir)) {
+    throw new Error(`no Lua scripts at ${dir.pathname} (npm run build copies src/*/lua/ to dist/)`);
+  }
   const out: LuaScript[] = [];
   for (const file of readdirSync(dir).sort()) {
     const m = FILE.exec(file);

@@ -124,7 +124,7 @@ describe('includes', () => {
     });
   });
 
-  it('refuses an include that is missing or includes itself', () => {
+  it('refuses a missing folder, and an include that is missing or includes itself', () => {
     const missing = layer('missing', { 'x.lua': '--- @include "nope"\nreturn 1\n' });
     expect(() => readScripts(missing, 'missing/')).toThrow(/x\.lua: no include "nope"/);
     const loop = layer('loop', {
@@ -133,6 +133,10 @@ describe('includes', () => {
       'y.lua': '--- @include "a"\nreturn 1\n',
     });
     expect(() => readScripts(loop, 'loop/')).toThrow(/include "a" includes itself/);
+    const none = pathToFileURL(join(dir, 'not-there/'));
+    expect(() => readScripts(none)).toThrow(
+      /no Lua scripts at .*not-there\/ \(npm run build copies/,
+    );
   });
 
   it('resolves the bucket-pattern include in the state scripts that name buckets', () => {
