@@ -18,6 +18,7 @@ import {
   type WorkerOptions,
 } from 'bullmq';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { RETRY_DEFAULTS } from '../config.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { jitterOf, writeRetryDelay, type RetrySettings } from '../platform/retry-policy.js';
@@ -188,11 +189,6 @@ export async function enqueueRun<D>(
   return { runId: id, attached: id !== runId };
 }
 
-// Deletes the deduplication key only while it still names the stale run: two
-// callers releasing the same stale run cannot delete the key of a new one.
-const RELEASE_STALE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
 /**
  * Frees a job definition's run slot held by `staleRunId`, a run whose record
  * has ended while its queue job has not returned yet (it sleeps in the
@@ -207,7 +203,14 @@ export async function releaseStaleRun<D>(
 ): Promise<void> {
   // The Redis backend's client is the ioredis connection we gave the queue.
   const client = (await queue.backend.client) as unknown as RedisClient;
-  await client.eval(RELEASE_STALE, 1, queue.toKey(`de:${runDeduplicationId(jobName)}`), staleRunId);
+  // Deleted only while it still names the stale run (the compare-and-delete of
+  // a lock): two callers releasing the same stale run never delete a new one's.
+  await callScript(
+    client,
+    'release-lock',
+    queue.toKey(`de:${runDeduplicationId(jobName)}`),
+    staleRunId,
+  );
 }
 
 /** The run of a job definition that is waiting or active now, if any. */

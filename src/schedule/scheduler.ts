@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { MissedSlot } from '../alerts/rules.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -70,15 +71,6 @@ export class ScheduleError extends Error {
   }
 }
 
-// Only moves the marker forward: two replicas, or a slow firing, never rewind it.
-const ADVANCE_LAST_SLOT = `
-local cur = redis.call('GET', KEYS[1])
-if (not cur) or cur < ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1])
-  return 1
-end
-return 0`;
-
 export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler> {
   const logger = opts.logger ?? silentLogger;
   const now = opts.now ?? (() => new Date());
@@ -116,7 +108,8 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
         log.debug('slot claimed by another scheduler');
         return { job: jobName, slot, outcome: 'claimed-elsewhere' };
       }
-      await opts.redis.eval(ADVANCE_LAST_SLOT, 1, lastSlotKey(opts.prefix, jobName), slot);
+      // Only forward (lua/advance-last-slot-1.lua): two replicas never rewind it.
+      await callScript(opts.redis, 'advance-last-slot', lastSlotKey(opts.prefix, jobName), slot);
       const { runId, attached } = await opts.enqueue(jobName, slot);
       if (attached) {
         log.info({ runId }, 'previous run still active; not starting another');

@@ -39,15 +39,6 @@ export const DEFAULT_BUCKETS = { ids: 8192, records: 4096 } as const;
  */
 export const CLAIM_BUCKETS = 16384;
 
-/**
- * Lua for the scripts that name buckets themselves from a bucket's name without its number
- * (`idsPrefix`, `claimBucketPrefix`, …): `bucketPattern(at)` is a `string.format` pattern of
- * the names, a `%` in the prefix kept as itself. Formatting the number costs half the CPU of
- * `at .. n` or `tostring(n)`, which both write it with %.14g in the Lua of Redis 7.0.
- */
-export const LUA_BUCKET_PATTERN = `local function bucketPattern(at) return (string.gsub(at, '%%', '%%%%')) .. '%d' end
-`;
-
 export interface Buckets {
   ids: number;
   records: number;

@@ -1,21 +1,14 @@
 /**
  * The per-job lock: at most one active run of a job. A holder proves itself
  * with its token (the run id is a good one); renew and release only act for
- * the holder (compare-and-set in Lua), so a holder whose lock expired can
- * never remove its successor's.
+ * the holder (compare-and-set in Lua: lua/renew-lock-1.lua and
+ * release-lock-1.lua), so a holder whose lock expired can never remove its
+ * successor's.
  */
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
-
-const RENEW = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-`;
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`;
 
 export class JobLocks {
   constructor(
@@ -34,7 +27,7 @@ export class JobLocks {
   /** Extends the lock; false when `token` no longer holds it. */
   async renew(job: string, token: string, ttlMs: number): Promise<boolean> {
     const reply = await redisCall('renewing a job lock', () =>
-      this.redis.eval(RENEW, 1, this.keys.jobLock(job), token, String(ttlMs)),
+      callScript(this.redis, 'renew-lock', this.keys.jobLock(job), token, String(ttlMs)),
     );
     return Number(reply) === 1;
   }
@@ -42,7 +35,7 @@ export class JobLocks {
   /** Releases the lock; false when `token` did not hold it. */
   async release(job: string, token: string): Promise<boolean> {
     const reply = await redisCall('releasing a job lock', () =>
-      this.redis.eval(RELEASE, 1, this.keys.jobLock(job), token),
+      callScript(this.redis, 'release-lock', this.keys.jobLock(job), token),
     );
     return Number(reply) === 1;
   }

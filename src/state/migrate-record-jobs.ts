@@ -10,9 +10,10 @@
  * Only the record buckets are read, by their names (every key is known from
  * the bucket counts; no SCAN or KEYS over the keyspace), `batch` buckets per
  * round trip. Each value is replaced only if it is still the one read
- * (compare-and-set in Lua), and four-part values are never touched: running
+ * (compare-and-set in Lua, lua/replace-record-states.lua), and four-part values are never touched: running
  * it again changes nothing.
  */
+import { callScript } from '../redis/scripts.js';
 import { ENTITIES } from '../sync/identity.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
@@ -31,19 +32,6 @@ export interface RecordJobsReport {
   /** Three-part values kept: their run (and so their job) is no longer known. */
   writerUnknown: number;
 }
-
-// KEYS: buckets. ARGV: triples (index of the key in KEYS, field, expected value, new value).
-const REPLACE = `
-local n = 0
-for i = 1, #ARGV, 4 do
-  local key = KEYS[tonumber(ARGV[i])]
-  if redis.call('HGET', key, ARGV[i + 1]) == ARGV[i + 2] then
-    redis.call('HSET', key, ARGV[i + 1], ARGV[i + 3])
-    n = n + 1
-  end
-end
-return n
-`;
 
 interface Old {
   bucket: string;
@@ -78,7 +66,7 @@ export async function migrateRecordJobs(
         }
       });
       await learnJobs(redis, keys, old, jobOfRun);
-      const triples: string[] = [];
+      const quads: string[] = [];
       const used: string[] = [];
       for (const o of old) {
         const job = jobOfRun.get(o.runNumber);
@@ -90,11 +78,11 @@ export async function migrateRecordJobs(
         let k = used.indexOf(o.bucket);
         if (k < 0) k = used.push(o.bucket) - 1;
         const value = packRecord({ ...unpackRecord(o.value), jobNumber });
-        triples.push(String(k + 1), o.field, o.value, value);
+        quads.push(String(k + 1), o.field, o.value, value);
       }
-      if (triples.length > 0) {
+      if (quads.length > 0) {
         const n = await redisCall('rewriting record states', () =>
-          redis.eval(REPLACE, used.length, ...used, ...triples),
+          callScript(redis, 'replace-record-states', used.length, ...used, ...quads),
         );
         report.rewritten += Number(n);
       }

@@ -27,6 +27,7 @@
  * running it again. State already at this layout is left alone.
  */
 import { randomBytes } from 'node:crypto';
+import { callScript, defineScripts, queueScript } from '../redis/scripts.js';
 import { redisCall, StateError } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, LAYOUT_VERSION, RunField, type Buckets } from './keys.js';
 import { LayoutField, layoutProblem, versionOf } from './layout.js';
@@ -93,26 +94,6 @@ export class MigrationRefused extends Error {
 const ACTIVE = ['planning', 'writing', 'finalizing'] as const;
 const LOCK_MS = 60_000;
 
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-/**
- * Fails a run (KEYS[1]) only while it is still active and not of this layout:
- * one that ended, or was stamped with this layout, since it was listed is left
- * alone. ARGV: finishedAt, error, this layout, the layout field, then the
- * active statuses.
- */
-const ABANDON = `local s = redis.call('HGET', KEYS[1], 'status')
-if redis.call('HGET', KEYS[1], ARGV[4]) == ARGV[3] then return 0 end
-for i = 5, #ARGV do
-  if s == ARGV[i] then
-    redis.call('HSET', KEYS[1], 'status', 'failed', 'finishedAt', ARGV[1], 'error', ARGV[2])
-    return 1
-  end
-end
-return 0`;
-
 export async function migrate(redis: Connection, opts: MigrateOptions): Promise<MigrateReport> {
   const keys = new KeyLayout(opts.prefix, opts.buckets ?? DEFAULT_BUCKETS);
   const token = randomBytes(8).toString('hex');
@@ -126,12 +107,14 @@ export async function migrate(redis: Connection, opts: MigrateOptions): Promise<
   try {
     return await migrateLocked(redis, keys, opts, async () => {
       const renewed = await redisCall('renewing the migration lock', () =>
-        redis.eval(RENEW, 1, lock, token, LOCK_MS),
+        callScript(redis, 'renew-lock', lock, token, LOCK_MS),
       );
       if (Number(renewed) !== 1) throw new MigrationRefused('the migration lock was lost');
     });
   } finally {
-    await redisCall('releasing the migration lock', () => redis.eval(RELEASE, 1, lock, token));
+    await redisCall('releasing the migration lock', () =>
+      callScript(redis, 'release-lock', lock, token),
+    );
   }
 }
 
@@ -238,8 +221,9 @@ async function unfinishedRuns(redis: Connection, keys: KeyLayout): Promise<strin
 }
 
 /**
- * Marks the runs failed, each only if it is still active (a compare-and-set:
- * a run that ended after it was listed keeps its end). Returns those marked.
+ * Marks the runs failed, each only if it is still active (a compare-and-set,
+ * lua/abandon-run-1.lua: a run that ended after it was listed keeps its end).
+ * Returns those marked.
  */
 export async function abandonRuns(
   redis: Connection,
@@ -248,11 +232,12 @@ export async function abandonRuns(
   at: number,
 ): Promise<string[]> {
   const error = `abandoned by crm-sync migrate (layout ${LAYOUT_VERSION}): it was started by an older release`;
+  defineScripts(redis);
   const p = redis.pipeline();
   for (const id of runs) {
-    p.eval(
-      ABANDON,
-      1,
+    queueScript(
+      p,
+      'abandon-run',
       keys.run(id),
       String(at),
       error,

@@ -8,18 +8,11 @@
  * an unbounded cache would grow with every run for as long as it lives).
  */
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { redisCall } from './errors.js';
 
 /** Names cached per process by default: far more than the runs writing at once. */
 export const NUMBERING_CACHE_SIZE = 10_000;
-
-const ASSIGN = `
-local n = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-if n then return tonumber(n) end
-n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], n, 's:' .. n, ARGV[1])
-return n
-`;
 
 export class Numbering {
   private readonly numbers = new Map<string, number>();
@@ -43,7 +36,9 @@ export class Numbering {
     const cached = this.numbers.get(name);
     if (cached !== undefined) return cached;
     const n = Number(
-      await redisCall(`numbering a ${this.noun}`, () => this.redis.eval(ASSIGN, 1, this.key, name)),
+      await redisCall(`numbering a ${this.noun}`, () =>
+        callScript(this.redis, 'assign-number', this.key, name),
+      ),
     );
     this.remember(name, n);
     return n;

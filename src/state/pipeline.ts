@@ -4,6 +4,7 @@
  * `null` that would read as "not found".
  */
 import type { ChainableCommander } from 'ioredis';
+import { queueScript } from '../redis/scripts.js';
 import { redisCall, redisError } from './errors.js';
 
 /** Commands per pipeline chunk: large enough for few round trips, small enough not to stall Redis. */
@@ -26,25 +27,12 @@ export function* chunks<T>(items: readonly T[], size = CHUNK): Generator<T[]> {
 
 /*
  * Many single-field hash commands on many keys, as one Lua call instead of
- * one command each: the keys are all under one hash tag (one Cluster slot),
- * and the client's per-command cost, not Redis, is what limits a batch of
- * thousands (about 3x faster measured). Each adds ONE reply to the pipeline.
+ * one command each (lua/hgets.lua, hsets.lua, hclaims.lua): the keys are all
+ * under one hash tag (one Cluster slot), and the client's per-command cost,
+ * not Redis, is what limits a batch of thousands (about 3x faster measured).
+ * Each adds ONE reply to the pipeline, whose connection has the scripts
+ * defined (`defineScripts`).
  */
-const HGETS = `local out = {}
-for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
-return out`;
-
-const HSETS = `local n = 0
-for i = 1, #KEYS do n = n + redis.call('HSET', KEYS[i], ARGV[2 * i - 1], ARGV[2 * i]) end
-return n`;
-
-// Sets each field if absent, and answers who holds it now (the first writer wins).
-const HCLAIMS = `local out = {}
-for i = 1, #KEYS do
-  redis.call('HSETNX', KEYS[i], ARGV[2 * i - 1], ARGV[2 * i])
-  out[i] = redis.call('HGET', KEYS[i], ARGV[2 * i - 1])
-end
-return out`;
 
 /**
  * Queues UNLINK of every key, 1,024 a command: a run's scratch is some 20,000
@@ -56,14 +44,15 @@ export function unlinks(p: ChainableCommander, keys: readonly string[]): void {
 
 /** Queues HGET of each `[key, field]`; the reply is an array of values (null when absent). */
 export function hgets(p: ChainableCommander, pairs: readonly (readonly [string, string])[]): void {
-  p.eval(HGETS, pairs.length, ...pairs.map(([k]) => k), ...pairs.map(([, f]) => f));
+  queueScript(p, 'hgets', pairs.length, ...pairs.map(([k]) => k), ...pairs.map(([, f]) => f));
 }
 
 type Triple = readonly [key: string, field: string, value: string];
 
 /** Queues a script over `[key, field, value]`s: the keys as KEYS, field and value pairs as ARGV. */
-function evalTriples(p: ChainableCommander, script: string, triples: readonly Triple[]): void {
-  p.eval(
+function queueTriples(p: ChainableCommander, script: string, triples: readonly Triple[]): void {
+  queueScript(
+    p,
     script,
     triples.length,
     ...triples.map(([k]) => k),
@@ -73,10 +62,10 @@ function evalTriples(p: ChainableCommander, script: string, triples: readonly Tr
 
 /** Queues HSET of each `[key, field, value]`; the reply is the number of new fields. */
 export function hsets(p: ChainableCommander, triples: readonly Triple[]): void {
-  evalTriples(p, HSETS, triples);
+  queueTriples(p, 'hsets', triples);
 }
 
 /** Queues HSETNX then HGET of each `[key, field, value]`; the reply is each field's value after. */
 export function hclaims(p: ChainableCommander, triples: readonly Triple[]): void {
-  evalTriples(p, HCLAIMS, triples);
+  queueTriples(p, 'hclaims', triples);
 }

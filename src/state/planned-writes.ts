@@ -13,7 +13,7 @@
  * The write phase frees the plan as it goes: `u:<first>` counts the chunk's
  * lines not settled yet, and the finish script that settles the chunk's last
  * line drops the chunk: its body becomes an empty list and its counts go
- * (`SETTLE_PLAN_CHUNKS`; its index entry stays, so a scan's pages keep their
+ * (lua/includes/settle-plan-chunks.lua; its index entry stays, so a scan's pages keep their
  * bounds), unless a line of it still
  * needs its planned write: an unknown create, which finalize verifies by
  * listing (it finds the line's keys and body here). Invariant, on which the
@@ -27,6 +27,7 @@
  */
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript, callScriptBuffer } from '../redis/scripts.js';
 import type { WriteAction } from '../sync/action.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
@@ -40,142 +41,14 @@ import { chunks } from './pipeline.js';
  */
 export const CHUNK_LINES = 128;
 
-// KEYS: plan hash, chunk index. ARGV: TTL (ms), then per chunk: first line, writes, deflated
-// body (0 writes: the chunk is removed). `n:<first>` keeps each chunk's count, `total` the sum,
-// `u:<first>` the chunk's unsettled lines: all of them (only planning writes chunks).
-const PUT = `
-local delta = 0
-for i = 2, #ARGV, 3 do
-  local f, n = ARGV[i], tonumber(ARGV[i + 1])
-  local old = tonumber(redis.call('HGET', KEYS[1], 'n:' .. f) or '0')
-  if n == 0 then
-    redis.call('HDEL', KEYS[1], f, 'n:' .. f, 'u:' .. f)
-    redis.call('ZREM', KEYS[2], f)
-  else
-    redis.call('HSET', KEYS[1], f, ARGV[i + 2], 'n:' .. f, n, 'u:' .. f, n)
-    redis.call('ZADD', KEYS[2], f, f)
-  end
-  delta = delta + n - old
-end
-if delta ~= 0 then redis.call('HINCRBY', KEYS[1], 'total', delta) end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return delta
-`;
-
-// KEYS: plan hash, chunk index. ARGV: lines. Replies first line, body, … of each distinct
-// chunk holding one of the lines (the chunk with the greatest first line not above it). A
-// line inside the last chunk found (below the next chunk's first line) needs no lookup: a
-// write chunk's lines are consecutive, so most lines cost none.
-const CHUNKS_OF = `
-local out, seen, lo, hi = {}, {}, nil, nil
-for i = 1, #ARGV do
-  local line = tonumber(ARGV[i])
-  if not (lo and line >= lo and (hi == nil or line < hi)) then
-    local c = redis.call('ZREVRANGEBYSCORE', KEYS[2], ARGV[i], '-inf', 'LIMIT', 0, 1)[1]
-    lo, hi = nil, nil
-    if c then
-      lo = tonumber(c)
-      local n = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. c, '+inf', 'LIMIT', 0, 1)[1]
-      if n then hi = tonumber(n) end
-      if not seen[c] then
-        seen[c] = true
-        local body = redis.call('HGET', KEYS[1], c)
-        if body then
-          out[#out + 1] = c
-          out[#out + 1] = body
-        end
-      end
-    end
-  end
-end
-return out
-`;
-
-// KEYS: plan hash, chunk index. ARGV: lowest first line, chunks. Replies first line, body, …
-// of up to that many chunks from there, in line order (a chunk without a body: '').
-const PAGE = `
-local firsts = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], '+inf', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
-if #firsts == 0 then return out end
-local bodies = redis.call('HMGET', KEYS[1], unpack(firsts))
-for i = 1, #firsts do
-  out[#out + 1] = firsts[i]
-  out[#out + 1] = bodies[i] or ''
-end
-return out
-`;
-
 /**
  * Unknown creates read to decide whether a chunk whose lines have all settled
  * is still needed: up to this many are read and checked against the chunk's
  * lines; with more (a platform answering nothing for a while) every such
- * chunk is kept to the run's end, which costs only memory.
+ * chunk is kept to the run's end, which costs only memory. Written out in
+ * lua/includes/settle-plan-chunks.lua.
  */
 export const MAX_UNKNOWN_READ = 256;
-
-/**
- * What a dropped chunk's body becomes: `[]` deflated (4 bytes, written as a
- * Lua string of decimal escapes), not nothing, so that every reader, one of
- * an earlier release included (a worker rolled back mid-run), reads a chunk
- * with no writes left where it was, and a scan's pages keep their bounds.
- */
-const EMPTY_CHUNK_LUA = [...deflateRawSync('[]', { level: 1 })].map((b) => `\\${b}`).join('');
-
-/**
- * A Lua function for the script that settles writes (write-steps.ts FINISH):
- * `settlePlanChunks(plan, index, unknown, firsts, settled)` counts down each
- * chunk of `firsts` (first lines, as strings) by `settled[first]` lines that
- * settled for the first time, once per chunk, and drops a chunk left with no
- * unsettled line unless a line of its range [first, next chunk's first) is an
- * unknown create (set `unknown`), read after the script has added its own. A
- * chunk without a count (stored before counts, or the plan expired) is kept.
- * A dropped chunk keeps its entry in the index and an empty body: a scan's
- * pages keep their bounds, and a line of it finds its own chunk, empty, not
- * the one before. (The enqueuer, scanning again after a restart, cuts its
- * write jobs within each chunk, so the chunks left give the same jobs, which
- * the queue knows by their ids.)
- * `pinPlanChunk(plan, index, line)` keeps the chunk of `line` to the run's end:
- * for a line that leaves the unknown creates with its pending marks kept
- * (finalize still verifies it by its planned write).
- */
-export const SETTLE_PLAN_CHUNKS = `
-local EMPTY_CHUNK = '${EMPTY_CHUNK_LUA}'
-local function settlePlanChunks(plan, index, unknown, firsts, settled)
-  local unknownLines
-  for _, c in ipairs(firsts) do
-    local left = redis.call('HINCRBY', plan, 'u:' .. c, -settled[c])
-    if left < 0 then
-      redis.call('HDEL', plan, 'u:' .. c)
-    elseif left == 0 then
-      if unknownLines == nil then
-        local size = redis.call('SCARD', unknown)
-        if size == 0 then unknownLines = {}
-        elseif size <= ${MAX_UNKNOWN_READ} then unknownLines = redis.call('SMEMBERS', unknown)
-        else unknownLines = false end
-      end
-      local keep = unknownLines == false
-      if not keep and #unknownLines > 0 then
-        local lo = tonumber(c)
-        local nx = redis.call('ZRANGEBYSCORE', index, '(' .. c, '+inf', 'LIMIT', 0, 1)[1]
-        local hi = nx and tonumber(nx)
-        for _, l in ipairs(unknownLines) do
-          local v = tonumber(l)
-          if v >= lo and (hi == nil or v < hi) then keep = true break end
-        end
-      end
-      if not keep then
-        redis.call('HSET', plan, c, EMPTY_CHUNK)
-        redis.call('HDEL', plan, 'n:' .. c, 'u:' .. c)
-      end
-    end
-  end
-end
-local function pinPlanChunk(plan, index, line)
-  local c = redis.call('ZREVRANGEBYSCORE', index, line, '-inf', 'LIMIT', 0, 1)[1]
-  if c and redis.call('HEXISTS', plan, 'u:' .. c) == 1 then redis.call('HINCRBY', plan, 'u:' .. c, 1) end
-end
-`;
 
 /** A page of a scan of planned writes. */
 export interface PlanPage {
@@ -229,7 +102,10 @@ export class PlannedWrites {
   async scan(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
     const want = Math.max(1, Math.ceil(count / CHUNK_LINES));
     const from = cursor === '0' ? '-inf' : cursor;
-    const read = await this.call('reading planned writes', PAGE, runId, [from, String(want)]);
+    const read = await this.call('reading planned writes', 'plan-page', runId, [
+      from,
+      String(want),
+    ]);
     const chunks = read.map((c) => c.writes).filter((w) => w.length > 0);
     const last = read[read.length - 1];
     const done = read.length < want || last === undefined;
@@ -284,12 +160,18 @@ export class PlannedWrites {
       );
     }
     await redisCall(what, () =>
-      this.redis.eval(PUT, 2, this.keys.plan(runId), this.keys.planIndex(runId), ...args),
+      callScript(
+        this.redis,
+        'put-plan-chunks',
+        this.keys.plan(runId),
+        this.keys.planIndex(runId),
+        ...args,
+      ),
     );
   }
 
   private chunksOf(runId: string, lines: readonly number[], what: string): Promise<Chunk[]> {
-    return this.call(what, CHUNKS_OF, runId, lines.map(String));
+    return this.call(what, 'plan-chunks-of', runId, lines.map(String));
   }
 
   private async call(
@@ -299,10 +181,9 @@ export class PlannedWrites {
     args: readonly string[],
   ): Promise<Chunk[]> {
     const reply = (await redisCall(what, () =>
-      this.redis.callBuffer(
-        'EVAL',
+      callScriptBuffer(
+        this.redis,
         script,
-        2,
         this.keys.plan(runId),
         this.keys.planIndex(runId),
         ...args,

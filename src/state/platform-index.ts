@@ -12,6 +12,7 @@
  * its data.
  */
 import type { RedisClient } from '../redis/connection.js';
+import { defineScripts } from '../redis/scripts.js';
 import { canonicalJson } from '../sync/canonical.js';
 import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';
@@ -73,7 +74,10 @@ export class PlatformIndex {
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly opts: PlatformIndexOptions,
-  ) {}
+  ) {
+    // Its pipelines queue Lua scripts (pipeline.ts): defined before any pipeline is made.
+    defineScripts(redis);
+  }
 
   async info(entity: Entity): Promise<IndexInfo | null> {
     const h = await redisCall('reading the platform index', () =>

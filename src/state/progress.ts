@@ -8,46 +8,12 @@
  * connection and key layout (`store.progress`).
  */
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll, unlinks } from './pipeline.js';
 import type { RunCounter, RunCounts } from './runs.js';
 import { RUN_COUNTERS } from './runs.js';
-
-// KEYS: unknown-creates set, run hash. ARGV: the unknown-creates and created counter fields,
-// then the lines found on the platform.
-const CONFIRM = `
-local n = 0
-for i = 3, #ARGV do n = n + redis.call('SREM', KEYS[1], ARGV[i]) end
-if n > 0 then
-  redis.call('HINCRBY', KEYS[2], ARGV[1], -n)
-  redis.call('HINCRBY', KEYS[2], ARGV[2], n)
-end
-return n
-`;
-
-// KEYS: settled set, unknown-creates set, plan hash, plan chunk index. ARGV: lines. Each line
-// removed from the settled lines counts one more unsettled line of its plan chunk (the chunk
-// with the greatest first line not above it, kept since the line was an unknown create; a
-// chunk without a count is left so). Replies the lines unsettled.
-const UNSETTLE = `
-local up, chunks, n = {}, {}, 0
-for i = 1, #ARGV do
-  redis.call('SREM', KEYS[2], ARGV[i])
-  if redis.call('SREM', KEYS[1], ARGV[i]) == 1 then
-    n = n + 1
-    local c = redis.call('ZREVRANGEBYSCORE', KEYS[4], ARGV[i], '-inf', 'LIMIT', 0, 1)[1]
-    if c then
-      if up[c] == nil then up[c] = 0; chunks[#chunks + 1] = c end
-      up[c] = up[c] + 1
-    end
-  end
-end
-for _, c in ipairs(chunks) do
-  if redis.call('HEXISTS', KEYS[3], 'u:' .. c) == 1 then redis.call('HINCRBY', KEYS[3], 'u:' .. c, up[c]) end
-end
-return n
-`;
 
 /** Creates settled with an unknown outcome, not yet confirmed: a counter of the run hash. */
 const UNKNOWN = RunField.counter('pendingCreates');
@@ -87,9 +53,9 @@ export class RunProgress {
     if (lines.length === 0) return;
     const k = this.keys;
     await redisCall('unsettling writes', () =>
-      this.redis.eval(
-        UNSETTLE,
-        4,
+      callScript(
+        this.redis,
+        'unsettle',
         k.settled(runId),
         k.unknownCreates(runId),
         k.plan(runId),
@@ -106,9 +72,9 @@ export class RunProgress {
   async confirmCreated(runId: string, lines: readonly number[]): Promise<void> {
     if (lines.length === 0) return;
     await redisCall('confirming creates', () =>
-      this.redis.eval(
-        CONFIRM,
-        2,
+      callScript(
+        this.redis,
+        'confirm-created',
         this.keys.unknownCreates(runId),
         this.keys.run(runId),
         UNKNOWN,

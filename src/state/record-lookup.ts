@@ -5,84 +5,22 @@
  * the writes (commits, pending creates, orphans).
  */
 import type { RedisClient } from '../redis/connection.js';
+import { queueScript } from '../redis/scripts.js';
 import type { Entity } from '../sync/identity.js';
 import { strongestMatch } from '../sync/match.js';
 import { remoteMatters, type Known } from '../sync/plan.js';
 import { parseStored } from './errors.js';
-import { LUA_BUCKET_PATTERN, type KeyLayout } from './keys.js';
+import type { KeyLayout } from './keys.js';
 import type { Numbering } from './numbering.js';
 import { parsePending, platformIdOf, unpackRecord, type RecordState } from './packing.js';
 import { readIndexInfo } from './platform-index.js';
 import { execAll, hgets } from './pipeline.js';
 
-// KEYS: the pending hash. ARGV: an identity-map bucket's name without its number, a
-// record-state bucket's likewise, the number of record buckets, the layout (per record one
-// character, its number of keys, then per key its identity bucket and its length in bytes,
-// each in three characters of 7 bits, high first), then every record's keys end to end, in
-// one argument (one argument a batch, not one a key: a quarter of the client's CPU a key). The
-// script names the buckets itself: they share the prefix's hash tag, so on a cluster they are
-// in the slot of KEYS[1]. Replies {ids, pending, states}: each key's platform id in our
-// identity map, read up to the record's first mapped key (nil: none, or a key after it: the
-// strongest mapped key names the record); each key's pending create (nil: none), or an empty
-// list when no create is pending at all (the usual case: the pending hash is not searched);
-// each record's state under the platform id of its first mapped key (nil: no key mapped, or no
-// state there).
-const IDS_AND_STATES = `${LUA_BUCKET_PATTERN}local idsAt, recsAt, recBuckets, layout, text = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local format, byte, sub = string.format, string.byte, string.sub
-local idsName = bucketPattern(idsAt)
-local recsName = bucketPattern(recsAt)
-local ids, pending, states = {}, {}, {}
-local at, k, r, from = 1, 1, 0, 1
-while at <= #layout do
-  local n = byte(layout, at)
-  at = at + 1
-  r = r + 1
-  local state = false
-  local mapped = false
-  for j = 1, n do
-    local b1, b2, b3, l1, l2, l3 = byte(layout, at, at + 5)
-    local to = from + l1 * 16384 + l2 * 128 + l3
-    local id = false
-    if not mapped then
-      id = redis.call('HGET', format(idsName, b1 * 16384 + b2 * 128 + b3), sub(text, from, to - 1))
-    end
-    at, from = at + 6, to
-    ids[k] = id
-    if id then
-      mapped = true
-      -- A platform id that is not a number is reported by the caller, which reads it too.
-      local num = tonumber(id)
-      if num then state = redis.call('HGET', format(recsName, num % recBuckets), id) end
-    end
-    k = k + 1
-  end
-  states[r] = state
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local keys = {}
-  at, from = 1, 1
-  while at <= #layout do
-    local n = byte(layout, at)
-    at = at + 1
-    for j = 1, n do
-      local l1, l2, l3 = byte(layout, at + 3, at + 5)
-      local to = from + l1 * 16384 + l2 * 128 + l3
-      keys[#keys + 1] = sub(text, from, to - 1)
-      at, from = at + 6, to
-    end
-  end
-  for i = 1, #keys, 1000 do
-    local part = redis.call('HMGET', KEYS[1], unpack(keys, i, math.min(i + 999, #keys)))
-    for j = 1, #part do pending[#pending + 1] = part[j] end
-  end
-end
-return {ids, pending, states}`;
-
 /** A key's length in bytes that a layout can carry: three characters of 7 bits. */
 const MAX_KEY_BYTES = 2 ** 21 - 1;
 
 /**
- * The layout and keys arguments of IDS_AND_STATES: each record's key count, then its keys'
+ * The layout and keys arguments of lua/ids-and-states-1.lua: each record's key count, then its keys'
  * buckets and lengths; and the keys end to end.
  */
 function idsLayout(keys: KeyLayout, records: readonly LookupRecord[]): [string, string] {
@@ -177,9 +115,9 @@ export async function lookupRecords(
   const askJob = job !== undefined && from.jobNumbers.cached(job) === undefined;
   const p1 = from.redis.pipeline();
   p1.hgetall(k.index(entity));
-  p1.eval(
-    IDS_AND_STATES,
-    1,
+  queueScript(
+    p1,
+    'ids-and-states',
     k.pending(entity),
     k.idsPrefix(entity),
     k.recsPrefix(entity),

@@ -5,6 +5,7 @@
  * small number of round trips, never one per row.
  */
 import type { RedisClient } from '../redis/connection.js';
+import { defineScripts } from '../redis/scripts.js';
 import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
@@ -66,7 +67,10 @@ export class RecordStates {
     private readonly runNumbers: Numbering,
     private readonly jobNumbers: Numbering,
     private readonly now: () => number,
-  ) {}
+  ) {
+    // Its pipelines queue scripts (pipeline.ts, record-lookup.ts): defined before any is made.
+    defineScripts(redis);
+  }
 
   /** What is known of each record (see `lookupRecords` in record-lookup.ts). */
   lookup(

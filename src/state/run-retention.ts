@@ -14,6 +14,7 @@
  */
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 
@@ -23,28 +24,6 @@ import type { KeyLayout } from './keys.js';
 const BATCH = 100;
 /** Runs looked at per prune: a backlog (the setting lowered) is worked off over the next runs. */
 const MOST = 10 * BATCH;
-
-// KEYS: the all-runs list, the job's run list, the run numbers, then per run
-// its record, its failure rows and its progress keys (`per` keys each).
-// ARGV: `per`, then the run ids. Returns how many runs were forgotten.
-const FORGET = `
-local per = tonumber(ARGV[1])
-local n = 0
-for i = 2, #ARGV do
-  local id = ARGV[i]
-  local base = 3 + (i - 2) * per
-  local status = redis.call('HGET', KEYS[base + 1], 'status')
-  if status == false or status == 'completed' or status == 'failed' or status == 'stopped' then
-    for k = base + 1, base + per do redis.call('UNLINK', KEYS[k]) end
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('ZREM', KEYS[2], id)
-    local number = redis.call('HGET', KEYS[3], 'r:' .. id)
-    if number then redis.call('HDEL', KEYS[3], 'r:' .. id, 's:' .. number) end
-    n = n + 1
-  end
-end
-return n
-`;
 
 export class RunRetention {
   constructor(
@@ -78,8 +57,9 @@ export class RunRetention {
       const perRun = ids.map((id) => [k.run(id), k.failures(id), ...k.progress(id)]);
       const per = perRun[0]!.length;
       const reply = await redisCall('forgetting old runs', () =>
-        this.redis.eval(
-          FORGET,
+        callScript(
+          this.redis,
+          'forget-runs',
           3 + ids.length * per,
           k.runsAll(),
           k.runsOfJob(job),

@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -183,23 +184,6 @@ function newRunId(now: number): string {
   return `${now.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
 
-// Creates the run only if it does not exist: a run re-created after a crash keeps its counters.
-const CREATE = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
-return 1
-`;
-
-const CLAIM_LAYOUT = `
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-if v then return tonumber(v) end
-if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 1 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return tonumber(ARGV[2])
-`;
-
 export class Runs {
   constructor(
     private readonly redis: RedisClient,
@@ -223,9 +207,9 @@ export class Runs {
     };
     const k = this.keys;
     await redisCall('creating a run', () =>
-      this.redis.eval(
-        CREATE,
-        3,
+      callScript(
+        this.redis,
+        'create-run',
         k.run(id),
         k.runsAll(),
         k.runsOfJob(init.job),
@@ -245,7 +229,13 @@ export class Runs {
    */
   async claimLayout(id: string): Promise<number> {
     const reply = await redisCall("reading a run's layout", () =>
-      this.redis.eval(CLAIM_LAYOUT, 1, this.keys.run(id), RunField.layout, LAYOUT_VERSION),
+      callScript(
+        this.redis,
+        'claim-run-layout',
+        this.keys.run(id),
+        RunField.layout,
+        LAYOUT_VERSION,
+      ),
     );
     return Number(reply);
   }

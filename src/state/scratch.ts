@@ -8,6 +8,7 @@
  * week.
  */
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import type { WriteAction } from '../sync/action.js';
 import {
   decideClaims,
@@ -17,66 +18,17 @@ import {
 } from '../sync/claims.js';
 import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
-import { CLAIM_BUCKETS, LUA_BUCKET_PATTERN, type KeyLayout } from './keys.js';
+import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll, unlinks } from './pipeline.js';
 import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
-
-// KEYS: conflicted hash, the run's claims marker. ARGV: TTL of the claims (ms); one character
-// per key, '1' where its bucket is to get the TTL; a claim bucket's name without its number;
-// the batch's layout (per row: its line in five characters of 7 bits, high first, its number
-// of keys in one, then per key its bucket in two and its claim field in ten). The script names
-// the buckets itself: they share the prefix's hash tag, so on a cluster they are in the slot of
-// KEYS[1]. Each key goes to the first line that claims it (HSETNX). Replies {others, lines,
-// records, fresh}: the position (0-based, over all keys) and holder of every key held by
-// another line than the row's; the conflict record (nil for none) of every line involved, the
-// rows' and their keys' holders', read only once the run has any; and 1 when the marker was
-// missing (a new planning pass: every bucket touched then gets the TTL, and the caller forgets
-// which buckets it had given one).
-const CLAIM = `${LUA_BUCKET_PATTERN}local others, lines, records, seen = {}, {}, {}, {}
-local anyConflict = redis.call('EXISTS', KEYS[1]) == 1
-local marker = redis.call('GET', KEYS[2])
-local fresh = marker == false or marker == 'released'
-if fresh then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
-local function involve(line)
-  if not anyConflict or seen[line] then return end
-  seen[line] = true
-  lines[#lines + 1] = line
-  records[#records + 1] = redis.call('HGET', KEYS[1], line)
-end
-local expire, bucketAt, layout = ARGV[2], ARGV[3], ARGV[4]
-local format = string.format
-local bucketName = bucketPattern(bucketAt)
-local at, k = 1, 1
-while at <= #layout do
-  local l1, l2, l3, l4, l5, n = string.byte(layout, at, at + 5)
-  local line = format('%d', (((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5)
-  at = at + 6
-  involve(line)
-  for j = 1, n do
-    local b1, b2 = string.byte(layout, at, at + 1)
-    local bucket = format(bucketName, b1 * 128 + b2)
-    local field = string.sub(layout, at + 2, at + 11)
-    at = at + 12
-    local holder = line
-    if redis.call('HSETNX', bucket, field, line) == 0 then
-      holder = redis.call('HGET', bucket, field)
-    end
-    if holder ~= line then
-      others[#others + 1] = k - 1
-      others[#others + 1] = holder
-    end
-    involve(holder)
-    if fresh or string.byte(expire, k) == 49 then redis.call('PEXPIRE', bucket, ARGV[1]) end
-    k = k + 1
-  end
-end
-return {others, lines, records, fresh and 1 or 0}
-`;
 
 /** Lines a claim layout can carry: five characters of 7 bits. */
 const MAX_LINE = 2 ** 35 - 1;
 
-/** The layout argument of CLAIM (see there); `fields` and `buckets` are each key's, in order. */
+/**
+ * The layout argument of lua/claim-identities-2.lua (see there); `fields` and
+ * `buckets` are each key's, in order.
+ */
 export function claimLayout(entries: readonly Claim[], names: ClaimNames): string {
   let size = 0;
   for (const e of entries) {
@@ -110,27 +62,6 @@ export function claimLayout(entries: readonly Claim[], names: ClaimNames): strin
   }
   return codes.toString('latin1', 0, size);
 }
-
-// KEYS: the claim bucket of each key. ARGV: their claim fields. Replies each holder (nil: none).
-const HOLDERS = `local out = {}
-for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
-return out`;
-
-// KEYS: the seen bucket of the first id. ARGV: TTL of the buckets (ms); a seen bucket's name
-// without its number; the number of buckets; one character per id, '1' where its bucket is to
-// get the TTL; then the ids. Each id goes to the bucket of its number modulo the buckets, the
-// record bucket's number: a few hundred ids each, which Redis keeps as a small sorted array of
-// integers (an intset), not a hashtable of strings. The script names the buckets itself: they
-// share the prefix's hash tag, so on a cluster they are in the slot of KEYS[1].
-const MARK_SEEN = `${LUA_BUCKET_PATTERN}local ttl, buckets, expire = ARGV[1], tonumber(ARGV[3]), ARGV[4]
-local name = bucketPattern(ARGV[2])
-local format, byte = string.format, string.byte
-for i = 5, #ARGV do
-  local bucket = format(name, tonumber(ARGV[i]) % buckets)
-  redis.call('SADD', bucket, ARGV[i])
-  if byte(expire, i - 4) == 49 then redis.call('PEXPIRE', bucket, ttl) end
-end
-return 0`;
 
 /**
  * The buckets of one kind (claims, seen ids) that this process gave their TTL, for the run it
@@ -216,9 +147,9 @@ export class RunScratch {
     let reply: [(string | number)[], string[], (string | null)[], number];
     try {
       reply = (await redisCall('claiming identities', () =>
-        this.redis.eval(
-          CLAIM,
-          2,
+        callScript(
+          this.redis,
+          'claim-identities',
           conflicted,
           this.keys.claims(runId),
           String(this.ttlMs),
@@ -294,8 +225,9 @@ export class RunScratch {
     if (marker === RELEASED) return this.plannedHolders(runId, keys);
     const names = claimNames(keys);
     const values: (string | null)[] = (await redisCall('reading identity claims', () =>
-      this.redis.eval(
-        HOLDERS,
+      callScript(
+        this.redis,
+        'hgets',
         keys.length,
         ...names.buckets.map((b) => this.keys.claimBucket(runId, b)),
         ...names.fields,
@@ -364,9 +296,9 @@ export class RunScratch {
       const expire = this.seenTtls.flags(runId, buckets);
       try {
         await redisCall('noting seen records', () =>
-          this.redis.eval(
-            MARK_SEEN,
-            1,
+          callScript(
+            this.redis,
+            'mark-seen',
             this.keys.seenBucket(runId, buckets[0]!),
             String(this.ttlMs),
             this.keys.seenBucketPrefix(runId),

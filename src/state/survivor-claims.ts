@@ -11,111 +11,13 @@
  * survivor.
  */
 import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
 import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall } from './errors.js';
-import { LUA_BUCKET_PATTERN, type KeyLayout } from './keys.js';
+import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
 import { claimLayout, type BucketTtls } from './scratch.js';
-
-// KEYS: the run's claims marker. ARGV: TTL of the claims (ms); one character per key, '1' where
-// its bucket is to get the TTL; a claim bucket's name without its number; the batch's layout
-// (as CLAIM's in scratch.ts: per row its line, its number of keys, and per key its bucket and
-// claim field); the rule (`newest`, `oldest`, `first`, `last`); then per row the rest of its
-// claim value, `<sticky>|<rank>|<record>`. A key nobody holds is claimed at once (HSETNX, the
-// usual row), and given back if the row loses on another key. Replies {lost, unset}: per row
-// that lost, five values (its line, its record, the winner's line and record, and the position,
-// 0-based over all keys of the batch, of the key they share); and the buckets flagged for the
-// TTL that no winner wrote (they did not get it); 1 when the marker was missing (a new
-// planning pass: every bucket touched then is flagged, and the caller forgets which buckets it
-// had given the TTL).
-const CONTEND = `${LUA_BUCKET_PATTERN}local marker = redis.call('GET', KEYS[1])
-local fresh = marker == false or marker == 'released'
-if fresh then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
-local ttl, expire, layout, keep = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
-local format, byte, sub, match = string.format, string.byte, string.sub, string.match
-local bucketName = bucketPattern(ARGV[3])
-local function parse(v)
-  local line, s, rank, ref = match(v, '^(%d+)|(%d)|([^|]*)|(.*)$')
-  return { line = tonumber(line), s = tonumber(s), rank = tonumber(rank), ref = ref }
-end
-local function beats(c, h)
-  if c.s ~= h.s then return c.s > h.s end
-  if keep == 'last' then return c.line > h.line end
-  if (keep == 'newest' or keep == 'oldest') and c.rank ~= h.rank then
-    if c.rank == nil then return false end
-    if h.rank == nil then return true end
-    if keep == 'newest' then return c.rank > h.rank end
-    return c.rank < h.rank
-  end
-  return c.line < h.line
-end
-local out, want = {}, {}
-local at, k, row = 1, 0, 0
-while at <= #layout do
-  local l1, l2, l3, l4, l5, n = byte(layout, at, at + 5)
-  local line = (((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5
-  at = at + 6
-  row = row + 1
-  local tail = ARGV[5 + row]
-  local value = format('%d', line) .. '|' .. tail
-  local numbers, buckets, fields, fresh, held, others = {}, {}, {}, {}, {}, {}
-  for j = 1, n do
-    local b1, b2 = byte(layout, at, at + 1)
-    numbers[j] = b1 * 128 + b2
-    buckets[j] = format(bucketName, numbers[j])
-    fields[j] = sub(layout, at + 2, at + 11)
-    at = at + 12
-    if fresh or byte(expire, k + j) == 49 then want[numbers[j]] = true end
-    if redis.call('HSETNX', buckets[j], fields[j], value) == 1 then
-      fresh[j] = true
-    else
-      local h = parse(redis.call('HGET', buckets[j], fields[j]))
-      if h.line ~= line then
-        held[j] = true
-        local known = false
-        for _, o in ipairs(others) do if o.h.line == h.line then known = true break end end
-        if not known then others[#others + 1] = { h = h, key = k + j - 1 } end
-      end
-    end
-  end
-  local over = nil
-  if #others > 0 then
-    local me = parse(value)
-    for _, o in ipairs(others) do
-      if not beats(me, o.h) then over = o break end
-    end
-  end
-  if over then
-    for j = 1, n do
-      if fresh[j] then redis.call('HDEL', buckets[j], fields[j]) end
-    end
-    out[#out + 1] = line; out[#out + 1] = match(tail, '^%d|[^|]*|(.*)$')
-    out[#out + 1] = over.h.line; out[#out + 1] = over.h.ref; out[#out + 1] = over.key
-  else
-    for j = 1, n do
-      if held[j] then redis.call('HSET', buckets[j], fields[j], value) end
-      if want[numbers[j]] then
-        redis.call('PEXPIRE', buckets[j], ttl)
-        want[numbers[j]] = nil
-      end
-    end
-    for _, o in ipairs(others) do
-      out[#out + 1] = o.h.line; out[#out + 1] = o.h.ref
-      out[#out + 1] = line; out[#out + 1] = match(tail, '^%d|[^|]*|(.*)$'); out[#out + 1] = o.key
-    end
-  end
-  k = k + n
-end
-local unset = {}
-for b in pairs(want) do unset[#unset + 1] = b end
-return {out, unset, fresh and 1 or 0}
-`;
-
-// KEYS: the claim bucket of each key. ARGV: their claim fields. Replies each claim's value.
-const VALUES = `local out = {}
-for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
-return out`;
 
 /** A row kept in the `duplicates` hash: its record and the key it lost on. */
 interface LostRow {
@@ -161,9 +63,9 @@ export class SurvivorClaims {
     let fresh: number;
     try {
       [out, unset, fresh] = (await redisCall('claiming identities', () =>
-        this.redis.eval(
-          CONTEND,
-          1,
+        callScript(
+          this.redis,
+          'contend-survivors',
           this.keys.claims(runId),
           String(this.ttlMs),
           expire,
@@ -230,8 +132,9 @@ export class SurvivorClaims {
         });
       const names = claimNames(rows.map((r) => r.lost.identity));
       const values = (await redisCall('reading duplicates', () =>
-        this.redis.eval(
-          VALUES,
+        callScript(
+          this.redis,
+          'hgets',
           rows.length,
           ...names.buckets.map((b) => this.keys.claimBucket(runId, b)),
           ...names.fields,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WriteAction } from '../../src/sync/action.js';
 import { hashTag } from '../../src/redis/target.js';
+import { commandOf } from '../../src/redis/scripts.js';
 import { claimNames } from '../../src/state/claim-digest.js';
 import { scrubText } from '../../src/log.js';
 import { stripCredentials } from '../../src/state/redaction.js';
@@ -243,7 +244,7 @@ describe('run scratch', () => {
     let failNext = false;
     const flaky = new Proxy(redis, {
       get(target, prop, receiver) {
-        if (prop === 'eval' && failNext) {
+        if (prop === commandOf('claim-identities') && failNext) {
           failNext = false;
           return () => Promise.reject(new Error('connection lost'));
         }

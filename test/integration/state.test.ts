@@ -12,7 +12,8 @@ const { redis, prefix } = useRedis();
 
 /**
  * The client as the store sees it, counting round trips: one per direct
- * command, one per pipeline or transaction executed.
+ * command (a Lua script's included), one per pipeline or transaction
+ * executed.
  */
 function counting(client: Redis): { client: Redis; trips: () => number; reset: () => void } {
   let trips = 0;
@@ -20,6 +21,8 @@ function counting(client: Redis): { client: Redis; trips: () => number; reset: (
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== 'function') return value;
+      // Defining a Lua script as a command of the client sends nothing.
+      if (prop === 'defineCommand') return (value as (...a: unknown[]) => unknown).bind(target);
       if (prop === 'pipeline' || prop === 'multi') {
         return (...args: unknown[]) => {
           const p = (value as (...a: unknown[]) => { exec: () => Promise<unknown> }).apply(

@@ -1,0 +1,109 @@
+--[[
+  Claims of a run whose job keeps one survivor of its duplicates
+  (survivor-claims.ts): decides a batch by the rules of `decideSurvivors`
+  (src/sync/survivors.ts) and moves each key to its winner. A key nobody
+  holds is claimed at once (HSETNX, the usual row), and given back if the
+  row loses on another key. The script names the claim buckets itself: they
+  share the prefix's hash tag, so on a cluster they are in the slot of
+  KEYS[1]. A claim's value is `<line>|<sticky>|<rank>|<record>`.
+
+  Input:
+    KEYS[1]  the run's claims marker
+    ARGV[1]  the claims' TTL, ms
+    ARGV[2]  one character per key, '1' where its bucket is to get the TTL
+    ARGV[3]  a claim bucket's name without its number
+    ARGV[4]  the batch's layout, as claim-identities-2.lua's: per row its
+             line, its number of keys, and per key its bucket and claim field
+    ARGV[5]  the rule: newest, oldest, first or last
+    ARGV[6…] per row the rest of its claim value, `<sticky>|<rank>|<record>`
+
+  Output:
+    {lost, unset, fresh}: per row that lost, five values (its line, its
+    record, the winner's line and record, and the position, 0-based over all
+    keys of the batch, of the key they share); the buckets flagged for the
+    TTL that no winner wrote (they did not get it); 1 when the marker was
+    missing (a new planning pass: every bucket touched then is flagged, and
+    the caller forgets which buckets it had given the TTL)
+]]
+--- @include "bucket-pattern"
+local marker = redis.call('GET', KEYS[1])
+local fresh = marker == false or marker == 'released'
+if fresh then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+local ttl, expire, layout, keep = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
+local format, byte, sub, match = string.format, string.byte, string.sub, string.match
+local bucketName = bucketPattern(ARGV[3])
+local function parse(v)
+  local line, s, rank, ref = match(v, '^(%d+)|(%d)|([^|]*)|(.*)$')
+  return { line = tonumber(line), s = tonumber(s), rank = tonumber(rank), ref = ref }
+end
+local function beats(c, h)
+  if c.s ~= h.s then return c.s > h.s end
+  if keep == 'last' then return c.line > h.line end
+  if (keep == 'newest' or keep == 'oldest') and c.rank ~= h.rank then
+    if c.rank == nil then return false end
+    if h.rank == nil then return true end
+    if keep == 'newest' then return c.rank > h.rank end
+    return c.rank < h.rank
+  end
+  return c.line < h.line
+end
+local out, want = {}, {}
+local at, k, row = 1, 0, 0
+while at <= #layout do
+  local l1, l2, l3, l4, l5, n = byte(layout, at, at + 5)
+  local line = (((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5
+  at = at + 6
+  row = row + 1
+  local tail = ARGV[5 + row]
+  local value = format('%d', line) .. '|' .. tail
+  local numbers, buckets, fields, fresh, held, others = {}, {}, {}, {}, {}, {}
+  for j = 1, n do
+    local b1, b2 = byte(layout, at, at + 1)
+    numbers[j] = b1 * 128 + b2
+    buckets[j] = format(bucketName, numbers[j])
+    fields[j] = sub(layout, at + 2, at + 11)
+    at = at + 12
+    if fresh or byte(expire, k + j) == 49 then want[numbers[j]] = true end
+    if redis.call('HSETNX', buckets[j], fields[j], value) == 1 then
+      fresh[j] = true
+    else
+      local h = parse(redis.call('HGET', buckets[j], fields[j]))
+      if h.line ~= line then
+        held[j] = true
+        local known = false
+        for _, o in ipairs(others) do if o.h.line == h.line then known = true break end end
+        if not known then others[#others + 1] = { h = h, key = k + j - 1 } end
+      end
+    end
+  end
+  local over = nil
+  if #others > 0 then
+    local me = parse(value)
+    for _, o in ipairs(others) do
+      if not beats(me, o.h) then over = o break end
+    end
+  end
+  if over then
+    for j = 1, n do
+      if fresh[j] then redis.call('HDEL', buckets[j], fields[j]) end
+    end
+    out[#out + 1] = line; out[#out + 1] = match(tail, '^%d|[^|]*|(.*)$')
+    out[#out + 1] = over.h.line; out[#out + 1] = over.h.ref; out[#out + 1] = over.key
+  else
+    for j = 1, n do
+      if held[j] then redis.call('HSET', buckets[j], fields[j], value) end
+      if want[numbers[j]] then
+        redis.call('PEXPIRE', buckets[j], ttl)
+        want[numbers[j]] = nil
+      end
+    end
+    for _, o in ipairs(others) do
+      out[#out + 1] = o.h.line; out[#out + 1] = o.h.ref
+      out[#out + 1] = line; out[#out + 1] = match(tail, '^%d|[^|]*|(.*)$'); out[#out + 1] = o.key
+    end
+  end
+  k = k + n
+end
+local unset = {}
+for b in pairs(want) do unset[#unset + 1] = b end
+return {out, unset, fresh and 1 or 0}
