@@ -27,6 +27,15 @@ export function redactSecrets(text: string): string {
 
 const REDACTED = 'REDACTED';
 
+// Names that say a query parameter's value is a credential: `token`, `api_key`, HubSpot's
+// `hapikey`, `X-Amz-Signature`, `password`, `pwd`, `auth`, `session`, an OAuth `code`.
+const SECRET_PARAM = /token|key|secret|sig|passw|pwd|auth|session|credential|^code$/i;
+
+/** Whether a URL query parameter's name says its value is a credential. */
+export function isSecretParam(name: string): boolean {
+  return SECRET_PARAM.test(name);
+}
+
 /** Text with every `scheme://user:pass@` written `scheme://`. */
 export function withoutUrlCredentials(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s/@]*@/gi, '$1');

@@ -6,9 +6,10 @@
 import type { CompanyRequest, MemberRequest } from '../platform/schemas.js';
 import type { DuplicatesRule } from './duplicates.js';
 import type { PathUse } from './path-coverage.js';
+import type { Entity } from '../sync/identity.js';
 import type { SourceRow } from './row.js';
 
-export type Entity = 'companies' | 'members';
+export type { Entity };
 
 export interface BodyOf {
   companies: CompanyRequest;

@@ -6,6 +6,7 @@
  * source.ts.
  */
 import { z } from 'zod';
+import { isSecretParam } from '../log.js';
 import { encodingName } from './decode.js';
 import { parseRecordPath } from './envelope.js';
 import { PathSyntax } from './json-path.js';
@@ -171,8 +172,6 @@ export type SourceSpec = z.infer<typeof SourceSpecSchema>;
 
 /** A `${NAME}` reference to an environment variable, read when the source is opened. */
 export const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/;
-// Query parameters that hold credentials in practice (tokens, keys, presigned signatures).
-const SECRET_PARAM = /token|key|secret|sig|password|auth|session|credential/i;
 
 /**
  * Credentials written out in a source URL: userinfo, or query parameters
@@ -189,7 +188,7 @@ export function urlCredentials(url: string): { userinfo: boolean; params: string
   const query = url.includes('?') ? url.slice(url.indexOf('?') + 1).split('#')[0]! : '';
   const params = query.split('&').flatMap((pair) => {
     const [name = '', value = ''] = pair.split('=');
-    return name && SECRET_PARAM.test(name) && !ENV_REF.test(decoded(value)) ? [name] : [];
+    return name && isSecretParam(name) && !ENV_REF.test(decoded(value)) ? [name] : [];
   });
   return { userinfo: parsed.username !== '' || parsed.password !== '', params };
 }

@@ -5,10 +5,7 @@
  * the process registered (the API key): `scrubText` (src/log.ts). Done here,
  * at the store's door, so a caller's slip cannot put a secret into Redis.
  */
-import { redactSecrets, scrubText, withoutUrlCredentials } from '../log.js';
-
-const SECRET_PARAM =
-  /^(?:.*[-_.])?(?:token|key|apikey|api_key|secret|password|passwd|pwd|sig|signature|auth|authorization|credential|credentials|session|code)$/i;
+import { isSecretParam, redactSecrets, scrubText, withoutUrlCredentials } from '../log.js';
 
 const REDACTED = 'REDACTED';
 
@@ -25,7 +22,7 @@ export function stripCredentials(source: string): string {
   url.username = '';
   url.password = '';
   for (const name of [...url.searchParams.keys()]) {
-    if (SECRET_PARAM.test(name)) url.searchParams.set(name, REDACTED);
+    if (isSecretParam(name)) url.searchParams.set(name, REDACTED);
   }
   return redactSecrets(url.toString());
 }
