@@ -14,6 +14,7 @@ import { registerRetryCommand } from './cli/retry.js';
 import { registerRunCommands } from './cli/run.js';
 import { registerRunsCommand } from './cli/runs.js';
 import { registerSandboxCommand } from './cli/sandbox.js';
+import { registerScheduleCommands } from './cli/schedule.js';
 import { registerSchedulerCommand } from './cli/scheduler.js';
 import { registerValidateCommand } from './cli/validate.js';
 import { registerWorkerCommands } from './cli/worker.js';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerMigrateCommand(program);
   registerWorkerCommands(program);
   registerSchedulerCommand(program);
+  registerScheduleCommands(program);
   registerSandboxCommand(program);
   return program;
 }

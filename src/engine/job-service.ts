@@ -1,29 +1,40 @@
 /**
  * The job definitions of a folder as an operator looks at them: each job's
- * entity, schedule, next scheduled slot and last run, and the problems of
+ * entity, schedule, next scheduled slot, pause and last run, and the problems of
  * the files that do not load or whose alerts cannot be delivered. Read fresh on every call (a job file edited
- * since counts). Used by the ops API (`GET /api/jobs`).
+ * since counts). Used by the ops API (`GET /api/jobs`, and the schedule
+ * state its pause and resume answer).
  */
 import { CronExpressionParser } from 'cron-parser';
 import { jobAlertProblems } from '../alerts/rules.js';
 import type { Config } from '../config.js';
-import { loadJobs } from '../jobs/definition.js';
+import { loadJobs, type JobDefinition } from '../jobs/definition.js';
+import type { PauseState } from '../schedule/pause.js';
 import { slotOf } from '../schedule/slot.js';
 import type { StateStore } from '../state/store.js';
 import { runSummary, type RunSummary } from './run-summary.js';
 
-export interface JobOverview {
+/** A job's schedule as the scheduler will treat it. */
+export interface JobSchedule {
   name: string;
+  schedule: string | null;
+  /** IANA zone the schedule is read in (UTC when the job names none). */
+  timezone: string | null;
+  /**
+   * The next slot of the schedule after now (ISO, UTC, to the second), as
+   * the scheduler names it; a paused job's too (it starts nothing).
+   */
+  nextSlot: string | null;
+  /** Who paused the schedule and since when; null when it runs. */
+  paused: PauseState | null;
+}
+
+export interface JobOverview extends JobSchedule {
   description: string | null;
   entity: string;
   mode: string;
   /** The preset name, or "inline". */
   mapping: string;
-  schedule: string | null;
-  /** IANA zone the schedule is read in (UTC when the job names none). */
-  timezone: string | null;
-  /** The next slot of the schedule after now (ISO, UTC, to the second), as the scheduler names it. */
-  nextSlot: string | null;
   lastRun: RunSummary | null;
 }
 
@@ -50,9 +61,26 @@ export function nextSlot(schedule: string, timezone: string | undefined, now: Da
   }
 }
 
+/** The schedule state of a job definition, given its pause. */
+export function jobSchedule(
+  def: Pick<JobDefinition, 'name' | 'schedule' | 'timezone'>,
+  paused: PauseState | null,
+  now: Date = new Date(),
+): JobSchedule {
+  return {
+    name: def.name,
+    schedule: def.schedule ?? null,
+    timezone: def.schedule === undefined ? null : (def.timezone ?? 'UTC'),
+    nextSlot: def.schedule === undefined ? null : nextSlot(def.schedule, def.timezone, now),
+    paused,
+  };
+}
+
 export async function listJobs(
   deps: {
     store: Pick<StateStore, 'listRuns'>;
+    /** The pause of a job's schedule (src/schedule/pause.ts). */
+    pauseOf: (job: string) => Promise<PauseState | null>;
     config: Pick<Config, 'jobsDir' | 'mappingsDir' | 'sourceEnv'>;
     jobsDir?: string;
   },
@@ -63,16 +91,18 @@ export async function listJobs(
   });
   const overviews = await Promise.all(
     jobs.map(async (def): Promise<JobOverview> => {
-      const [last] = await deps.store.listRuns({ job: def.name, limit: 1 });
+      const [[last], paused] = await Promise.all([
+        deps.store.listRuns({ job: def.name, limit: 1 }),
+        deps.pauseOf(def.name),
+      ]);
+      const { name, ...schedule } = jobSchedule(def, paused, now);
       return {
-        name: def.name,
+        name,
         description: def.description ?? null,
         entity: def.entity,
         mode: def.mode,
         mapping: def.mappingRef,
-        schedule: def.schedule ?? null,
-        timezone: def.schedule === undefined ? null : (def.timezone ?? 'UTC'),
-        nextSlot: def.schedule === undefined ? null : nextSlot(def.schedule, def.timezone, now),
+        ...schedule,
         lastRun: last ? runSummary(last) : null,
       };
     }),

@@ -62,15 +62,27 @@ export const RunList = z.strictObject({
   offset: z.number().int(),
 });
 
-export const JobOverview = z.strictObject({
+export const JobSchedule = z.strictObject({
   name: z.string(),
+  schedule: z.string().nullable(),
+  timezone: z.string().nullable(),
+  nextSlot: z.iso.datetime().nullable().meta({
+    description: 'The next slot of the schedule (a paused job starts no run at it)',
+  }),
+  paused: z
+    .strictObject({
+      by: z.string().meta({ description: 'Who paused it: `ops-api`, or `cli:` and the OS user' }),
+      since: z.iso.datetime(),
+    })
+    .nullable()
+    .meta({ description: 'Who paused the schedule and since when; null when it runs' }),
+});
+
+export const JobOverview = JobSchedule.extend({
   description: z.string().nullable(),
   entity: z.string(),
   mode: z.string(),
   mapping: z.string(),
-  schedule: z.string().nullable(),
-  timezone: z.string().nullable(),
-  nextSlot: z.iso.datetime().nullable(),
   lastRun: RunSummary.nullable(),
 });
 

@@ -2,21 +2,22 @@
  * The ops API: jobs, runs, their failures, and starting runs, as JSON under
  * /api (the paths and shapes are in src/ops/openapi.ts). Every route calls
  * the same engine functions as the CLI: `listJobs`, `planJob`, `startRun`,
- * `retryRun`, `runSummary`, `failurePages` and the CLI's own CSV writer;
- * nothing here computes a result of its own.
+ * `retryRun`, `runSummary`, `failurePages`, `pauseJob`/`resumeJob` and the
+ * CLI's own CSV writer; nothing here computes a result of its own.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
 import { unmatchedPaths } from '../crm/path-coverage.js';
 import type { RunJobData } from '../engine/payloads.js';
-import { listJobs } from '../engine/job-service.js';
+import { jobSchedule, listJobs } from '../engine/job-service.js';
 import { planJob, planOutcomes } from '../engine/plan-service.js';
 import { listRunDetails, runDetail } from '../engine/run-history.js';
 import { failurePages, printCsv } from '../engine/run-failures.js';
 import { retryRun, startRun, type JobLoader } from '../engine/run-service.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
+import { pauseJob, pauseOf, resumeJob } from '../schedule/pause.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { ApiError, errorText, parseInput, queryOf, sendError, statusOf } from './api-http.js';
@@ -81,16 +82,54 @@ export function opsApi(deps: OpsApiDeps): Router {
     res.json(document);
   });
 
+  // Pause state is kept beside the sync state, under the same prefix.
+  const redis = deps.store.connection;
+  const prefix = deps.store.keys.prefix;
+
   router.get(
     '/jobs',
     route(async (_req, res) => {
       res.json(
         await listJobs({
           store: deps.store,
+          pauseOf: (job) => pauseOf(redis, prefix, job),
           config: deps.config,
           ...(deps.jobsDir !== undefined && { jobsDir: deps.jobsDir }),
         }),
       );
+    }),
+  );
+
+  /** A request that changes a schedule takes no body. */
+  const noFields = (req: Request) => {
+    if (req.body !== undefined && Object.keys(req.body as object).length > 0)
+      throw new ApiError(400, 'body: this request takes no fields');
+  };
+
+  router.post(
+    '/jobs/:name/pause',
+    workBody,
+    route(async (req, res) => {
+      noFields(req);
+      const def = deps.loadJob(String(req.params.name));
+      if (def.schedule === undefined)
+        throw new ApiError(409, `job ${def.name} has no schedule to pause`);
+      const paused = await pauseJob(redis, prefix, def.name, 'ops-api');
+      logger.info({ job: def.name, pausedBy: paused.by }, 'schedule paused');
+      res.json(jobSchedule(def, paused));
+    }),
+  );
+
+  router.post(
+    '/jobs/:name/resume',
+    workBody,
+    route(async (req, res) => {
+      noFields(req);
+      const def = deps.loadJob(String(req.params.name));
+      if (await resumeJob(redis, prefix, def.name)) {
+        logger.info({ job: def.name }, 'schedule resumed');
+      }
+      res.json(jobSchedule(def, null));
     }),
   );
 

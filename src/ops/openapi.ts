@@ -18,6 +18,7 @@ interface Operation {
 }
 
 const runId = { name: 'runId', in: 'path' as const, schema: z.string() };
+const jobName = { name: 'name', in: 'path' as const, schema: z.string() };
 const unauthorized = { description: 'OPS_TOKEN is set and the bearer token is missing or wrong' };
 const bad = (description: string) => ({ description, json: S.ErrorBody });
 const refused = bad('Origin or Sec-Fetch-Site shows another site');
@@ -26,7 +27,7 @@ const refused = bad('Origin or Sec-Fetch-Site shows another site');
 export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undefined>> = {
   '/api/jobs': {
     get: {
-      summary: 'Every job definition with its schedule, next slot and last run',
+      summary: 'Every job definition with its schedule, next slot, pause and last run',
       responses: { 200: { description: 'The jobs folder', json: S.JobList }, 401: unauthorized },
     },
     post: undefined,
@@ -51,6 +52,39 @@ export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undef
       },
     },
     post: undefined,
+  },
+  '/api/jobs/{name}/pause': {
+    get: undefined,
+    post: {
+      summary: "Pauses a job's schedule: its slots start no run and are not alerted as missed",
+      parameters: [jobName],
+      responses: {
+        200: { description: 'Paused (a job already paused stays as it was)', json: S.JobSchedule },
+        400: bad('A body with fields'),
+        401: unauthorized,
+        403: refused,
+        404: bad('No such job'),
+        409: bad('The job has no schedule'),
+        415: bad('A body that is not application/json'),
+        422: bad('The job file does not load'),
+      },
+    },
+  },
+  '/api/jobs/{name}/resume': {
+    get: undefined,
+    post: {
+      summary: "Resumes a job's schedule from its next slot; slots passed while paused are not run",
+      parameters: [jobName],
+      responses: {
+        200: { description: 'Running (a job not paused stays as it was)', json: S.JobSchedule },
+        400: bad('A body with fields'),
+        401: unauthorized,
+        403: refused,
+        404: bad('No such job'),
+        415: bad('A body that is not application/json'),
+        422: bad('The job file does not load'),
+      },
+    },
   },
   '/api/runs': {
     get: {
@@ -213,7 +247,7 @@ export function openApiDocument(version = packageVersion()): Record<string, unkn
       title: 'crm-sync ops API',
       version,
       description:
-        'Jobs, runs and their failures; starting runs. With OPS_TOKEN set, every route needs `Authorization: Bearer <token>`.',
+        'Jobs, runs and their failures; starting runs; pausing and resuming schedules. With OPS_TOKEN set, every route needs `Authorization: Bearer <token>`.',
     },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },

@@ -6,7 +6,9 @@
  * job is kept in Redis, so a scheduler that starts after an outage can say
  * which slots were missed. A slot that starts no run of its own is told to
  * `onMissed` (alerts): attached to a run still going, not started, or
- * passed while no scheduler ran (seen only when one starts again).
+ * passed while no scheduler ran (seen only when one starts again). A paused
+ * job's slots (src/schedule/pause.ts) are claimed but start nothing and are
+ * not missed.
  */
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connection.js';
@@ -14,6 +16,7 @@ import { callScript } from '../redis/scripts.js';
 import cron, { type Logger as CronLogger, type ScheduledTask } from 'node-cron';
 import type { MissedSlot } from '../alerts/rules.js';
 import { silentLogger, type Logger } from '../log.js';
+import { pauseOf } from './pause.js';
 import { lastSlotKey, missedSlots, scheduleProblems, slotClaimKey, slotOf } from './slot.js';
 
 export interface ScheduledJob {
@@ -50,7 +53,7 @@ export interface SchedulerOptions {
 export interface SlotOutcome {
   job: string;
   slot: string;
-  outcome: 'enqueued' | 'attached' | 'claimed-elsewhere' | 'failed';
+  outcome: 'enqueued' | 'attached' | 'claimed-elsewhere' | 'paused' | 'failed';
   runId?: string;
 }
 
@@ -110,6 +113,11 @@ export async function startScheduler(opts: SchedulerOptions): Promise<Scheduler>
       }
       // Only forward (lua/advance-last-slot-1.lua): two replicas never rewind it.
       await callScript(opts.redis, 'advance-last-slot', lastSlotKey(opts.prefix, jobName), slot);
+      const paused = await pauseOf(opts.redis, opts.prefix, jobName);
+      if (paused) {
+        log.info({ pausedBy: paused.by, pausedSince: paused.since }, 'job paused; slot skipped');
+        return { job: jobName, slot, outcome: 'paused' };
+      }
       const { runId, attached } = await opts.enqueue(jobName, slot);
       if (attached) {
         log.info({ runId }, 'previous run still active; not starting another');
@@ -195,6 +203,14 @@ async function reportMissed(
   for (const job of jobs) {
     const lastSlot = await redis.get(lastSlotKey(prefix, job.name));
     if (!lastSlot) continue;
+    const paused = await pauseOf(redis, prefix, job.name);
+    if (paused) {
+      logger.info(
+        { job: job.name, pausedBy: paused.by, pausedSince: paused.since },
+        'job paused; its slots are not checked for missed ones',
+      );
+      continue;
+    }
     try {
       const missed = missedSlots({
         schedule: job.schedule,

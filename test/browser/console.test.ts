@@ -6,7 +6,7 @@
  * (filtered by kind, searched, every value shown as text), downloads them as
  * the CLI's CSV, previews a plan with its field diffs, and shows the jobs'
  * problems (an alerts webhook whose variable is not set) and an alert that
- * was not delivered.
+ * was not delivered, and pauses and resumes a job's schedule.
  *
  * With CONSOLE_SCREENSHOTS=<folder> it saves the screenshots the README
  * shows (docs/console.png, docs/console-run.png); otherwise they go to a
@@ -253,5 +253,39 @@ describe('web console in Chromium', () => {
     } finally {
       rmSync(join(h.jobsDir, 'hooked.yaml'));
     }
+  }, 30_000);
+
+  it("pauses and resumes a job's schedule after confirming, showing it paused", async () => {
+    const key = `${h.prefix}:schedule:paused:accounts`;
+    await page.goto(`${ops.url}/#/`);
+    const row = page.getByRole('row').filter({ hasText: 'accounts' }).first();
+    await row.waitFor();
+    expect(await row.textContent()).not.toContain('paused');
+
+    // Cancelled, nothing is paused.
+    await row.getByRole('button', { name: 'Pause schedule' }).click();
+    const pauseDialog = page.getByRole('dialog', { name: 'Pause the schedule of accounts' });
+    await pauseDialog.waitFor();
+    await pauseDialog.getByRole('button', { name: 'Cancel' }).click();
+    await pauseDialog.waitFor({ state: 'hidden' });
+    expect(await h.producer.redis.exists(key)).toBe(0);
+
+    await row.getByRole('button', { name: 'Pause schedule' }).click();
+    await pauseDialog.getByRole('button', { name: 'Pause schedule' }).click();
+    await row.getByRole('button', { name: 'Resume schedule' }).waitFor();
+    const paused = await h.producer.redis.hgetall(key);
+    expect(paused.by).toBe('ops-api');
+    const since = await row.locator('.paused').textContent();
+    expect(since).toMatch(/^paused since /);
+    expect(since).not.toContain('—');
+    expect(await row.locator('.paused').getAttribute('title')).toBe('paused by ops-api');
+
+    await row.getByRole('button', { name: 'Resume schedule' }).click();
+    const resumeDialog = page.getByRole('dialog', { name: 'Resume the schedule of accounts' });
+    await resumeDialog.getByRole('button', { name: 'Resume schedule' }).click();
+    await row.getByRole('button', { name: 'Pause schedule' }).waitFor();
+    expect(await h.producer.redis.exists(key)).toBe(0);
+    expect(await row.textContent()).not.toContain('paused');
+    expect(pageErrors).toEqual([]);
   }, 30_000);
 });

@@ -388,6 +388,8 @@ describe('exit codes, errors and help', () => {
         'worker',
         'start',
         'scheduler',
+        'pause',
+        'resume',
         'sandbox',
         'api-account',
       ]),

@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { failurePages, printCsv } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
 import { registerSecret } from '../../src/log.js';
+import { lastSlotKey } from '../../src/schedule/slot.js';
 import {
   useEngines,
   ACCOUNTS_HEADER as HEADER,
@@ -109,7 +110,9 @@ describe('ops API', () => {
       expect(doc.openapi).toBe('3.1.0');
       expect(Object.keys(doc.paths).sort()).toEqual([
         '/api/jobs',
+        '/api/jobs/{name}/pause',
         '/api/jobs/{name}/plan',
+        '/api/jobs/{name}/resume',
         '/api/runs',
         '/api/runs/{runId}',
         '/api/runs/{runId}/failures',
@@ -385,6 +388,74 @@ describe('ops API', () => {
     }
   });
 
+  it("pauses and resumes a job's schedule, shown in the jobs list and kept in Redis", async () => {
+    const { h, api } = await setUp();
+    h.writeJob('manual', { entity: 'companies', source: { path: 'x.csv' }, mapping });
+    const redis = h.producer.redis;
+    const pauseKey = `${h.prefix}:schedule:paused:accounts`;
+    const pause = (name: string, o: { body?: string; headers?: Record<string, string> } = {}) =>
+      api.call('POST', `/api/jobs/${name}/pause`, { route: '/api/jobs/{name}/pause', ...o });
+    const resume = (name: string) =>
+      api.call('POST', `/api/jobs/${name}/resume`, { route: '/api/jobs/{name}/resume' });
+    const listed = async (name: string) => {
+      const res = await api.call('GET', '/api/jobs');
+      expect(res.status).toBe(200);
+      return (
+        res.body as { jobs: { name: string; paused: unknown; nextSlot: unknown }[] }
+      ).jobs.find((j) => j.name === name)!;
+    };
+    try {
+      expect(await listed('accounts')).toMatchObject({ paused: null });
+      const before = Date.now();
+      const paused = await pause('accounts');
+      expect(paused.status).toBe(200);
+      const body = paused.body as { paused: { by: string; since: string }; nextSlot: string };
+      expect(body).toMatchObject({
+        name: 'accounts',
+        schedule: '0 3 * * *',
+        timezone: 'Europe/Berlin',
+        paused: { by: 'ops-api' },
+      });
+      expect(Date.parse(body.paused.since)).toBeGreaterThanOrEqual(before - 1_000);
+      expect(Date.parse(body.paused.since)).toBeLessThanOrEqual(Date.now());
+      expect(await redis.hgetall(pauseKey)).toEqual(body.paused);
+      // The jobs list shows it paused, its next slot as before.
+      expect(await listed('accounts')).toEqual(
+        expect.objectContaining({ paused: body.paused, nextSlot: body.nextSlot }),
+      );
+      // Pausing again keeps the first pause.
+      expect((await pause('accounts')).body).toEqual(body);
+
+      for (const [name, o, status, reason] of [
+        ['nope', {}, 404, /"nope"/],
+        ['broken', {}, 422, /entity/],
+        ['manual', {}, 409, /^job manual has no schedule to pause$/],
+        ['accounts', post({ by: 'me' }), 400, /^body: this request takes no fields$/],
+        ['accounts', post({}, { 'sec-fetch-site': 'cross-site' }), 403, /Sec-Fetch-Site/],
+      ] as const) {
+        const res = await pause(name, o);
+        expect(res.status, name).toBe(status);
+        expect((res.body as { error: string }).error).toMatch(reason);
+      }
+      expect((await resume('nope')).status).toBe(404);
+      expect(await redis.exists(`${h.prefix}:schedule:paused:manual`)).toBe(0);
+
+      const resumed = await resume('accounts');
+      expect(resumed.status).toBe(200);
+      expect(resumed.body).toMatchObject({ name: 'accounts', paused: null });
+      expect(await redis.exists(pauseKey)).toBe(0);
+      // The slots passed while paused are not missed: the last slot is the resume.
+      const last = await redis.get(lastSlotKey(h.prefix, 'accounts'));
+      expect(Date.parse(last!)).toBeGreaterThanOrEqual(Date.parse(body.paused.since) - 1_000);
+      expect(await listed('accounts')).toMatchObject({ paused: null });
+      // Resuming a job that runs changes nothing.
+      expect((await resume('accounts')).status).toBe(200);
+      expect(await redis.get(lastSlotKey(h.prefix, 'accounts'))).toBe(last);
+    } finally {
+      await api.ops.close();
+    }
+  });
+
   it('answers an error without the registered secrets or URL credentials its message held', async () => {
     const h = await engine({ deferWorkers: true });
     const api = await startApi(h);
@@ -430,6 +501,8 @@ describe('ops API', () => {
         ['GET', '/api/jobs/x/plan'],
         ['POST', '/api/runs'],
         ['POST', '/api/runs/x/retry'],
+        ['POST', '/api/jobs/accounts/pause'],
+        ['POST', '/api/jobs/accounts/resume'],
         ['GET', '/metrics'],
         ['GET', '/queues'],
       ] as const) {

@@ -30,7 +30,7 @@ interface Proc {
   exited: Promise<number | null>;
 }
 
-function scheduler(): Proc {
+function scheduler(p = prefix): Proc {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', 'src/cli.ts', 'scheduler', '--jobs', dir],
@@ -39,7 +39,7 @@ function scheduler(): Proc {
       env: {
         ...process.env,
         REDIS_URL: url,
-        CRM_SYNC_PREFIX: prefix,
+        CRM_SYNC_PREFIX: p,
         LOG_LEVEL: 'debug',
         OPS_PORT: '0',
       },
@@ -56,6 +56,23 @@ function scheduler(): Proc {
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { child, lines, exited };
+}
+
+/** Runs `crm-sync ARGS --jobs DIR` to its end. */
+function cli(
+  p: string,
+  ...args: string[]
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args, '--jobs', dir], {
+    cwd: root,
+    env: { ...process.env, REDIS_URL: url, CRM_SYNC_PREFIX: p, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  return new Promise((r) => child.once('exit', (code) => r({ code, out, err })));
 }
 
 const waitFor = async (cond: () => boolean, ms: number): Promise<void> => {
@@ -114,5 +131,44 @@ describe('crm-sync scheduler (two processes)', () => {
     } finally {
       await queue.close();
     }
+  });
+
+  it('crm-sync pause stops the slots of a job; crm-sync resume starts them again', async () => {
+    const p = `${prefix}-pause`;
+    const paused = await cli(p, 'pause', 'fast', '--json');
+    expect(paused.code, paused.err).toBe(0);
+    const state = JSON.parse(paused.out) as { paused: { by: string; since: string } };
+    expect(state).toMatchObject({ name: 'fast', schedule: '* * * * * *', timezone: 'UTC' });
+    expect(state.paused.by).toMatch(/^cli/);
+    expect(paused.err).toContain(`schedule of fast paused (by ${state.paused.by}`);
+    expect(await redis.hgetall(`${p}:schedule:paused:fast`)).toEqual(state.paused);
+
+    const proc = scheduler(p);
+    const skipped = () => proc.lines.filter((l) => l.msg === 'job paused; slot skipped');
+    const enqueued = () => proc.lines.filter((l) => l.msg === 'scheduled run enqueued');
+    try {
+      await waitFor(() => skipped().length >= 2, 30_000);
+      expect(enqueued()).toEqual([]);
+      const queue = createRunQueue({ connection: redis, prefix: p });
+      try {
+        expect(await queue.getJobCountByTypes('wait', 'active')).toBe(0);
+      } finally {
+        await queue.close();
+      }
+
+      const resumed = await cli(p, 'resume', 'fast');
+      expect(resumed.code, resumed.err).toBe(0);
+      expect(resumed.err).toMatch(/^schedule of fast resumed; next slot /);
+      await waitFor(() => enqueued().length >= 1, 10_000);
+      expect(await redis.exists(`${p}:schedule:paused:fast`)).toBe(0);
+    } finally {
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).toBe(0);
+    }
+    const again = await cli(p, 'resume', 'fast');
+    expect(again.err).toBe('schedule of fast was not paused\n');
+    const unknown = await cli(p, 'pause', 'nope');
+    expect(unknown.code).toBe(3);
+    expect(unknown.err).toMatch(/no job "nope"/);
   });
 });

@@ -5,7 +5,9 @@ import { createLogger } from '../../src/log.js';
 import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { createRunQueue, enqueueRun } from '../../src/queue/queues.js';
 import { startScheduler, ScheduleError } from '../../src/schedule/scheduler.js';
+import { pauseJob, pauseKey, resumeJob } from '../../src/schedule/pause.js';
 import { lastSlotKey, slotOf } from '../../src/schedule/slot.js';
+import type { MissedSlot } from '../../src/alerts/rules.js';
 
 const { url, prefix } = useRedis();
 const redisA = createRedis('worker', url);
@@ -121,6 +123,98 @@ describe('scheduler', () => {
       first: '2026-03-03T02:00:00.000Z',
       last: '2026-03-05T02:00:00.000Z',
     });
+  });
+
+  it('a paused job enqueues nothing and misses nothing; resumed, it fires again', async () => {
+    const p = `${prefix}-paused`;
+    const enqueued: string[] = [];
+    const missed: MissedSlot[] = [];
+    const enqueue = async (job: string, slot: string) => {
+      enqueued.push(slot);
+      return { runId: `run-${enqueued.length}`, attached: false };
+    };
+    const onMissed = async (m: MissedSlot) => {
+      missed.push(m);
+    };
+    const paused = await pauseJob(
+      redisA,
+      p,
+      'companies',
+      'cli:ops',
+      new Date('2026-03-01T09:00:00Z'),
+    );
+    expect(paused).toEqual({ by: 'cli:ops', since: '2026-03-01T09:00:00.000Z' });
+    // Pausing again keeps who paused it first, and since when.
+    expect(await pauseJob(redisA, p, 'companies', 'ops-api')).toEqual(paused);
+    expect(await redisA.hgetall(pauseKey(p, 'companies'))).toEqual({
+      by: 'cli:ops',
+      since: '2026-03-01T09:00:00.000Z',
+    });
+    const { logger, lines } = captureLogger();
+    const jobs = [{ name: 'companies', schedule: '* * * * * *' }];
+    // Two replicas: the paused slot is still claimed once, so logged once.
+    const a = await startScheduler({ jobs, redis: redisA, prefix: p, enqueue, onMissed, logger });
+    const b = await startScheduler({ jobs, redis: redisB, prefix: p, enqueue, onMissed, logger });
+    try {
+      await sleep(2_300);
+      expect(enqueued).toEqual([]);
+      expect(missed).toEqual([]);
+      const skipped = lines.filter((l) => l.msg === 'job paused; slot skipped');
+      expect(skipped.length).toBeGreaterThanOrEqual(2);
+      expect(skipped.every((l) => l.level === 'info' && l.pausedBy === 'cli:ops')).toBe(true);
+      expect(new Set(skipped.map((l) => l.slot)).size).toBe(skipped.length);
+      const lastPaused = String(skipped.at(-1)!.slot);
+
+      const resumedAt = new Date();
+      expect(await resumeJob(redisA, p, 'companies', resumedAt)).toBe(true);
+      expect(await resumeJob(redisA, p, 'companies')).toBe(false);
+      await sleep(2_300);
+      expect(enqueued.length).toBeGreaterThanOrEqual(1);
+      // No slot passed while paused is run afterwards.
+      expect(enqueued.every((slot) => slot > lastPaused)).toBe(true);
+      expect(new Set(enqueued).size).toBe(enqueued.length);
+      expect(missed).toEqual([]);
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+
+  it('does not report slots of a paused job as missed, nor after it is resumed', async () => {
+    const p = `${prefix}-paused-missed`;
+    const schedule = { jobs: [{ name: 'companies', schedule: '0 2 * * *' }], prefix: p };
+    await redisA.set(lastSlotKey(p, 'companies'), slotOf(new Date('2026-03-02T02:00:00Z')));
+    await pauseJob(redisA, p, 'companies', 'ops-api', new Date('2026-03-02T03:00:00Z'));
+    const missed: MissedSlot[] = [];
+    const start = (now: Date) =>
+      startScheduler({
+        ...schedule,
+        redis: redisA,
+        now: () => now,
+        enqueue: async () => ({ runId: 'x', attached: false }),
+        onMissed: async (m) => {
+          missed.push(m);
+        },
+      });
+    // Three daily slots passed while paused and no scheduler ran.
+    await (await start(new Date('2026-03-05T12:00:00Z'))).stop();
+    expect(missed).toEqual([]);
+    // Resumed before the 6th's slot: the paused days are not missed.
+    await resumeJob(redisA, p, 'companies', new Date('2026-03-05T13:00:00Z'));
+    expect(await redisA.get(lastSlotKey(p, 'companies'))).toBe('2026-03-05T13:00:00.000Z');
+    await (await start(new Date('2026-03-05T23:00:00Z'))).stop();
+    expect(missed).toEqual([]);
+    // Slots after the resume that no scheduler ran are missed as before.
+    await (await start(new Date('2026-03-07T12:00:00Z'))).stop();
+    expect(missed).toEqual([
+      {
+        job: 'companies',
+        slot: '2026-03-07T02:00:00.000Z',
+        cause: 'no-scheduler',
+        count: 2,
+        first: '2026-03-06T02:00:00.000Z',
+      },
+    ]);
   });
 
   it('refuses bad schedules, listing every one', async () => {

@@ -94,6 +94,7 @@ describe('a ${NAME} webhook whose variable is not set', () => {
     const store = { listRuns: () => Promise.resolve([]) };
     const list = await listJobs({
       store,
+      pauseOf: () => Promise.resolve(null),
       config: { jobsDir: dir, mappingsDir: root, sourceEnv: env },
     });
     expect(list.jobs.map((j) => j.name)).toEqual(['empty', 'fine', 'global', 'unset']);

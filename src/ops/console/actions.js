@@ -1,7 +1,8 @@
 /* global document, location */
 /**
- * What the operator can start from the page (a run, a full backfill, a retry),
- * each behind the confirm dialog, and how a failed action is said.
+ * What the operator can start from the page (a run, a full backfill, a retry,
+ * pausing or resuming a schedule), each behind the confirm dialog, and how a
+ * failed action is said.
  */
 import { api } from './api.js';
 import { h } from './dom.js';
@@ -40,6 +41,34 @@ export function runButtons(job) {
     { class: 'actions' },
     h('button', { type: 'button', onclick: act(false) }, 'Run now'),
     h('button', { type: 'button', onclick: act(true) }, 'Full backfill'),
+  );
+}
+
+async function setPaused(job, pause) {
+  const ok = await confirmAction(
+    pause ? `Pause the schedule of ${job}` : `Resume the schedule of ${job}`,
+    pause
+      ? `Scheduled slots of ${job} start no run and are not alerted as missed until it is resumed.`
+      : `Scheduled runs of ${job} start again from its next slot. Slots passed while paused are not run.`,
+    pause ? 'Pause schedule' : 'Resume schedule',
+  );
+  if (!ok) return false;
+  await api(`api/jobs/${encodeURIComponent(job)}/${pause ? 'pause' : 'resume'}`, {
+    method: 'POST',
+  });
+  return true;
+}
+
+/** Pause or Resume for a job's schedule; `done` is called after the change. */
+export function pauseButton(job, paused, done) {
+  const act = () =>
+    setPaused(job, !paused)
+      .then((changed) => (changed ? done() : undefined))
+      .catch(showError);
+  return h(
+    'button',
+    { type: 'button', onclick: act },
+    paused ? 'Resume schedule' : 'Pause schedule',
   );
 }
 

@@ -1,11 +1,12 @@
 /**
  * The jobs page (`#/`): the problems of the job files (a file that does not
  * load, a webhook its alerts cannot reach), every job definition with its
- * schedule, next slot and last run (and whether that run's alert was
- * dropped), the buttons that start a run, and the recent runs.
+ * schedule, next slot (or since when it is paused) and last run (and whether
+ * that run's alert was dropped), the buttons that start a run and pause or
+ * resume a schedule, and the recent runs.
  */
 import { api, listOf } from '../api.js';
-import { runButtons } from '../actions.js';
+import { pauseButton, runButtons, showError } from '../actions.js';
 import { h } from '../dom.js';
 import { countsSummary, when } from '../format.js';
 import { runLink, status, table } from '../parts.js';
@@ -16,6 +17,16 @@ function schedule(job) {
   if (!s) return 'manual';
   if (typeof s === 'string') return [s, job.timezone].filter(Boolean).join(' ');
   return [s.cron, s.timezone ?? s.timeZone].filter(Boolean).join(' ');
+}
+
+/** The next slot, or since when and by whom the schedule is paused. */
+function next(job) {
+  if (!job.paused) return when(job.nextSlot ?? job.next);
+  return h(
+    'span',
+    { class: 'paused', title: `paused by ${job.paused.by}` },
+    `paused since ${when(job.paused.since)}`,
+  );
 }
 
 export async function jobsPage(view) {
@@ -47,7 +58,7 @@ export async function jobsPage(view) {
           h('strong', {}, j.name),
           j.entity ?? '',
           schedule(j),
-          when(j.nextSlot ?? j.next),
+          next(j),
           last ? runLink(last) : '—',
           last
             ? h(
@@ -69,6 +80,9 @@ export async function jobsPage(view) {
             'span',
             { class: 'actions' },
             runButtons(j.name),
+            j.schedule || j.paused
+              ? pauseButton(j.name, Boolean(j.paused), () => jobsPage(view).catch(showError))
+              : null,
             h('a', { href: `#/jobs/${encodeURIComponent(j.name)}/plan` }, 'Preview plan'),
           ),
         ];
