@@ -57,8 +57,12 @@ export const RUN_STATUSES = [
   'completed',
   'failed',
   'stopped',
+  'cancelled',
 ] as const;
-/** `stopped`: a safety threshold stopped the run before any write. */
+/**
+ * `stopped`: a safety threshold stopped the run before any write.
+ * `cancelled`: someone cancelled it (`crm-sync cancel`, the API); its writes in flight settled.
+ */
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export interface RunInit {
@@ -92,6 +96,8 @@ export interface RunRecord {
   error?: string;
   /** Why the alert of the run's end was given up after its last delivery attempt (scrubbed). */
   alertUndelivered?: string;
+  /** When a cancel was asked for (epoch ms): the run sends nothing more and ends `cancelled`. */
+  cancelRequested?: number;
   counts: RunCounts;
   /** Milliseconds per named phase. */
   timings: Record<string, number>;
@@ -163,6 +169,7 @@ const RunHashSchema = z.looseObject({
   finishedAt: num.optional(),
   error: z.string().optional(),
   alertUndelivered: z.string().optional(),
+  cancelRequested: num.optional(),
 });
 
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
@@ -199,6 +206,25 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'queued' then return 1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return tonumber(ARGV[2])
 `;
+
+// KEYS: the run. ARGV: now. Marks the run cancelled-on-request unless it has ended (replies
+// its status then, or false for no run); a run no worker has taken yet ends at once.
+const CANCEL = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return false end
+if status == 'completed' or status == 'failed' or status == 'stopped' or status == 'cancelled' then
+  return {0, status}
+end
+redis.call('HSET', KEYS[1], 'cancelRequested', ARGV[1])
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'phase', 'cancelled before it started', 'finishedAt', ARGV[1])
+  return {1, 'cancelled'}
+end
+return {1, status}
+`;
+
+/** What became of a cancel request: taken (the run's status now), or the run had ended. */
+export type CancelReply = { taken: boolean; status: RunStatus } | null;
 
 export class Runs {
   constructor(
@@ -256,6 +282,20 @@ export class Runs {
       this.redis.hgetall(this.keys.run(id)),
     );
     return Object.keys(h).length === 0 ? null : parseRun(id, h);
+  }
+
+  /**
+   * Asks a run to cancel: atomically, unless it has ended. A queued run ends
+   * `cancelled` here; a run a worker has is ended by its worker once its
+   * writes in flight have settled (src/engine/run.ts). Null for no run.
+   */
+  async requestCancel(id: string): Promise<CancelReply> {
+    if (!isRunId(id)) return null;
+    const reply = (await redisCall('cancelling a run', () =>
+      this.redis.eval(CANCEL, 1, this.keys.run(id), String(this.now())),
+    )) as [number, string] | null;
+    if (!reply) return null;
+    return { taken: reply[0] === 1, status: reply[1] as RunStatus };
   }
 
   /** Runs newest first, of one job or of all. */
@@ -407,5 +447,6 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   if (d.finishedAt !== undefined) run.finishedAt = d.finishedAt;
   if (d.error !== undefined) run.error = d.error;
   if (d.alertUndelivered !== undefined) run.alertUndelivered = d.alertUndelivered;
+  if (d.cancelRequested !== undefined) run.cancelRequested = d.cancelRequested;
   return run;
 }

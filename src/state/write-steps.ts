@@ -32,6 +32,7 @@ import { storable, type FailureRow, type RunCounter } from './runs.js';
 const CLAIM = `
 local status = redis.call('HGET', KEYS[1], 'status')
 local ended = (not status) or status == 'failed' or status == 'completed'
+  or status == 'cancelled' or redis.call('HEXISTS', KEYS[1], 'cancelRequested') == 1
 local out = {}
 local i = 2
 while i <= #ARGV do
@@ -148,7 +149,7 @@ return reply
 
 /** What the claim before a write found. */
 export type WriteClaim =
-  /** The run has ended or is gone: no more writes. */
+  /** The run has ended, is gone or was asked to cancel: no more writes. */
   | 'ended'
   /** This line has settled in this round. */
   | 'settled'

@@ -11,7 +11,7 @@ import { duration, when } from '../format.js';
 import { countsGrid, runIdOf, status, table } from '../parts.js';
 import { failuresSection } from './failures.js';
 
-const ENDED = new Set(['completed', 'failed', 'stopped']);
+const ENDED = new Set(['completed', 'failed', 'stopped', 'cancelled']);
 const POLL_MS = 1000;
 
 /** Writes per second, ETA and a chart of settled writes, from the samples polling took. */
