@@ -3,7 +3,8 @@
  * mid-write against a slow platform, the writes in flight settle, nothing is
  * sent after the run ended, the run ends `cancelled` with counts that match
  * what the platform holds, and a retry writes the rest without a duplicate
- * create. A run no worker has taken ends at once and never writes; a run
+ * create. Cancelled while planning, planning stops and nothing is written.
+ * A run no worker has taken ends at once and never writes; a run
  * that has ended, or no run, refuses the cancel.
  */
 import { describe, expect, it } from 'vitest';
@@ -101,6 +102,31 @@ describe('engine: cancelling a run', () => {
     expect(new Set(ids).size).toBe(ROWS);
     expect(countRequests(await h.stats(), 'POST', '/companies')).toBe(ROWS);
   }, 90_000);
+
+  it('while planning: planning stops where it is, nothing is written', async () => {
+    const h = await engine();
+    const big = 20_000;
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, companyRows(big).map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    const runId = await h.enqueue('companies');
+    let asked = false;
+    const run = await h.waitForRun(runId, {
+      onPoll: async (r) => {
+        if (!asked && r.status === 'planning' && r.counts.read > 0) {
+          asked = true;
+          expect(await cancelRun({ store: h.store }, runId)).toEqual({ runId, status: 'planning' });
+        }
+      },
+    });
+    expect(asked).toBe(true);
+    expect(run.status).toBe('cancelled');
+    expect(run.phase).toBe('cancelled while planning');
+    // Stopped before the end of the export: its rows are never all read.
+    expect(run.counts.read).toBeLessThan(big);
+    expect(run.counts.writesSettled).toBe(0);
+    await sleep(500);
+    expect(countWrites(await h.stats())).toBe(0);
+  }, 60_000);
 
   it('a run no worker has taken ends cancelled at once and never writes; unknown runs refuse', async () => {
     const h = await engine({ deferWorkers: true });
