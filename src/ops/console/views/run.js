@@ -5,7 +5,7 @@
  * or the operator leaves the page.
  */
 import { api } from '../api.js';
-import { retry, showError } from '../actions.js';
+import { cancel, retry, showError } from '../actions.js';
 import { h, put, svg } from '../dom.js';
 import { duration, when } from '../format.js';
 import { countsGrid, runIdOf, status, table } from '../parts.js';
@@ -113,6 +113,17 @@ export async function runPage(view, runId, live) {
             ),
           )
         : null,
+      ENDED.has(run.status)
+        ? null
+        : h(
+            'p',
+            {},
+            h(
+              'button',
+              { type: 'button', onclick: () => cancel(runIdOf(run)).catch(showError) },
+              'Cancel run',
+            ),
+          ),
     );
     put(
       tally,
