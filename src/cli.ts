@@ -7,6 +7,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerApiAccountCommand } from './cli/api-account.js';
 import { registerAuditCommand } from './cli/audit.js';
+import { registerCancelCommand } from './cli/cancel.js';
 import { registerFailuresCommand } from './cli/failures.js';
 import { registerMigrateCommand } from './cli/migrate.js';
 import { EXIT_CODES_HELP, ExitCode, reportFatal } from './cli/output.js';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerRunsCommand(program);
   registerFailuresCommand(program);
   registerRetryCommand(program);
+  registerCancelCommand(program);
   registerValidateCommand(program);
   registerApiAccountCommand(program);
   registerAuditCommand(program);

@@ -10,6 +10,7 @@ export const ExitCode = {
   unavailable: 4,
   stopped: 5,
   problems: 6,
+  cancelled: 7,
 } as const;
 
 /** The exit code table printed under the root program's --help. */
@@ -22,6 +23,7 @@ Exit codes:
   4  Redis unreachable
   5  a run stopped by a safety threshold before writing (--force overrides)
   6  audit found problems (shared identities, records our state lost)
+  7  a run was cancelled (crm-sync cancel, the API)
 Errors are one line; --verbose prints the stack.`;
 
 /** Prints an error as one line (or with its stack when verbose) and sets the exit code. */

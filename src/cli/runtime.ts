@@ -115,6 +115,8 @@ export function formatSummary(s: RunSummary): string {
     );
   }
   if (s.error) lines.push(`  ${s.status === 'stopped' ? 'stopped' : 'error'}: ${s.error}`);
+  if (s.status === 'cancelled')
+    lines.push(`  cancelled; what it did not write: crm-sync retry ${s.runId}`);
   const bad = c.invalid + c.conflict + c.rejected + c.failed + c.unsupported;
   if (bad > 0) lines.push(`  rows not synced, with reasons: crm-sync failures ${s.runId}`);
   if (c.skipped > 0) {
@@ -125,9 +127,10 @@ export function formatSummary(s: RunSummary): string {
   return lines.join('\n');
 }
 
-/** Exit code for a finished run: 0 completed, 1 failed, 5 stopped by a threshold. */
+/** Exit code for a finished run: 0 completed, 1 failed, 5 stopped by a threshold, 7 cancelled. */
 export function exitCodeOf(status: string): number {
   if (status === 'completed') return 0;
   if (status === 'stopped') return 5;
+  if (status === 'cancelled') return 7;
   return 1;
 }

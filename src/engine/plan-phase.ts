@@ -4,7 +4,8 @@
  * in planning.ts) streamed into the run's scratch in Redis through
  * `redisPlanningSink`, the counts published, and the safety thresholds
  * checked before anything is written. Cut off by a crash, it starts again
- * from the top: it has written nothing to the platform.
+ * from the top: it has written nothing to the platform. A cancel of the run
+ * stops it at its next progress report (`RunCancelledError`).
  */
 import { sinceText } from '../crm/since.js';
 import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
@@ -92,6 +93,9 @@ export async function planRun(
       if (Date.now() - lastFlush < 250) return;
       lastFlush = Date.now();
       await progress.setCounts(runId, runCountsOf(c));
+      // A cancel stops planning here: nothing has been written.
+      if ((await store.getRun(runId))?.cancelRequested !== undefined)
+        throw new RunCancelledError(runId);
     },
     checkPaths: (coverage) => {
       // A required path that finds nothing stops the run (below); an optional one
@@ -140,6 +144,14 @@ export async function planRun(
     return;
   }
   await store.updateRun(runId, { status: 'writing', phase: 'enqueueing', timings });
+}
+
+/** Planning cut off by a cancel of its run (run.ts ends the run). */
+export class RunCancelledError extends Error {
+  constructor(runId: string) {
+    super(`run ${runId} was cancelled while planning`);
+    this.name = 'RunCancelledError';
+  }
 }
 
 /** Planning counts under the run record's counter names. */

@@ -1,6 +1,8 @@
 /**
  * The one place a run ends: completed (finalize), stopped by a safety
- * threshold (planning) or failed (a 401, an unreadable export, …). The run's
+ * threshold (planning), failed (a 401, an unreadable export, …) or
+ * cancelled on request (run.ts; a run no worker had taken yet is ended by
+ * the cancel itself, src/state/runs.ts). The run's
  * end is told once to whoever listens (`onRunEnd`: alerts), with the record
  * as it is about to be stored, then the record gets its final status and the
  * run's duration is observed.
@@ -19,7 +21,9 @@ import type { EngineContext } from './context.js';
 export async function endRun(
   ctx: EngineContext,
   runId: string,
-  patch: RunPatch & { status: Extract<RunStatus, 'completed' | 'failed' | 'stopped'> },
+  patch: RunPatch & {
+    status: Extract<RunStatus, 'completed' | 'failed' | 'stopped' | 'cancelled'>;
+  },
 ): Promise<void> {
   const finishedAt = patch.finishedAt ?? Date.now();
   const run = await ctx.store.getRun(runId);

@@ -13,7 +13,7 @@ import type { EngineContext } from './context.js';
 /** How long a left run waits before a worker looks at it again. */
 export const LEAVE_MS = 60_000;
 
-const ENDED: readonly RunStatus[] = ['completed', 'failed', 'stopped'];
+const ENDED: readonly RunStatus[] = ['completed', 'failed', 'stopped', 'cancelled'];
 
 /** True when the run was left (its job moved to the delayed set): the caller throws DelayedError. */
 export async function leaveRunOfOtherLayout(

@@ -10,7 +10,8 @@
  * Asking is two steps, so a caller can refuse a bad request before it starts
  * anything (the CLI's in-process workers): `prepareRun`/`prepareRetry` load
  * the job and check the request, writing nothing; `submitRun` enqueues and
- * creates the record. `startRun` and `retryRun` do both.
+ * creates the record. `startRun` and `retryRun` do both. `cancelRun` asks a
+ * run to stop.
  */
 import type { Config } from '../config.js';
 import { loadJob, type JobDefinition } from '../jobs/definition.js';
@@ -91,6 +92,41 @@ export class RunNotEndedError extends Error {
     super(`run ${run.id} is still ${run.status}; retry it once it has ended`);
     this.name = 'RunNotEndedError';
   }
+}
+
+/** A cancel asked for after the run has ended. */
+export class RunEndedError extends Error {
+  readonly code = 'run.ended';
+  constructor(
+    readonly runId: string,
+    readonly status: string,
+  ) {
+    super(`run ${runId} has already ended (${status}); there is nothing to cancel`);
+    this.name = 'RunEndedError';
+  }
+}
+
+/** A cancel taken: the run's status now (`cancelled` for a run no worker had taken yet). */
+export interface CancelledRun {
+  runId: string;
+  status: RunRecord['status'];
+}
+
+/**
+ * Cancels a run that has not ended: it sends nothing more, its writes in
+ * flight settle, and it ends `cancelled` with its counts (a run no worker
+ * has taken yet ends at once; otherwise its worker ends it, src/engine/run.ts).
+ * A cancelled run can be retried. `NoSuchRunError` for no run,
+ * `RunEndedError` for a run that has ended.
+ */
+export async function cancelRun(
+  deps: Pick<RunDeps, 'store'>,
+  runId: string,
+): Promise<CancelledRun> {
+  const reply = await deps.store.requestCancel(runId);
+  if (!reply) throw new NoSuchRunError(runId);
+  if (!reply.taken) throw new RunEndedError(runId, reply.status);
+  return { runId, status: reply.status };
 }
 
 /**

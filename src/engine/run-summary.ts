@@ -89,7 +89,12 @@ export function runSummary(run: RunRecord): RunSummary {
 }
 
 /** The statuses after which a run changes no more. */
-export const ENDED_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed', 'stopped']);
+export const ENDED_STATUSES: ReadonlySet<string> = new Set([
+  'completed',
+  'failed',
+  'stopped',
+  'cancelled',
+]);
 
 export function hasEnded(run: Pick<RunRecord, 'status'>): boolean {
   return ENDED_STATUSES.has(run.status);

@@ -6,6 +6,15 @@
  *
  *   queued/planning → writing (enqueueing → waiting) → finalizing → completed
  *                   ↘ stopped (a safety threshold)      ↘ writing (creates to verify again)
+ *   any status before completed → cancelled (asked for: `cancelRun` in run-service.ts)
+ *
+ * A cancel is a mark on the run record. Planning stops at its next progress
+ * report; each write's claim refuses to send once the mark is there (one
+ * atomic script: a write either went before the cancel or never goes); and
+ * the run job, at its next step, waits until no write chunk of the run is
+ * active (the writes in flight have settled), then ends the run `cancelled`
+ * with its counts as they stand. What was not written is planned again by a
+ * retry: the engine records a record's state only after a confirmed write.
  *
  * Planning restarts from the top if it was cut off (it writes nothing to the
  * platform, and its scratch is reset). Enqueueing is idempotent (a chunk's
@@ -25,11 +34,13 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
-import { planRun } from './plan-phase.js';
+import { planRun, RunCancelledError } from './plan-phase.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';
 import { checkSourceOverride, pullSince, sourceLabel } from './run-source.js';
+import { endRun } from './run-end.js';
+import { hasEnded } from './run-summary.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
   const parsed = RunJobData.safeParse(job.data);
@@ -67,10 +78,13 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
 
   try {
     for (;;) {
+      if (run.cancelRequested !== undefined && !hasEnded(run))
+        return await endCancelled(ctx, job, token, runId, log);
       switch (run.status) {
         case 'completed':
         case 'failed':
         case 'stopped':
+        case 'cancelled':
           return run.status;
         case 'queued':
         case 'planning':
@@ -99,6 +113,7 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
     }
   } catch (err) {
     if (err instanceof DelayedError) throw err;
+    if (err instanceof RunCancelledError) return endCancelled(ctx, job, token, runId, log);
     if (lockLost(err)) {
       // The run job is no longer ours (our lock lapsed, say while Redis was
       // down): stalled-job recovery hands the run on, and it resumes from
@@ -108,6 +123,35 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
     }
     return onRunError(ctx, job, token, runId, err, log);
   }
+}
+
+/**
+ * A run asked to cancel: once no write chunk of it is active (every write
+ * claimed before the cancel has settled; chunks taken later see the mark and
+ * send nothing), it ends `cancelled` with its counts as they stand. Until
+ * then the run job sleeps in the delayed set, as it does for its writes.
+ */
+async function endCancelled(
+  ctx: EngineContext,
+  job: Job,
+  token: string | undefined,
+  runId: string,
+  log: EngineContext['logger'],
+): Promise<string> {
+  const active = await ctx.writeQueue.getActive();
+  if (active.some((j) => (j.data as { runId?: unknown } | undefined)?.runId === runId)) {
+    await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
+    throw new DelayedError();
+  }
+  const run = await ctx.store.getRun(runId);
+  if (run && hasEnded(run)) return run.status;
+  await endRun(ctx, runId, {
+    status: 'cancelled',
+    phase: `cancelled while ${run?.status ?? 'going'}`,
+  });
+  await ctx.progress.clear(runId);
+  log.info('run cancelled; its writes in flight have settled');
+  return 'cancelled';
 }
 
 /** BullMQ's refusal when this worker no longer holds the job's lock (its messages are its only mark). */
@@ -193,6 +237,8 @@ async function enqueueWrites(
     while ((await ctx.writeQueue.getWaitingCount()) * size > ctx.settings.maxWaitingWrites) {
       await sleep(ctx.settings.pollMs);
     }
+    // A cancel: the chunks not enqueued yet would only be skipped.
+    if ((await ctx.store.getRun(run.id))?.cancelRequested !== undefined) return;
     const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
     cursor = page.cursor;
     const jobs = writeChunksOfPage(run, def, page, round, size);

@@ -41,8 +41,15 @@ export async function processWriteChunk(
   const count = (r: WriteResult): void => {
     result[r] = (result[r] ?? 0) + 1;
   };
-  // A run that failed (401) or is gone takes no more writes.
-  if (!run || run.status === 'failed' || run.status === 'completed') {
+  // A run that failed (401), was cancelled or is gone takes no more writes. A cancel
+  // asked for later is seen by each write's claim (src/state/write-steps.ts).
+  if (
+    !run ||
+    run.status === 'failed' ||
+    run.status === 'completed' ||
+    run.status === 'cancelled' ||
+    run.cancelRequested !== undefined
+  ) {
     result.skipped = chunk.lines.length;
     return result;
   }

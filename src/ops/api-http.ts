@@ -10,6 +10,7 @@ import {
   NoSuchRunError,
   RetrySourceError,
   RunConflictError,
+  RunEndedError,
   RunNotEndedError,
 } from '../engine/run-service.js';
 import { SourceCredentialsError } from '../engine/run-source.js';
@@ -59,7 +60,12 @@ export function statusOf(err: unknown): number {
   if (err instanceof ApiError) return err.status;
   if (err instanceof NoSuchRunError) return 404;
   if (err instanceof JobError) return err.code === 'job.not-found' ? 404 : 422;
-  if (err instanceof RunNotEndedError || err instanceof RunConflictError) return 409;
+  if (
+    err instanceof RunNotEndedError ||
+    err instanceof RunConflictError ||
+    err instanceof RunEndedError
+  )
+    return 409;
   if (err instanceof RetrySourceError || err instanceof SourceCredentialsError) return 422;
   if (err instanceof SourceError) return 422;
   const code = (err as { code?: unknown } | null)?.code;

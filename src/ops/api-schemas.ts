@@ -139,6 +139,14 @@ export const StartedRun = z.strictObject({
 
 export const StartedRetry = StartedRun.extend({ retryOf: z.string() });
 
+export const CancelledRun = z.strictObject({
+  runId: z.string(),
+  status: z.enum(RUN_STATUSES).meta({
+    description:
+      '`cancelled` when no worker had taken the run; else its status until its worker ends it `cancelled`',
+  }),
+});
+
 export const RunRequestBody = z.strictObject({
   job: z.string().min(1),
   full: z.boolean().optional(),

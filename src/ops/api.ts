@@ -2,8 +2,8 @@
  * The ops API: jobs, runs, their failures, and starting runs, as JSON under
  * /api (the paths and shapes are in src/ops/openapi.ts). Every route calls
  * the same engine functions as the CLI: `listJobs`, `planJob`, `startRun`,
- * `retryRun`, `runSummary`, `failurePages`, `pauseJob`/`resumeJob` and the
- * CLI's own CSV writer; nothing here computes a result of its own.
+ * `retryRun`, `cancelRun`, `runSummary`, `failurePages`, `pauseJob`/`resumeJob`
+ * and the CLI's own CSV writer; nothing here computes a result of its own.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
@@ -14,7 +14,7 @@ import { jobSchedule, listJobs } from '../engine/job-service.js';
 import { planJob, planOutcomes } from '../engine/plan-service.js';
 import { listRunDetails, runDetail } from '../engine/run-history.js';
 import { failurePages, printCsv } from '../engine/run-failures.js';
-import { retryRun, startRun, type JobLoader } from '../engine/run-service.js';
+import { cancelRun, retryRun, startRun, type JobLoader } from '../engine/run-service.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { PlatformClient } from '../platform/client.js';
 import { pauseJob, pauseOf, resumeJob } from '../schedule/pause.js';
@@ -256,6 +256,17 @@ export function opsApi(deps: OpsApiDeps): Router {
         runId,
       );
       res.status(202).json({ runId: started.runId, attached: started.attached, retryOf: runId });
+    }),
+  );
+
+  router.post(
+    '/runs/:runId/cancel',
+    workBody,
+    route(async (req, res) => {
+      if (req.body !== undefined && Object.keys(req.body as object).length > 0)
+        throw new ApiError(400, 'body: a cancel takes no fields');
+      const cancelled = await cancelRun({ store: deps.store }, String(req.params.runId));
+      res.status(202).json(cancelled);
     }),
   );
 

@@ -175,6 +175,22 @@ export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undef
       },
     },
   },
+  '/api/runs/{runId}/cancel': {
+    get: undefined,
+    post: {
+      summary:
+        'Cancels a run, as `crm-sync cancel`: nothing more is sent, writes in flight settle, it ends `cancelled`',
+      parameters: [runId],
+      responses: {
+        202: { description: 'The cancel is taken', json: S.CancelledRun },
+        400: bad('A body with fields'),
+        401: unauthorized,
+        403: refused,
+        404: bad('No such run'),
+        409: bad('The run has ended'),
+      },
+    },
+  },
 };
 
 /** A zod shape as an OpenAPI 3.1 schema (JSON Schema 2020-12, inline). */

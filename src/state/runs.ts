@@ -58,8 +58,12 @@ export const RUN_STATUSES = [
   'completed',
   'failed',
   'stopped',
+  'cancelled',
 ] as const;
-/** `stopped`: a safety threshold stopped the run before any write. */
+/**
+ * `stopped`: a safety threshold stopped the run before any write.
+ * `cancelled`: someone cancelled it (`crm-sync cancel`, the API); its writes in flight settled.
+ */
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export interface RunInit {
@@ -93,6 +97,8 @@ export interface RunRecord {
   error?: string;
   /** Why the alert of the run's end was given up after its last delivery attempt (scrubbed). */
   alertUndelivered?: string;
+  /** When a cancel was asked for (epoch ms): the run sends nothing more and ends `cancelled`. */
+  cancelRequested?: number;
   counts: RunCounts;
   /** Milliseconds per named phase. */
   timings: Record<string, number>;
@@ -164,6 +170,7 @@ const RunHashSchema = z.looseObject({
   finishedAt: num.optional(),
   error: z.string().optional(),
   alertUndelivered: z.string().optional(),
+  cancelRequested: num.optional(),
 });
 
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
@@ -183,6 +190,9 @@ export function isRunId(id: string): boolean {
 function newRunId(now: number): string {
   return `${now.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
+
+/** What became of a cancel request: taken (the run's status now), or the run had ended. */
+export type CancelReply = { taken: boolean; status: RunStatus } | null;
 
 export class Runs {
   constructor(
@@ -246,6 +256,20 @@ export class Runs {
       this.redis.hgetall(this.keys.run(id)),
     );
     return Object.keys(h).length === 0 ? null : parseRun(id, h);
+  }
+
+  /**
+   * Asks a run to cancel: atomically, unless it has ended. A queued run ends
+   * `cancelled` here; a run a worker has is ended by its worker once its
+   * writes in flight have settled (src/engine/run.ts). Null for no run.
+   */
+  async requestCancel(id: string): Promise<CancelReply> {
+    if (!isRunId(id)) return null;
+    const reply = (await redisCall('cancelling a run', () =>
+      callScript(this.redis, 'cancel-run', this.keys.run(id), String(this.now())),
+    )) as [number, string] | null;
+    if (!reply) return null;
+    return { taken: reply[0] === 1, status: reply[1] as RunStatus };
   }
 
   /** Runs newest first, of one job or of all. */
@@ -397,5 +421,6 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   if (d.finishedAt !== undefined) run.finishedAt = d.finishedAt;
   if (d.error !== undefined) run.error = d.error;
   if (d.alertUndelivered !== undefined) run.alertUndelivered = d.alertUndelivered;
+  if (d.cancelRequested !== undefined) run.cancelRequested = d.cancelRequested;
   return run;
 }

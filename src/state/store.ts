@@ -44,6 +44,7 @@ import type { LookupOptions, LookupRecord } from './record-lookup.js';
 import { Numbering } from './numbering.js';
 import {
   Runs,
+  type CancelReply,
   type FailureRow,
   type RunCounts,
   type RunInit,
@@ -267,6 +268,11 @@ export class StateStore {
 
   listRuns(opts: { job?: string; limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
     return this.runs.list(opts);
+  }
+
+  /** Asks a run to cancel (see `Runs.requestCancel`); null for no run. */
+  requestCancel(id: string): Promise<CancelReply> {
+    return this.runs.requestCancel(id);
   }
 
   updateRun(id: string, patch: RunPatch): Promise<void> {

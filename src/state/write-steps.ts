@@ -29,7 +29,7 @@ import { storable, type FailureRow, type RunCounter } from './runs.js';
 
 /** What the claim before a write found. */
 export type WriteClaim =
-  /** The run has ended or is gone: no more writes. */
+  /** The run has ended, is gone or was asked to cancel: no more writes. */
   | 'ended'
   /** This line has settled in this round. */
   | 'settled'

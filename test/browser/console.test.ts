@@ -223,6 +223,27 @@ describe('web console in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Full backfill' }).count()).toBe(1);
     expect(pageErrors).toEqual([]);
   }, 45_000);
+  it('cancels a run that has not ended after confirming; it then offers a retry', async () => {
+    // A run record no worker has taken (not on the runs queue): the cancel ends it at once.
+    const runId = await h.store.createRun({
+      job: 'accounts',
+      entity: 'companies',
+      mode: 'upsert',
+      source: 'accounts.csv',
+    });
+    await page.goto(`${ops.url}/#/runs/${encodeURIComponent(runId)}`);
+    const confirm = page.getByRole('dialog');
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await confirm.getByRole('button', { name: 'Cancel', exact: true }).click();
+    expect((await h.store.getRun(runId))!.status).toBe('queued');
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await confirm.getByRole('button', { name: 'Cancel run' }).click();
+    await page.getByRole('button', { name: 'Retry' }).waitFor();
+    expect((await h.store.getRun(runId))!.status).toBe('cancelled');
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    expect(pageErrors).toEqual([]);
+  }, 30_000);
+
   it("lists the jobs' problems and says when a run's alert was not delivered", async () => {
     // A job whose alerts webhook names a variable the worker does not have.
     h.writeJob('hooked', {

@@ -236,6 +236,24 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     expect(shown).toMatchObject({ runId: a.runId, job: 'queued', status: 'queued' });
   });
 
+  it('cancel RUN ends a queued run (show --wait exits 7); an ended or unknown run exits 1', async () => {
+    const queued = json<{ runId: string }>((await runCli(['run', 'queued', '--json'], env)).stdout);
+    const c = await runCli(['cancel', queued.runId, '--json'], env);
+    expect(c.code, c.stderr).toBe(0);
+    expect(json(c.stdout)).toEqual({ runId: queued.runId, status: 'cancelled' });
+    const shown = await runCli(['show', queued.runId, '--wait', '--json'], env);
+    expect(shown.code).toBe(7);
+    expect(json<Summary>(shown.stdout)).toMatchObject({ status: 'cancelled' });
+    const human = await runCli(['show', queued.runId], env);
+    expect(human.stdout).toContain(`crm-sync retry ${queued.runId}`);
+    const again = await runCli(['cancel', queued.runId], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`run ${queued.runId} has already ended (cancelled)`);
+    const unknown = await runCli(['cancel', 'no-such-run'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no run no-such-run');
+  });
+
   it('a run stopped by a safety threshold exits 5 and says why', async () => {
     const r = await runCli(['run', 'broken', '--with-worker', '--json'], env);
     expect(r.code).toBe(5);

@@ -115,6 +115,7 @@ describe('ops API', () => {
         '/api/jobs/{name}/resume',
         '/api/runs',
         '/api/runs/{runId}',
+        '/api/runs/{runId}/cancel',
         '/api/runs/{runId}/failures',
         '/api/runs/{runId}/retry',
       ]);
@@ -290,6 +291,18 @@ describe('ops API', () => {
           .status,
       ).toBe(404);
 
+      // Cancel: a run that has ended refuses it; no run is a 404.
+      const cancelEnded = await api.call('POST', `/api/runs/${runId}/cancel`, {
+        route: '/api/runs/{runId}/cancel',
+      });
+      expect(cancelEnded.status).toBe(409);
+      expect((cancelEnded.body as { error: string }).error).toContain('already ended');
+      expect((await h.store.getRun(runId))!.status).toBe('completed');
+      expect(
+        (await api.call('POST', '/api/runs/nope/cancel', { route: '/api/runs/{runId}/cancel' }))
+          .status,
+      ).toBe(404);
+
       // Every route answered its success, checked against the document.
       for (const ok of [
         'get /api/jobs 200',
@@ -383,6 +396,26 @@ describe('ops API', () => {
         headers: { 'sec-fetch-site': 'cross-site' },
       });
       expect(crossRetry.status).toBe(403);
+
+      // A cancel of a run no worker has taken ends it at once; a body is refused.
+      const withBody = await api.call('POST', `/api/runs/${queued}/cancel`, {
+        route: '/api/runs/{runId}/cancel',
+        ...post({ why: 'x' }),
+      });
+      expect(withBody.status).toBe(400);
+      const crossCancel = await api.call('POST', `/api/runs/${queued}/cancel`, {
+        route: '/api/runs/{runId}/cancel',
+        headers: { 'sec-fetch-site': 'cross-site' },
+      });
+      expect(crossCancel.status).toBe(403);
+      expect((await h.store.getRun(queued))!.status).toBe('queued');
+      const cancel = await api.call('POST', `/api/runs/${queued}/cancel`, {
+        route: '/api/runs/{runId}/cancel',
+      });
+      expect(cancel.status).toBe(202);
+      expect(cancel.body).toEqual({ runId: queued, status: 'cancelled' });
+      expect((await h.store.getRun(queued))!.status).toBe('cancelled');
+      expect(api.seen).toContain('post /api/runs/{runId}/cancel 202');
     } finally {
       await api.ops.close();
     }
@@ -503,6 +536,7 @@ describe('ops API', () => {
         ['POST', '/api/runs/x/retry'],
         ['POST', '/api/jobs/accounts/pause'],
         ['POST', '/api/jobs/accounts/resume'],
+        ['POST', '/api/runs/x/cancel'],
         ['GET', '/metrics'],
         ['GET', '/queues'],
       ] as const) {

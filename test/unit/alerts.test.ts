@@ -54,6 +54,8 @@ describe('alert rules', () => {
     ).toBe('rejected-above');
     // Invalid rows alone are the thresholds' business, not this alert's.
     expect(runAlert(run({ counts: { ...counts, rejected: 0 } }), all)).toBeUndefined();
+    // A cancelled run was stopped on purpose: no alert, whatever it counted.
+    expect(runAlert(run({ status: 'cancelled' }), all)).toBeUndefined();
   });
 
   it('makes none for a kind the job does not ask for, or a run still going', () => {

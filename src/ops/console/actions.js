@@ -1,8 +1,8 @@
 /* global document, location */
 /**
  * What the operator can start from the page (a run, a full backfill, a retry,
- * pausing or resuming a schedule), each behind the confirm dialog, and how a
- * failed action is said.
+ * pausing or resuming a schedule) or stop (a run going), each behind the
+ * confirm dialog, and how a failed action is said.
  */
 import { api } from './api.js';
 import { h } from './dom.js';
@@ -83,6 +83,19 @@ export async function retry(runId) {
     return;
   const body = await api(`api/runs/${encodeURIComponent(runId)}/retry`, { method: 'POST' });
   location.hash = `#/runs/${encodeURIComponent(body.runId)}`;
+}
+
+/** Cancels a run that has not ended; the run's page shows it end `cancelled` as it polls. */
+export async function cancel(runId) {
+  if (
+    !(await confirmAction(
+      `Cancel ${runId}`,
+      'Send nothing more: writes already sent settle, then the run ends cancelled. Retry it later to write the rest.',
+      'Cancel run',
+    ))
+  )
+    return;
+  await api(`api/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST' });
 }
 
 export function showError(err) {

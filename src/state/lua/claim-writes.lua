@@ -1,7 +1,8 @@
 --[[
   Claims writes of one run and entity before their requests, each on its own
   and in order (a later one sees what an earlier one marked pending): is the
-  run still taking writes, has the line settled already, and for a create the
+  run still taking writes (not ended, not asked to cancel), has the line
+  settled already, and for a create the
   atomic claim of its identity keys (refused when a key is pending or already
   mapped; otherwise every key is marked pending). The run is read once.
 
@@ -19,6 +20,7 @@
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
 local ended = (not status) or status == 'failed' or status == 'completed'
+  or status == 'cancelled' or redis.call('HEXISTS', KEYS[1], 'cancelRequested') == 1
 local out = {}
 local i = 2
 while i <= #ARGV do

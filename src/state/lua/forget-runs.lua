@@ -20,7 +20,8 @@ for i = 2, #ARGV do
   local id = ARGV[i]
   local base = 3 + (i - 2) * per
   local status = redis.call('HGET', KEYS[base + 1], 'status')
-  if status == false or status == 'completed' or status == 'failed' or status == 'stopped' then
+  if status == false or status == 'completed' or status == 'failed' or status == 'stopped'
+    or status == 'cancelled' then
     for k = base + 1, base + per do redis.call('UNLINK', KEYS[k]) end
     redis.call('ZREM', KEYS[1], id)
     redis.call('ZREM', KEYS[2], id)

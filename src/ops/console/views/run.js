@@ -5,13 +5,13 @@
  * or the operator leaves the page.
  */
 import { api } from '../api.js';
-import { retry, showError } from '../actions.js';
+import { cancel, retry, showError } from '../actions.js';
 import { h, put, svg } from '../dom.js';
 import { duration, when } from '../format.js';
 import { countsGrid, runIdOf, status, table } from '../parts.js';
 import { failuresSection } from './failures.js';
 
-const ENDED = new Set(['completed', 'failed', 'stopped']);
+const ENDED = new Set(['completed', 'failed', 'stopped', 'cancelled']);
 const POLL_MS = 1000;
 
 /** Writes per second, ETA and a chart of settled writes, from the samples polling took. */
@@ -113,6 +113,17 @@ export async function runPage(view, runId, live) {
             ),
           )
         : null,
+      ENDED.has(run.status)
+        ? null
+        : h(
+            'p',
+            {},
+            h(
+              'button',
+              { type: 'button', onclick: () => cancel(runIdOf(run)).catch(showError) },
+              'Cancel run',
+            ),
+          ),
     );
     put(
       tally,

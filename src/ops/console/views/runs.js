@@ -8,7 +8,16 @@ import { h } from '../dom.js';
 import { countsSummary, duration, when } from '../format.js';
 import { runLink, status, table } from '../parts.js';
 
-const STATUSES = ['queued', 'planning', 'writing', 'finalizing', 'completed', 'failed', 'stopped'];
+const STATUSES = [
+  'queued',
+  'planning',
+  'writing',
+  'finalizing',
+  'completed',
+  'failed',
+  'stopped',
+  'cancelled',
+];
 const PAGE = 50;
 
 export function runsTable(runs) {
