@@ -338,7 +338,8 @@ describe('crm-sync validate on a record stream', () => {
       expect(r.stderr).toContain(
         `${dir.path('misspelt.yaml')}: source.stream: no RECORD of stream "company" in the 3 values read: its streams are companies (2)`,
       );
-      expect(r.stderr).toMatch(/paths right: read all 2 rows of /);
+      expect(r.stderr).toMatch(/export right: .*: 2 rows \(utf-8 2 rows\)\n/);
+      expect(r.stderr).toMatch(/paths right: checked all 2 rows read from /);
       expect(r.stderr).toMatch(/1 problem\(s\) in .*; 2 job\(s\) valid/);
     } finally {
       dir.remove();
