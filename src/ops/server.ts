@@ -53,23 +53,19 @@ export class OpsServerError extends Error {
   }
 }
 
+/** How long a probe waits for Redis' PING, and for the platform check, before it says which did not answer. */
 const PING_TIMEOUT_MS = 2_000;
+const PLATFORM_WAIT_MS = 3_000;
 
-async function pingRedis(redis: RedisClient): Promise<void> {
+/** `p`, or `late` when `p` has not settled within `ms` (a probe answers whatever hangs). */
+function within<T>(p: Promise<T>, ms: number, late: T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      redis.ping(),
-      new Promise((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no answer within ${PING_TIMEOUT_MS} ms`)),
-          PING_TIMEOUT_MS,
-        );
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return Promise.race([
+    p,
+    new Promise<T>((resolve) => {
+      timer = setTimeout(() => resolve(late), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function messageOf(err: unknown): string {
@@ -135,12 +131,21 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
   };
 
   app.get('/readyz', async (_req, res) => {
+    // The platform check waits on the pacer, which waits on Redis: neither may hold the probe.
     const [redisProblem, platform] = await Promise.all([
-      pingRedis(opts.redis).then(
-        () => undefined,
-        (err: unknown) => `redis: ${messageOf(err)}`,
+      within(
+        opts.redis.ping().then(
+          () => undefined,
+          (err: unknown) => `redis: ${messageOf(err)}`,
+        ),
+        PING_TIMEOUT_MS,
+        `redis: no answer within ${PING_TIMEOUT_MS} ms`,
       ),
-      platformProblem(),
+      within(
+        platformProblem(),
+        PLATFORM_WAIT_MS,
+        `platform: no answer within ${PLATFORM_WAIT_MS} ms`,
+      ),
     ]);
     const problems = [redisProblem, platform].filter((p): p is string => p !== undefined);
     if (problems.length > 0) {

@@ -111,6 +111,39 @@ describe('ops server', () => {
     }
   });
 
+  it('answers readiness within seconds when the platform check hangs (it waits on Redis)', async () => {
+    let calls = 0;
+    const ops = await startOpsServer({
+      port: 0,
+      redis,
+      queues: [],
+      metrics: createMetrics({ defaultMetrics: false }),
+      // A check that never settles: the pacer it goes through waits on a frozen Redis.
+      checkPlatform: () => {
+        calls += 1;
+        return new Promise<void>(() => {});
+      },
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const started = Date.now();
+        const res = await fetch(`${ops.url}/readyz`, { signal: AbortSignal.timeout(10_000) });
+        const tookMs = Date.now() - started;
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({
+          status: 'unready',
+          problems: ['platform: no answer within 3000 ms'],
+        });
+        expect(tookMs).toBeGreaterThanOrEqual(2_900);
+        expect(tookMs).toBeLessThan(8_000);
+      }
+      // The hanging check is shared, not started again by every probe.
+      expect(calls).toBe(1);
+    } finally {
+      await ops.close();
+    }
+  });
+
   it('refuses a non-loopback address without a token', async () => {
     await expect(
       startOpsServer({
