@@ -6,11 +6,9 @@
 export default {
   testRunner: 'vitest',
   vitest: {
-    configFile: 'vitest.config.ts',
-    // Only test/unit/ is searched, so only the unit project runs: pure and
-    // fast, no Redis, sandbox or built CLI. Of those, only the files that
-    // import the mutated modules (directly or not) run.
-    dir: 'test/unit',
+    // The unit project alone (vitest.mutate.config.ts), and of its files
+    // only those that import the mutated modules (directly or not).
+    configFile: 'vitest.mutate.config.ts',
     related: true,
   },
   coverageAnalysis: 'perTest',
