@@ -1,0 +1,34 @@
+// Mutation testing (`npm run mutate`; not part of CI): Stryker changes the
+// pure sync core, the retry policy, the skip rules and the field transforms
+// one small edit at a time and runs the unit tests against each change; a
+// change no test notices ("survived") marks behaviour no test pins.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  vitest: {
+    // The unit project alone (vitest.mutate.config.ts), and of its files
+    // only those that import the mutated modules (directly or not).
+    configFile: 'vitest.mutate.config.ts',
+    related: true,
+  },
+  coverageAnalysis: 'perTest',
+  // The machine is shared and often loaded: the first plain run may be slow.
+  dryRunTimeoutMinutes: 20,
+  mutate: [
+    'src/sync/**/*.ts',
+    'src/platform/retry-policy.ts',
+    'src/crm/skip-rules.ts',
+    'src/crm/transforms.ts',
+  ],
+  // Later runs test again only the mutants whose code or covering tests
+  // changed since the file below was written.
+  incremental: true,
+  incrementalFile: 'reports/mutation/stryker-incremental.json',
+  reporters: ['clear-text', 'progress', 'html'],
+  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
+  tempDirName: '.stryker-tmp',
+  // The machine is shared: one test runner at a time.
+  concurrency: 1,
+  // A report, not a gate.
+  thresholds: { break: null },
+};
