@@ -37,8 +37,8 @@ function rawSource(def: JobDefinition, req: Pick<RunJobRequest, 'source'>): Sour
   if (req.source === undefined) return def.source as SourceSpec;
   const { path: _path, url: _url, headers, ...settings } = def.source;
   if (!isUrl(req.source)) return { ...settings, path: req.source } as SourceSpec;
-  const own = isForeign(def, req.source) ? {} : headers !== undefined ? { headers } : {};
-  return { ...settings, ...own, url: req.source } as SourceSpec;
+  const keepHeaders = headers !== undefined && !isForeign(def, req.source);
+  return { ...settings, ...(keepHeaders && { headers }), url: req.source } as SourceSpec;
 }
 
 function isUrl(source: string): boolean {
@@ -53,9 +53,14 @@ function originOf(url: string): string | undefined {
   }
 }
 
-/** Whether an override URL leaves the origin of the job's own source URL (a file-source job has none). */
+/** The origin of the job's own source URL; a file-source job has none. */
+function jobOrigin(def: JobDefinition): string | undefined {
+  return def.source.url === undefined ? undefined : originOf(def.source.url);
+}
+
+/** Whether an override URL leaves the origin of the job's own source URL. */
 function isForeign(def: JobDefinition, source: string): boolean {
-  const own = def.source.url === undefined ? undefined : originOf(def.source.url);
+  const own = jobOrigin(def);
   return own === undefined || originOf(source) !== own;
 }
 
@@ -130,7 +135,7 @@ export class SourceCredentialsError extends Error {
 export function checkSourceOverride(def: JobDefinition, source: string): void {
   if (!isUrl(source)) return;
   if (isForeign(def, source) && Object.keys(def.source.headers ?? {}).length > 0) {
-    const own = def.source.url === undefined ? undefined : originOf(def.source.url);
+    const own = jobOrigin(def);
     throw new SourceCredentialsError(
       `--source: ${originOf(source) ?? 'the URL'} is not the origin of the job's source${own ? ` (${own})` : ''}; the job's headers are sent to that origin only: give a URL on it, or a file`,
     );
