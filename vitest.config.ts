@@ -1,10 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
-// Five projects, named apart: unit tests are pure and fast; integration tests
+// Six projects, named apart: unit tests are pure and fast; integration tests
 // talk to a real redis-server and an in-process sandbox; e2e tests drive the
 // built CLI (dist/) as separate processes; chaos tests break a whole sync
 // on purpose and check nothing is lost or doubled; browser tests drive the
-// web console in Chromium.
+// web console in Chromium; pace tests measure a rate against the sandbox's
+// limit.
+//
+// They run in three groups, one after the other. Most tests wait on Redis,
+// sockets, child processes and timers more than they compute, so each group
+// runs several files at once: unit and integration three at a time, then e2e,
+// chaos and browser two at a time. Pace tests hold a rate to within a few per
+// cent, which a busy CPU would skew, so they run last, one at a time, alone.
+const PACE = [
+  'test/integration/queue-pacer.test.ts',
+  'test/integration/queue-limiter.test.ts',
+  'test/integration/engine-limits.test.ts',
+  'test/e2e/cli-rate-limit.test.ts',
+];
+
 export default defineConfig({
   // Workspace packages (the platform sandbox) load from their TypeScript
   // source, so a test never runs against a stale build of them. Every
@@ -19,10 +33,8 @@ export default defineConfig({
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
           testTimeout: 10_000,
-          // Vitest's default is one worker less than the cores: one on a
-          // two-core machine. Unit and integration files wait mostly on Redis
-          // and sockets, so two at a time halve their time there.
-          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+          maxWorkers: 3,
         },
       },
       {
@@ -30,8 +42,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
-          // The same group as unit (one maxWorkers for both).
-          maxWorkers: 2,
+          exclude: PACE,
+          sequence: { groupOrder: 0 },
+          maxWorkers: 3,
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -42,36 +55,51 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          exclude: PACE,
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 180_000,
           hookTimeout: 60_000,
-          // CLI processes are heavy on two cores: one file at a time.
-          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
         },
       },
       {
         extends: true,
         test: {
           // Worker processes SIGKILLed, a private Redis restarted, platform
-          // faults injected (docs/CHAOS.md); heavy, so one file at a time.
+          // faults injected (docs/CHAOS.md).
           name: 'chaos',
           include: ['test/chaos/**/*.test.ts'],
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 240_000,
           hookTimeout: 60_000,
-          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
         },
       },
       {
         extends: true,
         test: {
           // The web console in Debian's Chromium (playwright-core) against a
-          // real worker, Redis and sandbox; one browser at a time.
+          // real worker, Redis and sandbox.
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          sequence: { groupOrder: 1 },
+          maxWorkers: 2,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'pace',
+          include: PACE,
+          globalSetup: ['test/harness/global-redis.ts'],
+          testTimeout: 180_000,
+          hookTimeout: 60_000,
+          sequence: { groupOrder: 2 },
           fileParallelism: false,
         },
       },
