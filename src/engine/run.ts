@@ -9,12 +9,14 @@
  *   any status before completed → cancelled (asked for: `cancelRun` in run-service.ts)
  *
  * A cancel is a mark on the run record. Planning stops at its next progress
- * report; each write's claim refuses to send once the mark is there (one
- * atomic script: a write either went before the cancel or never goes); and
- * the run job, at its next step, waits until no write chunk of the run is
- * active (the writes in flight have settled), then ends the run `cancelled`
- * with its counts as they stand. What was not written is planned again by a
- * retry: the engine records a record's state only after a confirmed write.
+ * report; finalize stops its verification listing (finalize.ts); each
+ * write's claim refuses to send once the mark is there (one atomic script: a
+ * write either went before the cancel or never goes); and the run job, at
+ * its next step, waits until no write chunk of the run is active (the
+ * writes in flight have settled), then ends the run `cancelled` with its
+ * counts as they stand.
+ * What was not written is planned again by a retry: the engine records a
+ * record's state only after a confirmed write.
  *
  * Planning restarts from the top if it was cut off (it writes nothing to the
  * platform, and its scratch is reset). Enqueueing is idempotent (a chunk's
@@ -34,7 +36,8 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
-import { planRun, RunCancelledError } from './plan-phase.js';
+import { planRun } from './plan-phase.js';
+import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';
@@ -145,9 +148,15 @@ async function endCancelled(
   }
   const run = await ctx.store.getRun(runId);
   if (run && hasEnded(run)) return run.status;
+  // Creates whose outcome is unknown count in no outcome: the phase says how many the next run verifies.
+  const unverified = await ctx.progress.unverifiedCreates(runId);
   await endRun(ctx, runId, {
     status: 'cancelled',
-    phase: `cancelled while ${run?.status ?? 'going'}`,
+    phase:
+      `cancelled while ${run?.status ?? 'going'}` +
+      (unverified > 0
+        ? `; ${unverified} create(s) of unknown outcome, verified by the next run`
+        : ''),
   });
   await ctx.progress.clear(runId);
   log.info('run cancelled; its writes in flight have settled');
