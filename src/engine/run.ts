@@ -12,9 +12,9 @@
  * report; finalize stops its verification listing (finalize.ts); each
  * write's claim refuses to send once the mark is there (one atomic script: a
  * write either went before the cancel or never goes); and the run job, at
- * its next step, waits until no write chunk of the run is active (the
- * writes in flight have settled), then ends the run `cancelled` with its
- * counts as they stand.
+ * its next step, removes the run's write chunks still waiting in the queue,
+ * waits until no write chunk of the run is active (the writes in flight have
+ * settled), then ends the run `cancelled` with its counts as they stand.
  * What was not written is planned again by a retry: the engine records a
  * record's state only after a confirmed write.
  *
@@ -31,11 +31,12 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { JobDefinition } from '../jobs/definition.js';
 import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
+import { removeWaitingJobs } from '../queue/queues.js';
 import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
+import { isWriteChunkOf, RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
 import { planRun } from './plan-phase.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
@@ -129,10 +130,12 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
 }
 
 /**
- * A run asked to cancel: once no write chunk of it is active (every write
- * claimed before the cancel has settled; chunks taken later see the mark and
- * send nothing), it ends `cancelled` with its counts as they stand. Until
- * then the run job sleeps in the delayed set, as it does for its writes.
+ * A run asked to cancel: its write chunks still waiting in the queue (or
+ * delayed for another attempt) are removed; once no write chunk of it is
+ * active (every write claimed before the cancel has settled; a chunk taken
+ * meanwhile sees the mark and sends nothing), it ends `cancelled` with its
+ * counts as they stand. Until then the run job sleeps in the delayed set, as
+ * it does for its writes.
  */
 async function endCancelled(
   ctx: EngineContext,
@@ -141,6 +144,9 @@ async function endCancelled(
   runId: string,
   log: EngineContext['logger'],
 ): Promise<string> {
+  const removed = await removeWaitingJobs(ctx.writeQueue, (id) => isWriteChunkOf(id, runId));
+  if (removed > 0)
+    log.info({ removed }, 'write chunks of the cancelled run removed from the queue');
   const active = await ctx.writeQueue.getActive();
   if (active.some((j) => (j.data as { runId?: unknown } | undefined)?.runId === runId)) {
     await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
