@@ -136,5 +136,9 @@ describe('engine: cancelling a finalizing run', () => {
       status: 'finalizing',
     });
     expect(await h.store.markCompleting(cancelled)).toBe(false);
+
+    // A run record that is gone is not made again as a hash with one field.
+    expect(await h.store.markCompleting('gone-run')).toBe(true);
+    expect(await h.store.getRun('gone-run')).toBeNull();
   });
 });
