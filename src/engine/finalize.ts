@@ -4,11 +4,11 @@
  * sent again in a new round), orphans are counted, and the run completes.
  *
  * A cancel of the run stops it until its last step: the listing's request
- * in flight is aborted, creates to send again are not sent (their chunks
- * would be refused), and the orphan count stops. Finalize writes nothing to
- * the platform itself, so a cancelled finalize leaves nothing half-sent:
- * creates not verified keep their pending marks, and the next run of the job
- * lists the platform and adopts the ones that landed. The last step,
+ * in flight is aborted, the orphan count stops, and creates to send again
+ * are not sent (their chunks are refused and removed, run.ts). Finalize
+ * writes nothing to the platform itself, so a cancelled finalize leaves
+ * nothing half-sent: creates not verified keep their pending marks, and the
+ * next run of the entity lists the platform and adopts the ones that landed. The last step,
  * `markCompleting`, decides between the two ends atomically: after it a
  * cancel is refused and the run ends completed; before it the cancel wins.
  */
