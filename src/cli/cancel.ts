@@ -5,7 +5,12 @@
  * cancelled run can be retried (`crm-sync retry RUN`).
  */
 import type { Command } from 'commander';
-import { cancelRun, NoSuchRunError, RunEndedError } from '../engine/run-service.js';
+import {
+  cancelRun,
+  NoSuchRunError,
+  RunCompletingError,
+  RunEndedError,
+} from '../engine/run-service.js';
 import { ExitCode } from './output.js';
 import { cliRuntime, openProducer } from './runtime.js';
 
@@ -16,10 +21,12 @@ interface CancelFlags {
 export const CANCEL_HELP = `
 What it does: marks RUN cancelled-on-request. A run no worker has taken yet
 ends "cancelled" at once. Otherwise its worker stops it: planning stops, no
-write is sent after the cancel, the writes already sent settle, and the run
-ends "cancelled" with its counts as they stand (follow it with
-crm-sync show RUN --wait). Exit 0 when the cancel is taken; 1 when RUN has
-ended or there is no such run. crm-sync retry RUN later writes what it did not.`;
+write is sent after the cancel, the writes already sent settle (a finalizing
+run stops verifying its creates), and the run ends "cancelled" with its
+counts as they stand (follow it with crm-sync show RUN --wait). Exit 0 when
+the cancel is taken; 1 when RUN has ended, is completing (every write settled
+and verified: it ends completed) or there is no such run. crm-sync retry RUN
+later writes what it did not.`;
 
 export function registerCancelCommand(program: Command): void {
   program
@@ -41,7 +48,12 @@ async function cancelCommand(runId: string, flags: CancelFlags): Promise<number>
     try {
       cancelled = await cancelRun(producer, runId);
     } catch (err) {
-      if (!(err instanceof NoSuchRunError || err instanceof RunEndedError)) throw err;
+      if (!(
+        err instanceof NoSuchRunError ||
+        err instanceof RunEndedError ||
+        err instanceof RunCompletingError
+      ))
+        throw err;
       process.stderr.write(`crm-sync: ${err.message}\n`);
       return ExitCode.failed;
     }

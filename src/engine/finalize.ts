@@ -2,6 +2,15 @@
  * The end of a run, once every write has settled: creates whose outcome was
  * unknown are verified with one listing (found ones adopted, missing ones
  * sent again in a new round), orphans are counted, and the run completes.
+ *
+ * A cancel of the run stops it until its last step: the listing's request
+ * in flight is aborted, the orphan count stops, and creates to send again
+ * are not sent (their chunks are refused and removed, run.ts). Finalize
+ * writes nothing to the platform itself, so a cancelled finalize leaves
+ * nothing half-sent: creates not verified keep their pending marks, and the
+ * next run of the entity lists the platform and adopts the ones that landed. The last step,
+ * `markCompleting`, decides between the two ends atomically: after it a
+ * cancel is refused and the run ends completed; before it the cancel wins.
  */
 import type { JobDefinition } from '../jobs/definition.js';
 import { RUN_OUTCOMES, type RunRecord } from '../state/runs.js';
@@ -12,11 +21,13 @@ import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
 import { writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
+import { RunCancelledError, watchCancel } from './run-cancel.js';
 
 /**
  * Verifies this run's creates whose outcome was unknown (one listing covers
  * them all): found ones are adopted, missing ones are sent again in a new
- * round. Then reports orphans and completes the run.
+ * round. Then reports orphans and completes the run. A cancel of the run
+ * throws `RunCancelledError` (run.ts ends the run cancelled).
  */
 export async function finalize(
   ctx: EngineContext,
@@ -24,11 +35,32 @@ export async function finalize(
   def: JobDefinition,
   log: EngineContext['logger'],
 ): Promise<void> {
+  const watch = watchCancel(ctx.store, run.id, ctx.settings.pollMs);
+  try {
+    await verifyAndComplete(ctx, run, def, log, watch.signal);
+  } catch (err) {
+    // Whatever the aborted listing threw: the run was cancelled.
+    if (watch.signal.aborted) throw new RunCancelledError(run.id, 'finalizing');
+    throw err;
+  } finally {
+    watch.stop();
+  }
+}
+
+async function verifyAndComplete(
+  ctx: EngineContext,
+  run: RunRecord,
+  def: JobDefinition,
+  log: EngineContext['logger'],
+  cancelled: AbortSignal,
+): Promise<void> {
   const { store, progress } = ctx;
   const entity = def.entity;
   const mine = (await store.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {
-    await refreshIndex(ctx, entity);
+    await refreshIndex(ctx, entity, cancelled);
+    // Cancelled as the listing ended: nothing is recorded from it (the next run lists again).
+    cancelled.throwIfAborted();
     const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
     const actions = await store.plannedWritesOf(run.id, [...new Set(lines)]);
@@ -95,12 +127,17 @@ export async function finalize(
     await store.updateRun(run.id, { phase: 'reporting orphans' });
     // Only this job's records: another job syncing the same entity has its own export.
     let orphans = 0;
-    for await (const batch of store.orphans(entity, run)) orphans += batch.length;
+    for await (const batch of store.orphans(entity, run)) {
+      cancelled.throwIfAborted();
+      orphans += batch.length;
+    }
     if (orphans > 0) {
       await store.incrementRun(run.id, { orphans });
       log.info({ orphans }, 'records in state but not in this export (the API has no delete)');
     }
   }
+  // The point of no return: a cancel asked for before it wins, one asked for after is refused.
+  if (!(await store.markCompleting(run.id))) throw new RunCancelledError(run.id, 'finalizing');
   const now = Date.now();
   const finished = await store.getRun(run.id);
   if (ctx.metrics && finished) {

@@ -110,6 +110,18 @@ export function writeChunksOfPage(
   );
 }
 
+/** What follows `<run id>-` in a write chunk's job id: round, first line, digest (`writeChunks`). */
+const CHUNK_ID_TAIL = /^\d+-\d+-[0-9a-f]{10}$/;
+
+/**
+ * Whether a `platform-writes` job id is a chunk of `runId` (`writeChunks`
+ * names them): a run id that starts another's, followed by `-`, is told
+ * apart by the rest of the id.
+ */
+export function isWriteChunkOf(jobId: string, runId: string): boolean {
+  return jobId.startsWith(`${runId}-`) && CHUNK_ID_TAIL.test(jobId.slice(runId.length + 1));
+}
+
 function digest(lines: readonly number[]): string {
   return createHash('sha1').update(lines.join(',')).digest('hex').slice(0, 10);
 }

@@ -17,6 +17,7 @@ import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts } from './planning.js';
 import { redisPlanningSink } from './planning-sink.js';
 import { refreshIndex } from './reconcile.js';
+import { RunCancelledError } from './run-cancel.js';
 import { endRun } from './run-end.js';
 import { pullSince, sourceEnvOf, sourceOf } from './run-source.js';
 import { hasEnded } from './run-summary.js';
@@ -95,7 +96,7 @@ export async function planRun(
       await progress.setCounts(runId, runCountsOf(c));
       // A cancel stops planning here: nothing has been written.
       if ((await store.getRun(runId))?.cancelRequested !== undefined)
-        throw new RunCancelledError(runId);
+        throw new RunCancelledError(runId, 'planning');
     },
     checkPaths: (coverage) => {
       // A required path that finds nothing stops the run (below); an optional one
@@ -144,14 +145,6 @@ export async function planRun(
     return;
   }
   await store.updateRun(runId, { status: 'writing', phase: 'enqueueing', timings });
-}
-
-/** Planning cut off by a cancel of its run (run.ts ends the run). */
-export class RunCancelledError extends Error {
-  constructor(runId: string) {
-    super(`run ${runId} was cancelled while planning`);
-    this.name = 'RunCancelledError';
-  }
 }
 
 /** Planning counts under the run record's counter names. */

@@ -106,6 +106,20 @@ export class RunEndedError extends Error {
   }
 }
 
+/**
+ * A cancel asked for while the run is completing: its finalize has verified
+ * every write and it ends `completed` (the last step, Redis only).
+ */
+export class RunCompletingError extends Error {
+  readonly code = 'run.completing';
+  constructor(readonly runId: string) {
+    super(
+      `run ${runId} is completing (every write has settled and been verified); it ends completed, there is nothing to cancel`,
+    );
+    this.name = 'RunCompletingError';
+  }
+}
+
 /** A cancel taken: the run's status now (`cancelled` for a run no worker had taken yet). */
 export interface CancelledRun {
   runId: string;
@@ -115,9 +129,11 @@ export interface CancelledRun {
 /**
  * Cancels a run that has not ended: it sends nothing more, its writes in
  * flight settle, and it ends `cancelled` with its counts (a run no worker
- * has taken yet ends at once; otherwise its worker ends it, src/engine/run.ts).
- * A cancelled run can be retried. `NoSuchRunError` for no run,
- * `RunEndedError` for a run that has ended.
+ * has taken yet ends at once; otherwise its worker ends it, src/engine/run.ts;
+ * a finalizing run stops its verification listing). A cancelled run can be
+ * retried. `NoSuchRunError` for no run, `RunEndedError` for a run that has
+ * ended, `RunCompletingError` for one past the last point a cancel can stop
+ * (src/engine/finalize.ts).
  */
 export async function cancelRun(
   deps: Pick<RunDeps, 'store'>,
@@ -125,7 +141,8 @@ export async function cancelRun(
 ): Promise<CancelledRun> {
   const reply = await deps.store.requestCancel(runId);
   if (!reply) throw new NoSuchRunError(runId);
-  if (!reply.taken) throw new RunEndedError(runId, reply.status);
+  if (reply.outcome === 'ended') throw new RunEndedError(runId, reply.status);
+  if (reply.outcome === 'completing') throw new RunCompletingError(runId);
   return { runId, status: reply.status };
 }
 

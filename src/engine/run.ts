@@ -9,12 +9,14 @@
  *   any status before completed → cancelled (asked for: `cancelRun` in run-service.ts)
  *
  * A cancel is a mark on the run record. Planning stops at its next progress
- * report; each write's claim refuses to send once the mark is there (one
- * atomic script: a write either went before the cancel or never goes); and
- * the run job, at its next step, waits until no write chunk of the run is
- * active (the writes in flight have settled), then ends the run `cancelled`
- * with its counts as they stand. What was not written is planned again by a
- * retry: the engine records a record's state only after a confirmed write.
+ * report; finalize stops its verification listing (finalize.ts); each
+ * write's claim refuses to send once the mark is there (one atomic script: a
+ * write either went before the cancel or never goes); and the run job, at
+ * its next step, removes the run's write chunks still waiting in the queue,
+ * waits until no write chunk of the run is active (the writes in flight have
+ * settled), then ends the run `cancelled` with its counts as they stand.
+ * What was not written is planned again by a retry: the engine records a
+ * record's state only after a confirmed write.
  *
  * Planning restarts from the top if it was cut off (it writes nothing to the
  * platform, and its scratch is reset). Enqueueing is idempotent (a chunk's
@@ -29,12 +31,14 @@ import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import type { JobDefinition } from '../jobs/definition.js';
 import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
+import { removeWaitingJobs } from '../queue/queues.js';
 import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
-import { planRun, RunCancelledError } from './plan-phase.js';
+import { isWriteChunkOf, RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
+import { planRun } from './plan-phase.js';
+import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';
@@ -126,10 +130,12 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
 }
 
 /**
- * A run asked to cancel: once no write chunk of it is active (every write
- * claimed before the cancel has settled; chunks taken later see the mark and
- * send nothing), it ends `cancelled` with its counts as they stand. Until
- * then the run job sleeps in the delayed set, as it does for its writes.
+ * A run asked to cancel: its write chunks still waiting in the queue (or
+ * delayed for another attempt) are removed; once no write chunk of it is
+ * active (every write claimed before the cancel has settled; a chunk taken
+ * meanwhile sees the mark and sends nothing), it ends `cancelled` with its
+ * counts as they stand. Until then the run job sleeps in the delayed set, as
+ * it does for its writes.
  */
 async function endCancelled(
   ctx: EngineContext,
@@ -138,6 +144,9 @@ async function endCancelled(
   runId: string,
   log: EngineContext['logger'],
 ): Promise<string> {
+  const removed = await removeWaitingJobs(ctx.writeQueue, (id) => isWriteChunkOf(id, runId));
+  if (removed > 0)
+    log.info({ removed }, 'write chunks of the cancelled run removed from the queue');
   const active = await ctx.writeQueue.getActive();
   if (active.some((j) => (j.data as { runId?: unknown } | undefined)?.runId === runId)) {
     await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
@@ -145,9 +154,15 @@ async function endCancelled(
   }
   const run = await ctx.store.getRun(runId);
   if (run && hasEnded(run)) return run.status;
+  // Creates whose outcome is unknown count in no outcome: the phase says how many the next run verifies.
+  const unverified = await ctx.progress.unverifiedCreates(runId);
   await endRun(ctx, runId, {
     status: 'cancelled',
-    phase: `cancelled while ${run?.status ?? 'going'}`,
+    phase:
+      `cancelled while ${run?.status ?? 'going'}` +
+      (unverified > 0
+        ? `; ${unverified} create(s) of unknown outcome, verified by the next run`
+        : ''),
   });
   await ctx.progress.clear(runId);
   log.info('run cancelled; its writes in flight have settled');

@@ -9,6 +9,7 @@ import { SourceError } from '../crm/source-error.js';
 import {
   NoSuchRunError,
   RetrySourceError,
+  RunCompletingError,
   RunConflictError,
   RunEndedError,
   RunNotEndedError,
@@ -63,7 +64,8 @@ export function statusOf(err: unknown): number {
   if (
     err instanceof RunNotEndedError ||
     err instanceof RunConflictError ||
-    err instanceof RunEndedError
+    err instanceof RunEndedError ||
+    err instanceof RunCompletingError
   )
     return 409;
   if (err instanceof RetrySourceError || err instanceof SourceCredentialsError) return 422;

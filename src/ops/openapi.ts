@@ -187,7 +187,7 @@ export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undef
         401: unauthorized,
         403: refused,
         404: bad('No such run'),
-        409: bad('The run has ended'),
+        409: bad('The run has ended, or is completing (every write settled and verified)'),
       },
     },
   },

@@ -220,3 +220,21 @@ export async function activeRunId<D>(
 ): Promise<string | null> {
   return queue.getDeduplicationJobId(runDeduplicationId(jobName));
 }
+
+/**
+ * Removes from `queue` the jobs not started yet (waiting, or delayed for
+ * their next attempt) whose ids `belongs` keeps; returns how many went. A
+ * job a worker has taken meanwhile holds its lock and stays: it runs to its
+ * end.
+ */
+export async function removeWaitingJobs<D>(
+  queue: TypedQueue<D>,
+  belongs: (jobId: string) => boolean,
+): Promise<number> {
+  const ids = await queue.getRanges(['wait', 'prioritized', 'delayed'], 0, -1);
+  let removed = 0;
+  for (const id of ids) {
+    if (belongs(id) && (await queue.remove(id)) === 1) removed++;
+  }
+  return removed;
+}

@@ -84,6 +84,16 @@ export class RunProgress {
     );
   }
 
+  /**
+   * How many of the run's creates settled with an unknown outcome and are
+   * not verified yet (a listing has not found them, nor sent them again).
+   */
+  async unverifiedCreates(runId: string): Promise<number> {
+    return redisCall('counting unverified creates', () =>
+      this.redis.scard(this.keys.unknownCreates(runId)),
+    );
+  }
+
   /** Sets counters to absolute values (the planning pass owns its counts). */
   async setCounts(
     runId: string,

@@ -191,8 +191,12 @@ function newRunId(now: number): string {
   return `${now.toString(36)}-${randomBytes(4).toString('hex')}`;
 }
 
-/** What became of a cancel request: taken (the run's status now), or the run had ended. */
-export type CancelReply = { taken: boolean; status: RunStatus } | null;
+/**
+ * What became of a cancel request, with the run's status now: `taken`, or
+ * refused because the run had `ended` or is `completing` (its finalize has
+ * verified every write; it ends completed).
+ */
+export type CancelReply = { outcome: 'taken' | 'ended' | 'completing'; status: RunStatus } | null;
 
 export class Runs {
   constructor(
@@ -259,9 +263,10 @@ export class Runs {
   }
 
   /**
-   * Asks a run to cancel: atomically, unless it has ended. A queued run ends
-   * `cancelled` here; a run a worker has is ended by its worker once its
-   * writes in flight have settled (src/engine/run.ts). Null for no run.
+   * Asks a run to cancel: atomically, unless it has ended or is completing
+   * (`markCompleting`). A queued run ends `cancelled` here; a run a worker
+   * has is ended by its worker once its writes in flight have settled
+   * (src/engine/run.ts). Null for no run.
    */
   async requestCancel(id: string): Promise<CancelReply> {
     if (!isRunId(id)) return null;
@@ -269,7 +274,20 @@ export class Runs {
       callScript(this.redis, 'cancel-run', this.keys.run(id), String(this.now())),
     )) as [number, string] | null;
     if (!reply) return null;
-    return { taken: reply[0] === 1, status: reply[1] as RunStatus };
+    const outcome = reply[0] === 1 ? 'taken' : reply[0] === 2 ? 'completing' : 'ended';
+    return { outcome, status: reply[1] as RunStatus };
+  }
+
+  /**
+   * The point of no return of a finalizing run: marks it `completing` unless
+   * a cancel was asked for (false then: the run is to end cancelled). From
+   * then on a cancel is refused and the run ends completed.
+   */
+  async markCompleting(id: string): Promise<boolean> {
+    const reply = await redisCall('completing a run', () =>
+      callScript(this.redis, 'mark-completing', this.keys.run(id), String(this.now())),
+    );
+    return Number(reply) === 1;
   }
 
   /** Runs newest first, of one job or of all. */

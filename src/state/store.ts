@@ -275,6 +275,11 @@ export class StateStore {
     return this.runs.requestCancel(id);
   }
 
+  /** Marks a finalizing run completing unless a cancel was asked for (see `Runs.markCompleting`). */
+  markCompleting(id: string): Promise<boolean> {
+    return this.runs.markCompleting(id);
+  }
+
   updateRun(id: string, patch: RunPatch): Promise<void> {
     return this.runs.update(id, patch);
   }

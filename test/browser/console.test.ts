@@ -223,6 +223,70 @@ describe('web console in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Full backfill' }).count()).toBe(1);
     expect(pageErrors).toEqual([]);
   }, 45_000);
+  it("follows a run's failures while it goes, and stops reading once it ends", async () => {
+    // Every fifth row has a name the platform refuses (over 255 characters):
+    // rejected one by one as the run writes, at the test's rate limit for seconds.
+    const rows = Array.from({ length: 100 }, (_, i) => [
+      `LIVE-${i}`,
+      i % 5 === 4 ? `${'Long '.repeat(60)}${i}` : `Live ${i}`,
+      `live-${i}.example`,
+      'false',
+    ]);
+    const refused = rows.filter((r) => r[1]!.length > 255).length;
+    const path = h.writeCsv('live.csv', HEADER, rows);
+    h.writeJob('live', {
+      entity: 'companies',
+      source: { path },
+      mapping,
+      thresholds: { minRows: 0 },
+    });
+    const runId = await h.enqueue('live');
+    const asked: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (r.url().includes(`/api/runs/${runId}`)) asked.push(r.url());
+    };
+    page.on('request', onRequest);
+    await page.goto(`${ops.url}/#/runs/${encodeURIComponent(runId)}`);
+    const shown = page.locator(
+      'section[aria-labelledby="failures-title"] tbody tr:not(:has(td.empty))',
+    );
+
+    // The table as the page shows it, then the run's status in Redis: a row
+    // counted before a status that has not ended was shown while the run went.
+    const seen: { rows: number; status: string }[] = [];
+    for (;;) {
+      const count = await shown.count();
+      const run = (await h.store.getRun(runId))!;
+      seen.push({ rows: count, status: run.status });
+      if (['completed', 'failed', 'stopped', 'cancelled'].includes(run.status)) break;
+      expect(seen.length, JSON.stringify(seen.slice(-3))).toBeLessThan(400);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const whileGoing = seen.filter((s) => s.status === 'writing' && s.rows > 0).map((s) => s.rows);
+    // Seen growing before the end: at least two counts, the later the larger.
+    expect(new Set(whileGoing).size, JSON.stringify(seen)).toBeGreaterThanOrEqual(2);
+    expect(whileGoing).toEqual([...whileGoing].sort((a, b) => a - b));
+
+    const run = (await h.store.getRun(runId))!;
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 100, created: 100 - refused, rejected: refused });
+    await expect.poll(() => shown.count()).toBe(refused);
+    expect(await page.getByText(`${refused} of ${refused} rows shown`).count()).toBe(1);
+    expect(await shown.first().textContent()).toContain(
+      'Ensure this field has no more than 255 characters.',
+    );
+    // Once the page shows the end it reads the failures a last time, and the run no more.
+    const statusCell = page.locator('dl.facts dd .status').first();
+    await expect.poll(() => statusCell.textContent()).toBe('completed');
+    const after = asked.length;
+    await new Promise((r) => setTimeout(r, 1_500));
+    const later = asked.slice(after).map((u) => new URL(u).pathname);
+    expect(later.filter((p) => !p.endsWith('/failures'))).toEqual([]);
+    expect(later.length).toBeLessThanOrEqual(1);
+    page.off('request', onRequest);
+    expect(pageErrors).toEqual([]);
+  }, 45_000);
+
   it('cancels a run that has not ended after confirming; it then offers a retry', async () => {
     // A run record no worker has taken (not on the runs queue): the cancel ends it at once.
     const runId = await h.store.createRun({

@@ -236,7 +236,7 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     expect(shown).toMatchObject({ runId: a.runId, job: 'queued', status: 'queued' });
   });
 
-  it('cancel RUN ends a queued run (show --wait exits 7); an ended or unknown run exits 1', async () => {
+  it('cancel RUN ends a queued run (show --wait exits 7); an ended, completing or unknown run exits 1', async () => {
     const queued = json<{ runId: string }>((await runCli(['run', 'queued', '--json'], env)).stdout);
     const c = await runCli(['cancel', queued.runId, '--json'], env);
     expect(c.code, c.stderr).toBe(0);
@@ -252,6 +252,20 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     const unknown = await runCli(['cancel', 'no-such-run'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no run no-such-run');
+    // A run past its finalize's point of no return ends completed: the cancel is refused.
+    const store = new StateStore(redis, { prefix });
+    const completing = await store.createRun({
+      job: 'queued',
+      entity: 'companies',
+      mode: 'upsert',
+      source: 'companies.csv',
+    });
+    await store.updateRun(completing, { status: 'finalizing' });
+    expect(await store.markCompleting(completing)).toBe(true);
+    const late = await runCli(['cancel', completing], env);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain(`run ${completing} is completing`);
+    expect((await store.getRun(completing))!.status).toBe('finalizing');
   });
 
   it('a run stopped by a safety threshold exits 5 and says why', async () => {

@@ -416,6 +416,24 @@ describe('ops API', () => {
       expect(cancel.body).toEqual({ runId: queued, status: 'cancelled' });
       expect((await h.store.getRun(queued))!.status).toBe('cancelled');
       expect(api.seen).toContain('post /api/runs/{runId}/cancel 202');
+
+      // A run past its finalize's point of no return ends completed: the cancel is refused.
+      const completing = await h.store.createRun({
+        job: 'accounts',
+        entity: 'companies',
+        mode: 'upsert',
+        source: 'accounts.csv',
+      });
+      await h.store.updateRun(completing, { status: 'finalizing' });
+      expect(await h.store.markCompleting(completing)).toBe(true);
+      const late = await api.call('POST', `/api/runs/${completing}/cancel`, {
+        route: '/api/runs/{runId}/cancel',
+      });
+      expect(late.status).toBe(409);
+      expect((late.body as { error: string }).error).toBe(
+        `run ${completing} is completing (every write has settled and been verified); it ends completed, there is nothing to cancel`,
+      );
+      expect((await h.store.getRun(completing))!.cancelRequested).toBeUndefined();
     } finally {
       await api.ops.close();
     }

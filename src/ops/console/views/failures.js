@@ -1,7 +1,11 @@
 /* global document, window, Blob, URLSearchParams */
 /**
  * A run's failures and warnings: read a page at a time, filtered by kind on
- * the server, searched in the page, and downloaded as the CLI's CSV.
+ * the server, searched in the page, and downloaded as the CLI's CSV. While
+ * the run goes its page calls `follow` as the run's counts grow: the rows
+ * added since the last read are read after the ones shown (the list is
+ * kept in row order and only grows), unless more pages wait behind
+ * "Load more". Reads go one at a time, in the order asked.
  */
 import { api, ApiError, listOf, request } from '../api.js';
 import { showError } from '../actions.js';
@@ -25,7 +29,16 @@ export function failuresSection(runId) {
   const state = { kind: '', search: '', rows: [], offset: 0, more: false };
   const list = h('div', {});
   const note = h('p', { class: 'muted', 'aria-live': 'polite' });
-  const load = async (reset) => {
+  let reading = Promise.resolve();
+  /** Reads a page (from the top when `reset`) once the reads asked before are done. */
+  const load = (reset) => {
+    const next = reading.then(() => read(reset));
+    reading = next.catch(() => undefined);
+    return next;
+  };
+  /** The rows the run added since the last read, while no page waits behind "Load more". */
+  const follow = () => (state.more ? reading : load(false));
+  const read = async (reset) => {
     if (reset) Object.assign(state, { rows: [], offset: 0 });
     const q = new URLSearchParams({ limit: String(FAILURE_PAGE), offset: String(state.offset) });
     if (state.kind) q.set('kind', state.kind);
@@ -120,5 +133,5 @@ export function failuresSection(runId) {
     note,
     list,
   );
-  return { section, load };
+  return { section, load, follow };
 }

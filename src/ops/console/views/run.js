@@ -1,8 +1,10 @@
 /* global window, performance */
 /**
  * A run's page (`#/runs/RUN`): its facts, its progress while it goes (polled),
- * its counts and timings, and its failures. Polling stops when the run ends
- * or the operator leaves the page.
+ * its counts and timings, and its failures, which follow the run while it
+ * goes (read again whenever the counts that add failure rows, its status or
+ * its phase change). Polling stops when the run ends or the operator leaves
+ * the page.
  */
 import { api } from '../api.js';
 import { cancel, retry, showError } from '../actions.js';
@@ -13,6 +15,24 @@ import { failuresSection } from './failures.js';
 
 const ENDED = new Set(['completed', 'failed', 'stopped', 'cancelled']);
 const POLL_MS = 1000;
+/** The counts that grow with the run's failure rows (a warning is a row per field). */
+const FAILURE_COUNTS = [
+  'invalid',
+  'conflict',
+  'duplicates',
+  'rejected',
+  'failed',
+  'skipped',
+  'unsupported',
+  'warnings',
+];
+
+/** How many failure rows the run's counts stand for, and where it is: a change means rows to read. */
+function failureMark(run) {
+  const c = run.counts ?? {};
+  const rows = FAILURE_COUNTS.reduce((n, k) => n + (c[k] ?? 0), 0);
+  return { rows, at: `${rows} ${run.status} ${run.phase ?? ''}` };
+}
 
 /** Writes per second, ETA and a chart of settled writes, from the samples polling took. */
 function progress(run, samples) {
@@ -141,21 +161,28 @@ export async function runPage(view, runId, live) {
   };
   drawHead();
   view(head, prog, tally, failures.section);
+  let read = failureMark(run);
   await failures.load(true);
-  // Poll while the run goes; the failures are read again once it ends. A
+  // Poll while the run goes. The failures follow it: the rows it added are
+  // read when its counts, status or phase moved (all again when the counts
+  // went down: a planning pass started over); all of them once it ends. A
   // poll that fails (a restarting server) is said and tried again.
   const trouble = h('p', { class: 'error', role: 'status' });
-  while (!ENDED.has(run.status) && live()) {
+  let done = ENDED.has(run.status);
+  while (!done && live()) {
     await new Promise((r) => window.setTimeout(r, POLL_MS));
     if (!live()) return;
     try {
       run = await api(`api/runs/${encodeURIComponent(runId)}`);
+      drawHead();
+      const mark = failureMark(run);
+      if (ENDED.has(run.status) || mark.rows < read.rows) await failures.load(true);
+      else if (mark.at !== read.at) await failures.follow();
+      read = mark;
+      done = ENDED.has(run.status);
     } catch (err) {
       trouble.textContent = `Could not read the run (trying again): ${err?.message ?? err}`;
       if (!trouble.isConnected) prog.prepend(trouble);
-      continue;
     }
-    drawHead();
-    if (ENDED.has(run.status)) await failures.load(true);
   }
 }
