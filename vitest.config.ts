@@ -32,7 +32,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
-          testTimeout: 10_000,
+          // Property tests run thousands of cases; three files share two cores.
+          testTimeout: 30_000,
           sequence: { groupOrder: 0 },
           maxWorkers: 3,
         },
