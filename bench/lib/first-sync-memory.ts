@@ -14,7 +14,7 @@
  *    approximated by waiting jobs of the same payload);
  * 3. + the write phase: every planned write claimed and settled through the
  *    worker's own Redis steps, a chunk job's lines at a time in line order
- *    (`locatePlannedWrites`, `writes.claimAll`, `finishWrites` with each
+ *    (`plannedWrites.located`, `writes.claimAll`, `finishWrites` with each
  *    write's plan chunk named and its record committed, as the platform had
  *    created it), leaving what the write phase leaves at its end, before the
  *    run's scratch is cleared: record state, the settled lines, the counters,
@@ -118,7 +118,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const t0 = performance.now();
     const counts = await planGeneratedCompanies(path, sink);
     const planMs = performance.now() - t0;
-    const planned = await store.countPlannedWrites(runId);
+    const planned = await store.plannedWrites.count(runId);
     if (counts.read !== rows || planned !== counts.create)
       throw new Error(`planned ${planned} of ${counts.read} rows (${counts.create} creates)`);
     const afterPlan = await settled(redis);
@@ -135,7 +135,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
       Math.ceil(DEFAULT_ENGINE_SETTINGS.maxWaitingWrites / chunk) +
       RETENTION.writes.completed.count;
     do {
-      const page = await store.scanPlannedWrites(runId, cursor, 500);
+      const page = await store.plannedWrites.scan(runId, cursor, 500);
       cursor = page.cursor;
       lines.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0' && lines.length < windowJobs * chunk);
@@ -154,14 +154,14 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const all: number[] = [];
     cursor = '0';
     do {
-      const page = await store.scanPlannedWrites(runId, cursor, 5000);
+      const page = await store.plannedWrites.scan(runId, cursor, 5000);
       cursor = page.cursor;
       all.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0');
     await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
     let id = 1_000_000;
     for (let i = 0; i < all.length; i += chunk) {
-      const located = await store.locatePlannedWrites(runId, all.slice(i, i + chunk));
+      const located = await store.plannedWrites.located(runId, all.slice(i, i + chunk));
       const claims = await store.writes.claimAll(
         runId,
         'companies',

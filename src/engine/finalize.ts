@@ -31,7 +31,7 @@ export async function finalize(
     await refreshIndex(ctx, entity);
     const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
-    const actions = await store.plannedWritesOf(run.id, [...new Set(lines)]);
+    const actions = await store.plannedWrites.of(run.id, [...new Set(lines)]);
     const known = await store.lookup(entity, actions, { job: run.job });
     const found: CommitEntry[] = [];
     const foundLines: number[] = [];

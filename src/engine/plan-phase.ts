@@ -108,7 +108,7 @@ export async function planRun(
       return pathStop;
     },
   });
-  const planned = await store.countPlannedWrites(runId);
+  const planned = await store.plannedWrites.count(runId);
   await progress.setCounts(runId, {
     ...runCountsOf(counts),
     writesPlanned: planned,

@@ -101,7 +101,7 @@ export function redisPlanningSink(
         failures.sort((x, y) => x.line - y.line);
       }
       await Promise.all([
-        store.savePlannedWrites(runId, writes),
+        store.plannedWrites.save(runId, writes),
         store.addFailures(runId, failures),
         store.markSeen(runId, seen),
         store.commit(entity, adopted),
@@ -132,7 +132,7 @@ export function redisPlanningSink(
       await store.releaseClaims(runId);
     },
     async withdraw(rows) {
-      await store.dropPlannedWrites(
+      await store.plannedWrites.drop(
         runId,
         rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.action.line),
       );

@@ -239,7 +239,7 @@ async function enqueueWrites(
     }
     // A cancel: the chunks not enqueued yet would only be skipped.
     if ((await ctx.store.getRun(run.id))?.cancelRequested !== undefined) return;
-    const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
+    const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
     const jobs = writeChunksOfPage(run, def, page, round, size);
     if (jobs.length > 0) await ctx.writeQueue.addBulk(jobs);

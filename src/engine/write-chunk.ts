@@ -53,7 +53,7 @@ export async function processWriteChunk(
     result.skipped = chunk.lines.length;
     return result;
   }
-  const located = await ctx.store.locatePlannedWrites(chunk.runId, chunk.lines);
+  const located = await ctx.store.plannedWrites.located(chunk.runId, chunk.lines);
   const actions = located.map((l) => l.write);
   // Each write names its plan chunk when it settles: the chunk is dropped once all its lines have.
   const planChunk = new Map(located.map((l) => [l.write.line, l.chunk]));
@@ -270,7 +270,7 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
   const open = await ctx.progress.unsettledOf(chunk.runId, chunk.lines);
   // Settled without their plan chunks named: a create may leave pending marks that finalize
   // verifies by the plan, so those chunks are kept to the run's end.
-  const actions = await ctx.store.plannedWritesOf(chunk.runId, open);
+  const actions = await ctx.store.plannedWrites.of(chunk.runId, open);
   if (actions.length === 0) return;
   const reason = `write abandoned after ${job.attemptsMade} attempts: ${err.message}`;
   const reply = await ctx.store.finishWrites(

@@ -9,7 +9,6 @@
  */
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
-import type { WriteAction } from '../sync/action.js';
 import {
   decideClaims,
   type Claim,
@@ -20,7 +19,7 @@ import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { chunks, execAll, unlinks } from './pipeline.js';
-import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
+import type { PlannedWrites } from './planned-writes.js';
 
 /** Lines a claim layout can carry: five characters of 7 bits. */
 const MAX_LINE = 2 ** 35 - 1;
@@ -116,7 +115,6 @@ export class BucketTtls {
 const RELEASED = 'released';
 
 export class RunScratch {
-  private readonly planned: PlannedWrites;
   /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
   readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
   private readonly seenTtls: BucketTtls;
@@ -125,8 +123,9 @@ export class RunScratch {
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly ttlMs: number,
+    /** The run's planned writes: where `claimHolders` looks once the claims are released. */
+    private readonly planned: PlannedWrites,
   ) {
-    this.planned = new PlannedWrites(redis, keys, ttlMs);
     this.seenTtls = new BucketTtls(keys.buckets.records);
   }
 
@@ -249,39 +248,6 @@ export class RunScratch {
         for (const key of w.keys) if (wanted.has(key) && !lineOf.has(key)) lineOf.set(key, w.line);
     } while (cursor !== '0');
     return keys.map((key) => lineOf.get(key) ?? null);
-  }
-
-  /** Stores write actions of the run (compactly: see planned-writes.ts). */
-  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
-    return this.planned.save(runId, actions);
-  }
-
-  /**
-   * A page of planned writes, in line order. Start with cursor `'0'`; the
-   * scan is over when the returned cursor is `'0'` again. `count` is a hint:
-   * whole chunks of planned writes are read.
-   */
-  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
-    return this.planned.scan(runId, cursor, count);
-  }
-
-  /** The planned writes of these lines (lines without one are left out), in the order given. */
-  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
-    return this.planned.of(runId, lines);
-  }
-
-  /** As `plannedWritesOf`, each with its plan chunk (named when its line settles). */
-  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
-    return this.planned.located(runId, lines);
-  }
-
-  /** Removes planned writes: of rows that turned out to be conflicts, or already enqueued. */
-  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
-    return this.planned.drop(runId, lines);
-  }
-
-  countPlannedWrites(runId: string): Promise<number> {
-    return this.planned.count(runId);
   }
 
   /**

@@ -5,7 +5,7 @@
  * number of round trips, whatever the batch size.
  *
  * Typical use by the run pipeline, per batch of mapped rows:
- * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `savePlannedWrites`
+ * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `plannedWrites.save`
  * and `markSeen` (adoptions go straight to `commit`). The writes, a chunk of
  * planned lines at a time: `writes.claimAll` before the requests (a create's
  * identity keys are marked pending there) and `finishWrites` after the
@@ -19,7 +19,7 @@
 import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { PendingCreate, WriteAction } from '../sync/action.js';
+import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
@@ -52,7 +52,7 @@ import {
   type RunRecord,
 } from './runs.js';
 import { RunProgress } from './progress.js';
-import type { LocatedWrite, PlanPage } from './planned-writes.js';
+import { PlannedWrites } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import { RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
@@ -88,6 +88,8 @@ export class StateStore {
   readonly progress: RunProgress;
   /** The claim before a platform write and the settling after it (one script each). */
   readonly writes: WriteSteps;
+  /** A run's planned writes, saved while it plans and read as it writes. */
+  readonly plannedWrites: PlannedWrites;
   private readonly records: RecordStates;
   private readonly index: PlatformIndex;
   private readonly runs: Runs;
@@ -123,7 +125,13 @@ export class StateStore {
       this.keys,
       opts.runHistory ?? DEFAULT_RUN_HISTORY,
     );
-    this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.plannedWrites = new PlannedWrites(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.scratch = new RunScratch(
+      connection,
+      this.keys,
+      opts.scratchTtlMs ?? 7 * DAY,
+      this.plannedWrites,
+    );
     this.survivors = new SurvivorClaims(
       connection,
       this.keys,
@@ -337,30 +345,6 @@ export class StateStore {
   /** Frees the run's identity claims once its whole export is planned (see RunScratch). */
   releaseClaims(runId: string): Promise<void> {
     return this.scratch.releaseClaims(runId);
-  }
-
-  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
-    return this.scratch.savePlannedWrites(runId, actions);
-  }
-
-  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
-    return this.scratch.scanPlannedWrites(runId, cursor, count);
-  }
-
-  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
-    return this.scratch.plannedWritesOf(runId, lines);
-  }
-
-  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
-    return this.scratch.locatePlannedWrites(runId, lines);
-  }
-
-  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
-    return this.scratch.dropPlannedWrites(runId, lines);
-  }
-
-  countPlannedWrites(runId: string): Promise<number> {
-    return this.scratch.countPlannedWrites(runId);
   }
 
   markSeen(runId: string, platformIds: readonly number[]): Promise<void> {

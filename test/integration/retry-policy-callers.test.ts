@@ -131,7 +131,7 @@ async function chunkJob(
     const base = { line, keys, hash: `h${n}-${line}`, body: { name: `Company ${n}-${line}` } };
     return kind === 'update' ? { kind, ...base, platformId: 77 } : { kind, ...base };
   });
-  await store.savePlannedWrites(runId, actions);
+  await store.plannedWrites.save(runId, actions);
   const [data] = writeChunks(
     { id: runId },
     { entity: 'companies', createVia: 'companies' },
@@ -335,7 +335,7 @@ describe('a chunk of writes', () => {
     const { ctx, sent } = scripted(() => null);
     const { job, runId, lines } = await chunkJob('create', {}, 3);
     const [settled, claimed] = [lines[0]!, lines[1]!];
-    const planned = await store.plannedWritesOf(runId, [settled, claimed]);
+    const planned = await store.plannedWrites.of(runId, [settled, claimed]);
     await store.finishWrites(runId, 'companies', [
       { line: settled, outcome: 'updated', keys: planned[0]!.keys, clearPending: false },
     ]);

@@ -62,7 +62,7 @@ async function plannedRun(count: number): Promise<{ runId: string; lines: number
     source: 'test.csv',
   });
   const lines = Array.from({ length: count }, (_, i) => i + 2);
-  await store.savePlannedWrites(runId, lines.map(create));
+  await store.plannedWrites.save(runId, lines.map(create));
   await store.releaseClaims(runId);
   await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
   await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
@@ -148,7 +148,7 @@ async function runJobs(ctx: EngineContext, jobs: readonly Job[]): Promise<void> 
 
 /** Which of these lines still have a planned write. */
 async function readable(runId: string, lines: readonly number[]): Promise<number[]> {
-  return (await store.plannedWritesOf(runId, lines)).map((w) => w.line);
+  return (await store.plannedWrites.of(runId, lines)).map((w) => w.line);
 }
 
 /** The plan chunks left (first lines of the bodies kept), and the plan hash's fields. */
@@ -178,7 +178,7 @@ async function pageJobs(runId: string): Promise<ReturnType<typeof writeChunksOfP
   const out: ReturnType<typeof writeChunksOfPage> = [];
   let cursor = '0';
   do {
-    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    const page = await store.plannedWrites.scan(runId, cursor, 500);
     cursor = page.cursor;
     out.push(...writeChunksOfPage({ id: runId }, DEF, page, 0, 50));
   } while (cursor !== '0');
@@ -190,7 +190,7 @@ async function pages(runId: string): Promise<number[][]> {
   const out: number[][] = [];
   let cursor = '0';
   do {
-    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    const page = await store.plannedWrites.scan(runId, cursor, 500);
     cursor = page.cursor;
     out.push(page.writes.map((w) => w.line));
   } while (cursor !== '0');
@@ -229,7 +229,7 @@ describe('planned writes freed as they settle', () => {
     await runJobs(ctx, jobsOf(runId, lines.slice(CHUNK_LINES + 1)));
     expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'], dropped: [a, b, c] });
     // `total` still says how many writes were planned.
-    expect(await store.countPlannedWrites(runId)).toBe(lines.length);
+    expect(await store.plannedWrites.count(runId)).toBe(lines.length);
     expect((await store.getRun(runId))!.counts).toMatchObject({
       created: lines.length,
       writesSettled: lines.length,

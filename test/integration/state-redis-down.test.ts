@@ -38,7 +38,7 @@ describe('StateStore with Redis down', () => {
       [() => store.jobLockHolder('nightly'), 'reading a job lock'],
       [() => store.acquireJobLock('nightly', 't', 1000), 'taking a job lock'],
       [() => store.indexInfo('companies'), 'reading the platform index'],
-      [() => store.countPlannedWrites('r1'), 'counting planned writes'],
+      [() => store.plannedWrites.count('r1'), 'counting planned writes'],
     ];
     for (const [call, what] of cases) {
       const err = await failure(call());

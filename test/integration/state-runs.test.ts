@@ -277,20 +277,20 @@ describe('run scratch', () => {
           ...(n % 2 ? {} : { platformId: n }),
         }) as WriteAction,
     );
-    await store.savePlannedWrites(run, writes);
-    await store.dropPlannedWrites(run, [2, 3, 4]);
-    expect(await store.countPlannedWrites(run)).toBe(1197);
+    await store.plannedWrites.save(run, writes);
+    await store.plannedWrites.drop(run, [2, 3, 4]);
+    expect(await store.plannedWrites.count(run)).toBe(1197);
     const seen = new Map<number, WriteAction>();
     let cursor = '0';
     do {
-      const page = await store.scanPlannedWrites(run, cursor, 300);
+      const page = await store.plannedWrites.scan(run, cursor, 300);
       cursor = page.cursor;
       for (const w of page.writes) seen.set(w.line, w);
     } while (cursor !== '0');
     expect(seen.size).toBe(1197);
     expect(seen.get(5)).toEqual(writes[3]);
     expect(seen.has(3)).toBe(false);
-    expect(await store.plannedWritesOf(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
+    expect(await store.plannedWrites.of(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
     await store.markSeen(run, [1, 2, 3]);
     await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
     await store.clearRunScratch(run);
