@@ -93,7 +93,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
     const store = new StateStore(redis);
     const runId = 'run-20261123T160000Z-bench1';
-    await store.createRun({
+    await store.runs.create({
       id: runId,
       job: 'bench',
       entity: 'companies',
@@ -158,7 +158,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
       cursor = page.cursor;
       all.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0');
-    await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+    await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
     let id = 1_000_000;
     for (let i = 0; i < all.length; i += chunk) {
       const located = await store.plannedWrites.located(runId, all.slice(i, i + chunk));

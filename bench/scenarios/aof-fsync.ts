@@ -53,7 +53,7 @@ async function rate(
   inFlight: number,
   runId: string,
 ): Promise<number> {
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'bench',
     entity: 'companies',

@@ -159,7 +159,7 @@ export async function watch(
           });
         },
       })
-    : await store.getRun(runId);
+    : await store.runs.get(runId);
   bar?.stop();
   if (!run) {
     process.stderr.write(`crm-sync: no run ${runId}\n`);

@@ -58,9 +58,9 @@ export async function finalize(
       'creates with unknown outcome verified by listing',
     );
     if (missing.length > 0) {
-      const round = await store.nextCreateRound(run.id);
+      const round = await store.runs.nextCreateRound(run.id);
       if (round > ctx.settings.maxCreateRounds) {
-        await store.addFailures(
+        await store.runs.addFailures(
           run.id,
           missing.map((a) => ({
             line: a.line,
@@ -69,13 +69,13 @@ export async function finalize(
             identity: a.keys[0]!,
           })),
         );
-        await store.incrementRun(run.id, { failed: missing.length });
+        await store.runs.increment(run.id, { failed: missing.length });
       } else {
         await progress.unsettle(
           run.id,
           missing.map((a) => a.line),
         );
-        await store.incrementRun(run.id, { writesPlanned: missing.length });
+        await store.runs.increment(run.id, { writesPlanned: missing.length });
         await ctx.writeQueue.addBulk(
           writeChunks(
             run,
@@ -85,24 +85,24 @@ export async function finalize(
             ctx.settings.writeChunk,
           ),
         );
-        await store.updateRun(run.id, { status: 'writing', phase: 'waiting' });
+        await store.runs.update(run.id, { status: 'writing', phase: 'waiting' });
         return;
       }
     }
   }
 
   if (def.fullSnapshot) {
-    await store.updateRun(run.id, { phase: 'reporting orphans' });
+    await store.runs.update(run.id, { phase: 'reporting orphans' });
     // Only this job's records: another job syncing the same entity has its own export.
     let orphans = 0;
     for await (const batch of store.orphans(entity, run)) orphans += batch.length;
     if (orphans > 0) {
-      await store.incrementRun(run.id, { orphans });
+      await store.runs.increment(run.id, { orphans });
       log.info({ orphans }, 'records in state but not in this export (the API has no delete)');
     }
   }
   const now = Date.now();
-  const finished = await store.getRun(run.id);
+  const finished = await store.runs.get(run.id);
   if (ctx.metrics && finished) {
     const c = finished.counts;
     ctx.metrics.rowsRead.inc({ job: run.job }, c.read);

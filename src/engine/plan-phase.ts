@@ -38,7 +38,7 @@ export async function planRun(
   const started = Date.now();
   if (run.status === 'planning') log.info('planning was cut off; starting it again');
   await progress.resetPlanning(runId);
-  await store.updateRun(runId, {
+  await store.runs.update(runId, {
     status: 'planning',
     phase: 'checking the platform index',
     startedAt: started,
@@ -47,7 +47,7 @@ export async function planRun(
   const entity = def.entity;
   const [index, previous, pending] = await Promise.all([
     store.indexInfo(entity),
-    store.listRuns({ job: def.name, limit: 50 }),
+    store.runs.list({ job: def.name, limit: 50 }),
     store.listPending(entity),
   ]);
   // The change share says nothing on a job's first sync: everything is new to it.
@@ -61,7 +61,7 @@ export async function planRun(
     pending.length > 0 && 'creates to verify',
   ].filter(Boolean);
   if (reasons.length > 0) {
-    await store.updateRun(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
+    await store.runs.update(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
     await refreshIndex(ctx, entity);
     if (pending.length > 0) await resolveForeignPending(ctx, entity);
   }
@@ -69,7 +69,7 @@ export async function planRun(
   // `{{since}}` in the URL: only what changed since the last run that left nothing to retry.
   const since = pullSince(def, req, previous);
   const reading = since ? `reading the changes since ${sinceText(since)}` : 'reading the export';
-  await store.updateRun(runId, { phase: reading });
+  await store.runs.update(runId, { phase: reading });
   const sink = redisPlanningSink(ctx.store, runId, entity, def.name, {
     verifyRemote: req.full,
     duplicates: def.mapping.duplicates,
@@ -94,7 +94,7 @@ export async function planRun(
       lastFlush = Date.now();
       await progress.setCounts(runId, runCountsOf(c));
       // A cancel stops planning here: nothing has been written.
-      if ((await store.getRun(runId))?.cancelRequested !== undefined)
+      if ((await store.runs.get(runId))?.cancelRequested !== undefined)
         throw new RunCancelledError(runId);
     },
     checkPaths: (coverage) => {
@@ -143,7 +143,7 @@ export async function planRun(
     log.warn({ reason: verdict.reason }, 'run stopped before writing');
     return;
   }
-  await store.updateRun(runId, { status: 'writing', phase: 'enqueueing', timings });
+  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', timings });
 }
 
 /** Planning cut off by a cancel of its run (run.ts ends the run). */
@@ -191,7 +191,7 @@ async function resolveForeignPending(
   const pending = await ctx.store.listPending(entity);
   const live = new Set<string>();
   for (const id of new Set(pending.map((p) => p.runId))) {
-    const owner = await ctx.store.getRun(id);
+    const owner = await ctx.store.runs.get(id);
     if (owner && !hasEnded(owner)) live.add(id);
   }
   await ctx.store.clearPending(

@@ -102,7 +102,7 @@ export function redisPlanningSink(
       }
       await Promise.all([
         store.plannedWrites.save(runId, writes),
-        store.addFailures(runId, failures),
+        store.runs.addFailures(runId, failures),
         store.markSeen(runId, seen),
         store.commit(entity, adopted),
       ]);
@@ -113,7 +113,7 @@ export function redisPlanningSink(
       if (opts.duplicates !== undefined && opts.duplicates.keep !== 'none') {
         const rule = describeRule(opts.duplicates.keep, opts.duplicates.by);
         for await (const page of store.duplicateRows(runId)) {
-          await store.addFailures(
+          await store.runs.addFailures(
             runId,
             page.map((d) => {
               const a = duplicateAction(entity, { ...d, keys: [] }, d.identity, d.survivor, rule);
@@ -145,7 +145,7 @@ export function redisPlanningSink(
             reason: a.reason,
             identity: a.identity,
           });
-      await store.addFailures(runId, conflicts);
+      await store.runs.addFailures(runId, conflicts);
     },
   };
 }

@@ -52,7 +52,7 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   const runId = job.id!;
   const log = ctx.logger.child({ runId, job: req.job });
 
-  let run = await ctx.store.getRun(runId);
+  let run = await ctx.store.runs.get(runId);
   if (!run && job.attemptsStarted > 1) {
     // This job has started before, and its first start found or made the
     // record (its producer makes it too): the run has ended and the history
@@ -93,23 +93,23 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
         case 'writing':
           if (run.phase !== 'waiting') {
             await enqueueWrites(ctx, run, def);
-            await ctx.store.updateRun(runId, { phase: 'waiting' });
+            await ctx.store.runs.update(runId, { phase: 'waiting' });
           }
           if (!(await writesSettled(ctx, runId))) {
             await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
             throw new DelayedError();
           }
-          await ctx.store.updateRun(runId, { status: 'finalizing', phase: 'verifying creates' });
+          await ctx.store.runs.update(runId, { status: 'finalizing', phase: 'verifying creates' });
           break;
         case 'finalizing': {
           // An incremental pull is not the whole set: what it did not read is no orphan.
-          const runs = await ctx.store.listRuns({ job: def.name, limit: 50 });
+          const runs = await ctx.store.runs.list({ job: def.name, limit: 50 });
           const whole = pullSince(def, req, runs) === undefined;
           await finalize(ctx, run, whole ? def : { ...def, fullSnapshot: false }, log);
           break;
         }
       }
-      run = (await ctx.store.getRun(runId))!;
+      run = (await ctx.store.runs.get(runId))!;
     }
   } catch (err) {
     if (err instanceof DelayedError) throw err;
@@ -143,7 +143,7 @@ async function endCancelled(
     await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
     throw new DelayedError();
   }
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (run && hasEnded(run)) return run.status;
   await endRun(ctx, runId, {
     status: 'cancelled',
@@ -166,7 +166,7 @@ export async function createRunRecord(
   def: JobDefinition | undefined,
   req: RunJobRequest,
 ): Promise<RunRecord> {
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: req.job,
     entity: def?.entity ?? 'companies',
@@ -180,7 +180,7 @@ export async function createRunRecord(
       ...(req.retryOf && { retryOf: req.retryOf }),
     },
   });
-  return (await store.getRun(runId))!;
+  return (await store.runs.get(runId))!;
 }
 
 /**
@@ -200,7 +200,7 @@ async function onRunError(
   let d = decide(err, { operation: 'run', durableAttempt: 1 }, settings);
   // Only a fault the run waits out counts as a pause; then the count decides.
   if (d.action === 'retry-later') {
-    const pauses = await ctx.store.countRunRetry(runId);
+    const pauses = await ctx.store.runs.countRetry(runId);
     d = decide(err, { operation: 'run', durableAttempt: pauses }, settings);
   }
   if (d.action === 'retry-later') {
@@ -238,7 +238,7 @@ async function enqueueWrites(
       await sleep(ctx.settings.pollMs);
     }
     // A cancel: the chunks not enqueued yet would only be skipped.
-    if ((await ctx.store.getRun(run.id))?.cancelRequested !== undefined) return;
+    if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return;
     const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
     const jobs = writeChunksOfPage(run, def, page, round, size);
@@ -247,7 +247,7 @@ async function enqueueWrites(
 }
 
 async function writesSettled(ctx: EngineContext, runId: string): Promise<boolean> {
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (!run) return false;
   return run.counts.writesSettled >= run.counts.writesPlanned;
 }

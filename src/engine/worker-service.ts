@@ -218,7 +218,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     env: config.sourceEnv,
     logger,
     metrics: opts.metrics ?? processMetrics(),
-    runs: store,
+    runs: store.runs,
   });
   shutdown.register('alert worker', workerCloser(alertWorker));
   for (const [name, w] of [

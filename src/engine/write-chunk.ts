@@ -36,7 +36,7 @@ export async function processWriteChunk(
   const chunk = parseChunk(job);
   // Every write in flight listens to the chunk's abort.
   if (signal) setMaxListeners(0, signal);
-  const run = await ctx.store.getRun(chunk.runId);
+  const run = await ctx.store.runs.get(chunk.runId);
   const result: ChunkResult = {};
   const count = (r: WriteResult): void => {
     result[r] = (result[r] ?? 0) + 1;

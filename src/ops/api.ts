@@ -199,7 +199,7 @@ export function opsApi(deps: OpsApiDeps): Router {
 
   const runOf = async (req: Request) => {
     const runId = String(req.params.runId);
-    const run = await deps.store.getRun(runId);
+    const run = await deps.store.runs.get(runId);
     if (!run) throw new ApiError(404, `no run ${runId}`);
     return run;
   };

@@ -24,7 +24,7 @@ import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { redisCall } from './errors.js';
-import { DEFAULT_BUCKETS, KeyLayout, RunField, type Buckets } from './keys.js';
+import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
 import { JobLocks } from './lock.js';
 import {
@@ -42,15 +42,7 @@ import {
 } from './records.js';
 import type { LookupOptions, LookupRecord } from './record-lookup.js';
 import { Numbering } from './numbering.js';
-import {
-  Runs,
-  type CancelReply,
-  type FailureRow,
-  type RunCounts,
-  type RunInit,
-  type RunPatch,
-  type RunRecord,
-} from './runs.js';
+import { Runs } from './runs.js';
 import { RunProgress } from './progress.js';
 import { PlannedWrites } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
@@ -88,17 +80,16 @@ export class StateStore {
   readonly progress: RunProgress;
   /** The claim before a platform write and the settling after it (one script each). */
   readonly writes: WriteSteps;
+  /** Run records and their failure rows. */
+  readonly runs: Runs;
   /** A run's planned writes, saved while it plans and read as it writes. */
   readonly plannedWrites: PlannedWrites;
   private readonly records: RecordStates;
   private readonly index: PlatformIndex;
-  private readonly runs: Runs;
-  private readonly retention: RunRetention;
   private readonly scratch: RunScratch;
   private readonly survivors: SurvivorClaims;
   private readonly locks: JobLocks;
   private readonly layout: LayoutCheck;
-  private readonly logger: Logger;
 
   /**
    * @param connection The store's Redis connection. Public only for what is
@@ -109,8 +100,8 @@ export class StateStore {
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;
-    this.logger = opts.logger ?? silentLogger;
     this.keys = new KeyLayout(opts.prefix ?? DEFAULT_PREFIX, opts.buckets ?? DEFAULT_BUCKETS);
+    this.layout = new LayoutCheck(connection, this.keys);
     const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
     const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
     this.records = new RecordStates(connection, this.keys, runNumbers, jobNumbers, now);
@@ -119,12 +110,12 @@ export class StateStore {
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
       now,
     });
-    this.runs = new Runs(connection, this.keys, now);
-    this.retention = new RunRetention(
-      connection,
-      this.keys,
-      opts.runHistory ?? DEFAULT_RUN_HISTORY,
-    );
+    this.runs = new Runs(connection, this.keys, {
+      now,
+      layout: this.layout,
+      retention: new RunRetention(connection, this.keys, opts.runHistory ?? DEFAULT_RUN_HISTORY),
+      logger: opts.logger ?? silentLogger,
+    });
     this.plannedWrites = new PlannedWrites(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.scratch = new RunScratch(
       connection,
@@ -140,7 +131,6 @@ export class StateStore {
     );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
-    this.layout = new LayoutCheck(connection, this.keys);
     this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now);
   }
 
@@ -244,79 +234,6 @@ export class StateStore {
   /** The committed index (`refreshedAt`: when its listing started), or null if never listed. */
   indexInfo(entity: Entity): Promise<IndexInfo | null> {
     return this.index.info(entity);
-  }
-
-  // ---- runs ------------------------------------------------------------------
-
-  /** Creates a run stamped with this release's layout; refuses state of a layout it cannot use. */
-  async createRun(init: RunInit): Promise<string> {
-    await this.assertLayout();
-    const id = await this.runs.create(init);
-    // The history stays at its bound: the job's oldest ended runs beyond it are
-    // forgotten. Best effort: the run exists now, and the next run prunes again.
-    try {
-      await this.retention.prune(init.job);
-    } catch (err) {
-      this.logger.warn(
-        { err, job: init.job, runId: id },
-        'could not forget old runs; the next run of the job tries again',
-      );
-    }
-    return id;
-  }
-
-  /** The layout a run belongs to; a run of no layout not started yet is given this one's. */
-  runLayout(runId: string): Promise<number> {
-    return this.runs.claimLayout(runId);
-  }
-
-  getRun(id: string): Promise<RunRecord | null> {
-    return this.runs.get(id);
-  }
-
-  listRuns(opts: { job?: string; limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
-    return this.runs.list(opts);
-  }
-
-  /** Asks a run to cancel (see `Runs.requestCancel`); null for no run. */
-  requestCancel(id: string): Promise<CancelReply> {
-    return this.runs.requestCancel(id);
-  }
-
-  updateRun(id: string, patch: RunPatch): Promise<void> {
-    return this.runs.update(id, patch);
-  }
-
-  incrementRun(id: string, deltas: Partial<RunCounts>): Promise<void> {
-    return this.runs.increment(id, deltas);
-  }
-
-  /** Counts one more pause of the run by a transient fault; returns how many so far (1 the first). */
-  countRunRetry(runId: string): Promise<number> {
-    return this.runs.bump(runId, RunField.retries);
-  }
-
-  /**
-   * Starts another round of the run's creates, sent again after a
-   * verification found them missing; returns its number (1 the first).
-   */
-  nextCreateRound(runId: string): Promise<number> {
-    return this.runs.bump(runId, RunField.round);
-  }
-
-  addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
-    return this.runs.addFailures(runId, rows);
-  }
-
-  listFailures(
-    runId: string,
-    opts: { offset?: number; limit?: number } = {},
-  ): Promise<FailureRow[]> {
-    return this.runs.listFailures(runId, opts);
-  }
-
-  countFailures(runId: string): Promise<number> {
-    return this.runs.countFailures(runId);
   }
 
   // ---- run scratch -------------------------------------------------------------

@@ -216,7 +216,7 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     });
     const stats = await sandboxStats(sandbox.url);
     expect(countRequests(stats, 'POST', '/companies') - before).toBe(1);
-    const record = await new StateStore(redis, { prefix }).getRun(retried.runId);
+    const record = await new StateStore(redis, { prefix }).runs.get(retried.runId);
     expect(record?.options).toMatchObject({ trigger: 'retry', retryOf: first.runId });
 
     const help = await runCli(['retry', '--help'], env);

@@ -25,14 +25,14 @@ const engine = useEngines();
 
 /** A run of another job mid-write, its creates of `rows` claimed (marked pending) before sending. */
 async function claimCreates(h: EngineHarness, runId: string, rows: CompanyRow[]): Promise<void> {
-  await h.store.createRun({
+  await h.store.runs.create({
     id: runId,
     job: 'other-companies',
     entity: 'companies',
     mode: 'upsert',
     source: 'other.csv',
   });
-  await h.store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  await h.store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   const claims = await h.store.writes.claimAll(
     runId,
     'companies',
@@ -64,7 +64,7 @@ async function recoverCrashedCreates(h: EngineHarness, synced: number): Promise<
   for (const r of crashed.slice(0, 5))
     await client.createCompany(expectedCompany(r) as CompanyRequest);
   await claimCreates(h, 'run-crashed', crashed);
-  await h.store.updateRun('run-crashed', { status: 'failed' });
+  await h.store.runs.update('run-crashed', { status: 'failed' });
   const before = await h.stats();
 
   h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));

@@ -116,14 +116,14 @@ async function chunkJob(
 ): Promise<{ job: Job; runId: string; keys: string[]; lines: number[] }> {
   n += 1;
   const runId = `run-policy-${n}`;
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'companies',
     entity: 'companies',
     mode: 'upsert',
     source: 'test.csv',
   });
-  await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
   const lines = Array.from({ length: count }, (_, i) => i + 2);
   const actions: WriteAction[] = lines.map((line) => {
@@ -178,7 +178,7 @@ describe('the write processor follows the policy', () => {
     expect(calls).toBe(3);
     expect(rateLimit).not.toHaveBeenCalled();
     expect(await store.pending('companies', keys)).toBeNull();
-    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
+    expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
     expect(await store.lookup('companies', [{ keys }])).toEqual([
       expect.objectContaining({ platformId: 10_003 }),
     ]);
@@ -191,10 +191,10 @@ describe('the write processor follows the policy', () => {
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     expect(calls()).toBe(3);
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row?.reason).toMatch(/^rate limited by the platform 3 times in a row/);
     expect(await store.pending('companies', keys)).toBeNull();
-    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
+    expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
   });
 
   it('fail-run: a 401 fails the run naming the API key; the chunk sends nothing more', async () => {
@@ -205,7 +205,7 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'update', job).action).toBe('fail-run');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ skipped: 1 });
     expect(calls()).toBe(1);
-    expect(await store.getRun(runId)).toMatchObject({
+    expect(await store.runs.get(runId)).toMatchObject({
       status: 'failed',
       error: UNAUTHORIZED_MESSAGE,
     });
@@ -268,7 +268,7 @@ describe('the write processor follows the policy', () => {
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     const d = expected(err(), 'update', job);
     expect(d.action).toBe('give-up');
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row).toMatchObject({ kind: 'failed', reason: (d as { reason: string }).reason });
     expect(row!.reason).toMatch(/^gave up after 8 attempts: PUT \/companies\/77 → 502/);
   });
@@ -279,7 +279,7 @@ describe('the write processor follows the policy', () => {
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
     expect(calls()).toBe(1);
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row).toMatchObject({
       kind: 'rejected',
       field: 'website',
@@ -294,7 +294,7 @@ describe('the write processor follows the policy', () => {
     );
     const { job, runId } = await chunkJob('update');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row?.reason).toBe('platform record 77 no longer exists (404)');
   });
 
@@ -305,7 +305,7 @@ describe('the write processor follows the policy', () => {
     const { job, runId } = await chunkJob('update');
     expect(expected(err(), 'update', job).action).toBe('retry-later');
     await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.aborted' });
-    expect(await store.listFailures(runId)).toEqual([]);
+    expect(await store.runs.listFailures(runId)).toEqual([]);
   });
 });
 
@@ -325,7 +325,7 @@ describe('a chunk of writes', () => {
     await expect(processWriteChunk(ctx, next)).resolves.toEqual({ created: 1, skipped: 3 });
     expect(sent.slice(sentFirst)).toEqual([`Company ${n}-3`]);
     expect(new Set(sent).size).toBe(4);
-    expect((await store.getRun(runId))!.counts).toMatchObject({
+    expect((await store.runs.get(runId))!.counts).toMatchObject({
       created: 4,
       writesSettled: 4,
     });

@@ -8,8 +8,14 @@ describe('claiming a create before its write (store.writes.claim)', () => {
   it('claims once: a second claim sees the pending create, a recorded record refuses any claim', async () => {
     const store = new StateStore(redis, { prefix, now: () => 1_000 });
     for (const id of ['run-a', 'run-b', 'run-c']) {
-      await store.createRun({ id, job: 'j', entity: 'companies', mode: 'upsert', source: 'a.csv' });
-      await store.updateRun(id, { status: 'writing', phase: 'waiting' });
+      await store.runs.create({
+        id,
+        job: 'j',
+        entity: 'companies',
+        mode: 'upsert',
+        source: 'a.csv',
+      });
+      await store.runs.update(id, { status: 'writing', phase: 'waiting' });
     }
     const claim = (runId: string, line: number, createKeys: string[]) =>
       store.writes.claim({ runId, entity: 'companies', line, createKeys });
@@ -37,14 +43,14 @@ describe('claiming a create before its write (store.writes.claim)', () => {
 
   it('refuses every write of a run that has ended or is gone, marking nothing', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:ended` });
-    await store.createRun({
+    await store.runs.create({
       id: 'run-done',
       job: 'j',
       entity: 'companies',
       mode: 'upsert',
       source: 'a.csv',
     });
-    await store.updateRun('run-done', { status: 'failed' });
+    await store.runs.update('run-done', { status: 'failed' });
     for (const runId of ['run-done', 'run-unknown']) {
       expect(
         await store.writes.claim({ runId, entity: 'companies', line: 2, createKeys: ['x:A'] }),

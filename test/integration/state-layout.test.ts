@@ -208,7 +208,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const report = await migrateAs(redis, prefix, { abandonRuns: true });
     expect(report).toMatchObject({ outcome: 'migrated', abandonedRuns: [runId] });
     const store = new StateStore(redis, { prefix });
-    expect(await store.getRun(runId!)).toMatchObject({
+    expect(await store.runs.get(runId!)).toMatchObject({
       status: 'failed',
       error: expect.stringContaining('abandoned by crm-sync migrate'),
     });
@@ -272,7 +272,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
       });
     }
     await expect(
-      store.createRun({ job: 'j', entity: 'companies', mode: 'upsert', source: 's' }),
+      store.runs.create({ job: 'j', entity: 'companies', mode: 'upsert', source: 's' }),
     ).rejects.toMatchObject({ code: 'state.layout-new' });
 
     // As if a migration from 1 stopped after marking the layout.
@@ -361,7 +361,7 @@ describe('a run belongs to the layout of the release that started it', () => {
       if (Date.now() > deadline) throw new Error(`run job is ${await job.getState()}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect((await h.store.getRun(runId))?.status).toBe('queued');
+    expect((await h.store.runs.get(runId))?.status).toBe('queued');
     expect(countWrites(await h.stats())).toBe(0);
 
     // With no layout and not started (a scheduler of an older release made it): taken and stamped.

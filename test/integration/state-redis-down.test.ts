@@ -33,8 +33,8 @@ describe('StateStore with Redis down', () => {
     const store = await closedStore();
     const cases: [() => Promise<unknown>, string][] = [
       [() => store.hasState(), 'checking for state'],
-      [() => store.getRun('r1'), 'reading a run'],
-      [() => store.countFailures('r1'), 'counting failed rows'],
+      [() => store.runs.get('r1'), 'reading a run'],
+      [() => store.runs.countFailures('r1'), 'counting failed rows'],
       [() => store.jobLockHolder('nightly'), 'reading a job lock'],
       [() => store.acquireJobLock('nightly', 't', 1000), 'taking a job lock'],
       [() => store.indexInfo('companies'), 'reading the platform index'],

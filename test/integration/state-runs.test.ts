@@ -18,14 +18,14 @@ const base = { entity: 'companies', mode: 'upsert', source: '/data/accounts.csv'
 
 describe('runs', () => {
   it('creates, reads, updates and counts a run', async () => {
-    const id = await store.createRun({
+    const id = await store.runs.create({
       ...base,
       id: 'job-1',
       job: 'accounts',
       options: { full: true },
     });
     expect(id).toBe('job-1');
-    expect(await store.getRun('job-1')).toMatchObject({
+    expect(await store.runs.get('job-1')).toMatchObject({
       id: 'job-1',
       job: 'accounts',
       entity: 'companies',
@@ -36,22 +36,22 @@ describe('runs', () => {
       createdAt: clock,
       timings: {},
     });
-    await store.updateRun('job-1', {
+    await store.runs.update('job-1', {
       status: 'writing',
       phase: 'enqueueing writes',
       startedAt: clock + 1,
       timings: { plan: 120 },
     });
     await Promise.all(
-      Array.from({ length: 50 }, () => store.incrementRun('job-1', { read: 2, created: 1 })),
+      Array.from({ length: 50 }, () => store.runs.increment('job-1', { read: 2, created: 1 })),
     );
-    await store.incrementRun('job-1', { writesPlanned: 7, unchanged: 0 });
-    await store.updateRun('job-1', {
+    await store.runs.increment('job-1', { writesPlanned: 7, unchanged: 0 });
+    await store.runs.update('job-1', {
       status: 'completed',
       finishedAt: clock + 9,
       timings: { write: 30 },
     });
-    const run = await store.getRun('job-1');
+    const run = await store.runs.get('job-1');
     expect(run).toMatchObject({
       status: 'completed',
       phase: 'enqueueing writes',
@@ -66,17 +66,17 @@ describe('runs', () => {
       failed: 0,
       orphans: 0,
     });
-    await expect(store.updateRun('nope', { status: 'failed' })).rejects.toMatchObject({
+    await expect(store.runs.update('nope', { status: 'failed' })).rejects.toMatchObject({
       code: 'state.unknown-run',
     });
-    expect(await store.getRun('nope')).toBeNull();
+    expect(await store.runs.get('nope')).toBeNull();
   });
 
   it('keeps an existing run when created again (a redelivered job)', async () => {
-    await store.createRun({ ...base, id: 'job-2', job: 'accounts' });
-    await store.incrementRun('job-2', { read: 5 });
-    await store.createRun({ ...base, id: 'job-2', job: 'accounts', source: '/other.csv' });
-    expect(await store.getRun('job-2')).toMatchObject({
+    await store.runs.create({ ...base, id: 'job-2', job: 'accounts' });
+    await store.runs.increment('job-2', { read: 5 });
+    await store.runs.create({ ...base, id: 'job-2', job: 'accounts', source: '/other.csv' });
+    expect(await store.runs.get('job-2')).toMatchObject({
       source: '/data/accounts.csv',
       counts: { read: 5 },
     });
@@ -85,36 +85,36 @@ describe('runs', () => {
   it('lists runs newest first, of all jobs or of one', async () => {
     for (const [n, job] of ['a', 'b', 'a', 'a'].entries()) {
       clock += 1000;
-      await store.createRun({ ...base, id: `list-${n}`, job: `list-${job}` });
+      await store.runs.create({ ...base, id: `list-${n}`, job: `list-${job}` });
     }
-    const all = await store.listRuns({ limit: 3 });
+    const all = await store.runs.list({ limit: 3 });
     expect(all.map((r) => r.id)).toEqual(['list-3', 'list-2', 'list-1']);
-    expect((await store.listRuns({ job: 'list-a' })).map((r) => r.id)).toEqual([
+    expect((await store.runs.list({ job: 'list-a' })).map((r) => r.id)).toEqual([
       'list-3',
       'list-2',
       'list-0',
     ]);
-    expect((await store.listRuns({ job: 'list-a', limit: 1, offset: 1 })).map((r) => r.id)).toEqual(
-      ['list-2'],
-    );
-    expect(await store.listRuns({ job: 'never' })).toEqual([]);
-    const generated = await store.createRun({ ...base, job: 'gen' });
+    expect(
+      (await store.runs.list({ job: 'list-a', limit: 1, offset: 1 })).map((r) => r.id),
+    ).toEqual(['list-2']);
+    expect(await store.runs.list({ job: 'never' })).toEqual([]);
+    const generated = await store.runs.create({ ...base, job: 'gen' });
     expect(generated).toMatch(/^[0-9a-z]+-[0-9a-f]{8}$/);
   });
 
   it('stores no credentials: source URL stripped, error scrubbed', async () => {
-    await store.createRun({
+    await store.runs.create({
       ...base,
       id: 'secret-run',
       job: 'remote',
       source: 'https://crm-user:hunter2-pass@exports.example.com/a.csv?api_key=k3y-s3cret&day=mon',
     });
-    await store.updateRun('secret-run', {
+    await store.runs.update('secret-run', {
       status: 'failed',
       error:
         'GET https://u:hunter2-pass@x.example/ failed; request had Authorization: sk_live_abcdef123456 and Bearer eyJhbGciOiJIUzI1NiJ9',
     });
-    const run = await store.getRun('secret-run');
+    const run = await store.runs.get('secret-run');
     expect(run!.source).toBe('https://exports.example.com/a.csv?api_key=REDACTED&day=mon');
     const raw = JSON.stringify(await redis.hgetall(store.keys.run('secret-run')));
     for (const secret of [
@@ -161,22 +161,22 @@ describe('failures', () => {
       value: `bad-${n}`,
       identity: `x:E${n}`,
     }));
-    await store.addFailures('fail-run', rows.slice(0, 1234));
-    await store.addFailures('fail-run', rows.slice(1234));
-    expect(await store.countFailures('fail-run')).toBe(2500);
+    await store.runs.addFailures('fail-run', rows.slice(0, 1234));
+    await store.runs.addFailures('fail-run', rows.slice(1234));
+    expect(await store.runs.countFailures('fail-run')).toBe(2500);
     const read: FailureRow[] = [];
     for (let offset = 0; ; offset += 400) {
-      const page = await store.listFailures('fail-run', { offset, limit: 400 });
+      const page = await store.runs.listFailures('fail-run', { offset, limit: 400 });
       if (page.length === 0) break;
       read.push(...page);
     }
     expect(read).toEqual(rows);
-    await store.addFailures('fail-run', [
+    await store.runs.addFailures('fail-run', [
       { line: 9, kind: 'invalid', reason: 'too long', value: 'x'.repeat(5000) },
     ]);
-    const [long] = await store.listFailures('fail-run', { offset: 2500 });
+    const [long] = await store.runs.listFailures('fail-run', { offset: 2500 });
     expect(String(long!.value)).toMatch(/^x{1000}… \(5000 characters\)$/);
-    expect(await store.listFailures('empty-run')).toEqual([]);
+    expect(await store.runs.listFailures('empty-run')).toEqual([]);
   });
 });
 
@@ -308,7 +308,7 @@ function settle(run: string, line: number, outcome: WriteOutcome, failure?: Fail
 describe('run progress', () => {
   it('settles each write once, counts late answers to unknown creates once, and resets', async () => {
     const run = 'progress-run';
-    await store.createRun({ ...base, id: run, job: 'progress' });
+    await store.runs.create({ ...base, id: run, job: 'progress' });
     await store.progress.setCounts(run, { writesPlanned: 3 });
     expect(await settle(run, 2, 'created')).toEqual({ first: [true], settled: 1, planned: 3 });
     // The same chunk processed again (at-least-once delivery): no second count.
@@ -324,19 +324,19 @@ describe('run progress', () => {
     await settle(run, 6, 'pending');
     await store.progress.confirmCreated(run, [6]);
     await store.progress.confirmCreated(run, [6]);
-    expect((await store.getRun(run))!.counts).toMatchObject({
+    expect((await store.runs.get(run))!.counts).toMatchObject({
       created: 3,
       rejected: 1,
       writesSettled: 4,
     });
-    expect(await store.listFailures(run)).toEqual([failure]);
+    expect(await store.runs.listFailures(run)).toEqual([failure]);
 
     // A create not confirmed is sent again in a new round: its line settles again.
     await store.progress.unsettle(run, [4]);
     expect(await store.progress.isSettled(run, 4)).toBe(false);
-    expect(await store.nextCreateRound(run)).toBe(1);
-    expect(await store.nextCreateRound(run)).toBe(2);
-    expect(await store.countRunRetry(run)).toBe(1);
+    expect(await store.runs.nextCreateRound(run)).toBe(1);
+    expect(await store.runs.nextCreateRound(run)).toBe(2);
+    expect(await store.runs.countRetry(run)).toBe(1);
 
     // Every key of the run is one the layout names.
     await store.claimIdentities(run, [{ line: 2, keys: ['x:P1'] }]);
@@ -353,13 +353,13 @@ describe('run progress', () => {
 
     // A planning pass started again forgets counters, failures, scratch and settled lines.
     await store.progress.resetPlanning(run);
-    expect((await store.getRun(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
-    expect(await store.countFailures(run)).toBe(0);
+    expect((await store.runs.get(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
+    expect(await store.runs.countFailures(run)).toBe(0);
     expect(await redis.exists(...store.keys.progress(run), ...store.keys.scratch(run))).toBe(0);
     await settle(run, 2, 'updated');
     await store.progress.clear(run);
     expect(await redis.exists(...store.keys.progress(run))).toBe(0);
-    expect(await store.getRun(run)).toMatchObject({ counts: { updated: 1 } });
+    expect(await store.runs.get(run)).toMatchObject({ counts: { updated: 1 } });
   });
 });
 

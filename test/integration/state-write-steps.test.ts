@@ -7,7 +7,7 @@ const { redis, prefix } = useRedis();
 
 async function storeWithRun(runId: string): Promise<StateStore> {
   const store = new StateStore(redis, { prefix });
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'companies',
     entity: 'companies',
@@ -15,7 +15,7 @@ async function storeWithRun(runId: string): Promise<StateStore> {
     source: 'companies.csv',
     options: { full: false, force: false, trigger: 'manual' },
   });
-  await store.updateRun(runId, { status: 'writing' });
+  await store.runs.update(runId, { status: 'writing' });
   return store;
 }
 
@@ -68,7 +68,7 @@ describe('WriteSteps: the pending marks of a create', () => {
     ]);
     expect(await store.pending('companies', keys)).not.toBeNull();
     // The line settled once: the late answer does not settle it again.
-    expect((await store.getRun('run-zombie'))!.counts.writesSettled).toBe(1);
+    expect((await store.runs.get('run-zombie'))!.counts.writesSettled).toBe(1);
   });
 
   it('a failure row is stored without the secrets its reason carried', async () => {
@@ -89,7 +89,7 @@ describe('WriteSteps: the pending marks of a create', () => {
         },
       },
     ]);
-    const rows = JSON.stringify(await store.listFailures('run-scrub'));
+    const rows = JSON.stringify(await store.runs.listFailures('run-scrub'));
     expect(rows).toContain('refused');
     expect(rows).not.toContain('sk-write-steps-secret-0123456789');
     expect(rows).not.toContain('abcdefghijklmnop');

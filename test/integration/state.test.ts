@@ -139,8 +139,8 @@ describe('StateStore: record state', () => {
   it('keeps pending creates until verified, and a commit clears them', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:pending`, now: () => 1234 });
     for (const id of ['run-7', 'run-8']) {
-      await store.createRun({ id, job: 'j', entity: 'members', mode: 'upsert', source: 'u.csv' });
-      await store.updateRun(id, { status: 'writing', phase: 'waiting' });
+      await store.runs.create({ id, job: 'j', entity: 'members', mode: 'upsert', source: 'u.csv' });
+      await store.runs.update(id, { status: 'writing', phase: 'waiting' });
     }
     // The claim before a create marks it pending under every identity key.
     const createKeys = ['x:U1', 'e:ann@example.com'];
@@ -166,14 +166,14 @@ describe('StateStore: record state', () => {
 
   it('looks up keys of any script and length, each pending create under its own key', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:bytes`, now: () => 99 });
-    await store.createRun({
+    await store.runs.create({
       id: 'run-u',
       job: 'j',
       entity: 'members',
       mode: 'upsert',
       source: 's',
     });
-    await store.updateRun('run-u', { status: 'writing', phase: 'waiting' });
+    await store.runs.update('run-u', { status: 'writing', phase: 'waiting' });
     // The lookup sends every key in one argument, each by its length in bytes, not characters.
     const long = `x:${'é'.repeat(70_000)}`;
     await store.commit('members', [
@@ -521,7 +521,7 @@ describe('StateStore: orphans and key layout', () => {
     ] as const) {
       const init = { id: run, entity: 'companies', mode: 'upsert', source: 'a.csv' } as const;
       if (run !== 'legacy-unknown')
-        await store.createRun({ ...init, job: run === 'legacy-mine' ? 'accounts' : 'other' });
+        await store.runs.create({ ...init, job: run === 'legacy-mine' ? 'accounts' : 'other' });
       await commit([id], run, 'accounts');
       const [hash, at, number] = (await redis.hget(bucket(id), String(id)))!.split('.');
       await redis.hset(bucket(id), String(id), `${hash}.${at}.${number}`);
