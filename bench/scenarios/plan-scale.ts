@@ -69,7 +69,7 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
       });
     }
     // A few commits in flight keep Redis busy without holding the export.
-    inFlight.push(store.commit('companies', entries));
+    inFlight.push(store.records.commit('companies', entries));
     if (inFlight.length >= 4) {
       await Promise.all(inFlight);
       inFlight = [];

@@ -99,7 +99,7 @@ async function stateMemory(
         job: 'bench',
       });
     }
-    await store.commit(entity, entries);
+    await store.records.commit(entity, entries);
   }
   const commitMs = performance.now() - t0;
   const after = await settle(redis);
@@ -136,7 +136,7 @@ async function lookupRate(
   const t0 = performance.now();
   let found = 0;
   for (let start = 0; start < N; start += 500) {
-    const known = await store.lookup(entity, records.slice(start, start + 500));
+    const known = await store.records.lookup(entity, records.slice(start, start + 500));
     found += known.filter((k) => k.storedHash !== undefined).length;
   }
   const wall = (performance.now() - t0) / 1000;

@@ -73,7 +73,7 @@ export async function dryRun(opts: {
     lookup: async (records) =>
       noState
         ? records.map((r): Known => matchListed(listed, r.keys))
-        : await store.lookup(def.entity, records, {
+        : await store.records.lookup(def.entity, records, {
             job: def.name,
             ...(listed && { listing: listed }),
           }),

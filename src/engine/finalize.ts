@@ -26,13 +26,13 @@ export async function finalize(
 ): Promise<void> {
   const { store, progress } = ctx;
   const entity = def.entity;
-  const mine = (await store.listPending(entity)).filter((p) => p.runId === run.id);
+  const mine = (await store.records.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {
     await refreshIndex(ctx, entity);
     const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
     const actions = await store.plannedWrites.of(run.id, [...new Set(lines)]);
-    const known = await store.lookup(entity, actions, { job: run.job });
+    const known = await store.records.lookup(entity, actions, { job: run.job });
     const found: CommitEntry[] = [];
     const foundLines: number[] = [];
     const missing: WriteAction[] = [];
@@ -50,9 +50,9 @@ export async function finalize(
         foundLines.push(a.line);
       }
     });
-    await store.commit(entity, found);
+    await store.records.commit(entity, found);
     await progress.confirmCreated(run.id, foundLines);
-    for (const a of missing) await store.clearPending(entity, a.keys);
+    for (const a of missing) await store.records.clearPending(entity, a.keys);
     log.info(
       { verified: found.length, missing: missing.length },
       'creates with unknown outcome verified by listing',
@@ -95,7 +95,7 @@ export async function finalize(
     await store.runs.update(run.id, { phase: 'reporting orphans' });
     // Only this job's records: another job syncing the same entity has its own export.
     let orphans = 0;
-    for await (const batch of store.orphans(entity, run)) orphans += batch.length;
+    for await (const batch of store.records.orphans(entity, run)) orphans += batch.length;
     if (orphans > 0) {
       await store.runs.increment(run.id, { orphans });
       log.info({ orphans }, 'records in state but not in this export (the API has no delete)');

@@ -48,7 +48,7 @@ export async function planRun(
   const [index, previous, pending] = await Promise.all([
     store.indexInfo(entity),
     store.runs.list({ job: def.name, limit: 50 }),
-    store.listPending(entity),
+    store.records.listPending(entity),
   ]);
   // The change share says nothing on a job's first sync: everything is new to it.
   const lastCompleted = previous.find((r) => r.status === 'completed');
@@ -188,13 +188,13 @@ async function resolveForeignPending(
   ctx: EngineContext,
   entity: JobDefinition['entity'],
 ): Promise<void> {
-  const pending = await ctx.store.listPending(entity);
+  const pending = await ctx.store.records.listPending(entity);
   const live = new Set<string>();
   for (const id of new Set(pending.map((p) => p.runId))) {
     const owner = await ctx.store.runs.get(id);
     if (owner && !hasEnded(owner)) live.add(id);
   }
-  await ctx.store.clearPending(
+  await ctx.store.records.clearPending(
     entity,
     pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
   );

@@ -29,7 +29,7 @@ export function redisPlanningSink(
   return {
     claim: (entries) => store.claimIdentities(runId, entries),
     contend: (keep, entries) => store.contendIdentities(runId, keep, entries),
-    lookup: (records) => store.lookup(entity, records, { job, planning }),
+    lookup: (records) => store.records.lookup(entity, records, { job, planning }),
     async accept(actions, warnings) {
       const writes: WriteAction[] = [];
       const failures: FailureRow[] = [];
@@ -104,7 +104,7 @@ export function redisPlanningSink(
         store.plannedWrites.save(runId, writes),
         store.runs.addFailures(runId, failures),
         store.markSeen(runId, seen),
-        store.commit(entity, adopted),
+        store.records.commit(entity, adopted),
       ]);
     },
     // Duplicates are decided: each is reported with its survivor, then the claims' memory is

@@ -165,7 +165,7 @@ async function existing(
   scope: ChunkScope,
   a: WriteAction,
 ): Promise<WriteResult> {
-  const [known] = await ctx.store.lookup(scope.entity, [{ keys: a.keys }]);
+  const [known] = await ctx.store.records.lookup(scope.entity, [{ keys: a.keys }]);
   if (known?.storedHash === a.hash) return (await settle(scope, a, 'created', false)).result;
   const end = await settle(scope, a, 'failed', false, undefined, {
     reason: 'the record was created meanwhile by another run; the next run updates it',

@@ -19,9 +19,7 @@
 import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { PendingCreate } from '../sync/action.js';
 import type { Entity } from '../sync/identity.js';
-import type { Known } from '../sync/plan.js';
 import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
@@ -33,14 +31,7 @@ import {
   type IndexInfo,
   type PlatformRecord,
 } from './platform-index.js';
-import {
-  RecordStates,
-  type CommitEntry,
-  type Orphan,
-  type PendingEntry,
-  type StateInfo,
-} from './records.js';
-import type { LookupOptions, LookupRecord } from './record-lookup.js';
+import { RecordStates } from './records.js';
 import { Numbering } from './numbering.js';
 import { Runs } from './runs.js';
 import { RunProgress } from './progress.js';
@@ -82,9 +73,10 @@ export class StateStore {
   readonly writes: WriteSteps;
   /** Run records and their failure rows. */
   readonly runs: Runs;
+  /** Record state per entity: identity keys, the last confirmed writes, pending creates. */
+  readonly records: RecordStates;
   /** A run's planned writes, saved while it plans and read as it writes. */
   readonly plannedWrites: PlannedWrites;
-  private readonly records: RecordStates;
   private readonly index: PlatformIndex;
   private readonly scratch: RunScratch;
   private readonly survivors: SurvivorClaims;
@@ -104,7 +96,13 @@ export class StateStore {
     this.layout = new LayoutCheck(connection, this.keys);
     const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
     const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
-    this.records = new RecordStates(connection, this.keys, runNumbers, jobNumbers, now);
+    this.records = new RecordStates(connection, this.keys, {
+      runNumbers,
+      jobNumbers,
+      now,
+      layout: this.layout,
+      jobOfRun: async (id) => (await this.runs.get(id))?.job,
+    });
     this.index = new PlatformIndex(connection, this.keys, {
       buildTtlMs: opts.indexBuildTtlMs ?? DAY,
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
@@ -146,26 +144,6 @@ export class StateStore {
 
   // ---- record state --------------------------------------------------------
 
-  /**
-   * What is known of each record (aligned with `records`): see
-   * RecordStates.lookup. At most three round trips. Writes nothing, not even
-   * the layout record: a dry run relies on it.
-   */
-  async lookup(
-    entity: Entity,
-    records: readonly LookupRecord[],
-    opts?: LookupOptions,
-  ): Promise<Known[]> {
-    await this.assertLayout();
-    return this.records.lookup(entity, records, opts);
-  }
-
-  /** Records confirmed writes (and adoptions); clears pending creates of their keys. */
-  async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
-    await this.layout.check();
-    return this.records.commit(entity, entries);
-  }
-
   /** Settles writes that ended, committing the confirmed ones (see WriteSteps.finish). */
   async finishWrites(
     runId: string,
@@ -174,33 +152,6 @@ export class StateStore {
   ): Promise<FinishReply> {
     await this.layout.check();
     return this.writes.finish(runId, entity, writes);
-  }
-
-  /** `null` until the entity's first confirmed write: then a run is a first sync. */
-  stateInfo(entity: Entity): Promise<StateInfo | null> {
-    return this.records.info(entity);
-  }
-
-  pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
-    return this.records.pending(entity, keys);
-  }
-
-  clearPending(entity: Entity, keys: readonly string[]): Promise<void> {
-    return this.records.clearPending(entity, keys);
-  }
-
-  listPending(entity: Entity): Promise<PendingEntry[]> {
-    return this.records.listPending(entity);
-  }
-
-  /**
-   * Records of `run`'s job in state that the run neither saw (`markSeen`) nor
-   * wrote, in batches (see RecordStates.orphans). Meaningful for
-   * full-snapshot sources only. Writes nothing.
-   */
-  async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
-    await this.assertLayout();
-    yield* this.records.orphans(entity, run, async (id) => (await this.runs.get(id))?.job);
   }
 
   // ---- index of platform records ---------------------------------------------

@@ -78,7 +78,7 @@ async function recoverCrashedCreates(h: EngineHarness, synced: number): Promise<
     failed: 0,
     skipped: 0,
   });
-  expect(await h.store.listPending('companies')).toEqual([]);
+  expect(await h.store.records.listPending('companies')).toEqual([]);
 
   const during = statsSince(before, await h.stats());
   expect(countRequests(during, 'POST', '/companies', 200)).toBe(15);
@@ -122,7 +122,7 @@ describe('engine: pending creates of a run that died', () => {
     // Creating them here could duplicate the other run's creates when they land: they wait.
     expect(run.counts).toMatchObject({ read: 20, created: 17, skipped: 3 });
     // Marked under each identity key (external_id and crm_company_id) of the three rows.
-    const marks = await h.store.listPending('companies');
+    const marks = await h.store.records.listPending('companies');
     expect(marks).toHaveLength(6);
     expect(new Set(marks.map((p) => p.runId))).toEqual(new Set(['run-live']));
     // The other run's creates land; nothing was created twice.

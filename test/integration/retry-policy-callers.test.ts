@@ -177,9 +177,9 @@ describe('the write processor follows the policy', () => {
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ created: 1 });
     expect(calls).toBe(3);
     expect(rateLimit).not.toHaveBeenCalled();
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
     expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
-    expect(await store.lookup('companies', [{ keys }])).toEqual([
+    expect(await store.records.lookup('companies', [{ keys }])).toEqual([
       expect.objectContaining({ platformId: 10_003 }),
     ]);
   });
@@ -193,7 +193,7 @@ describe('the write processor follows the policy', () => {
     expect(calls()).toBe(3);
     const [row] = await store.runs.listFailures(runId);
     expect(row?.reason).toMatch(/^rate limited by the platform 3 times in a row/);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
     expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
   });
 
@@ -218,7 +218,7 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'create', job).action).toBe('settle-unknown');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ pending: 1 });
     expect(calls()).toBe(1);
-    expect(await store.pending('companies', keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', keys)).toMatchObject({ runId });
   });
 
   it('retry-now, then retry-later: an update answered 503 is tried 1 + PLATFORM_RETRIES times, then goes back to BullMQ after the policy wait', async () => {
@@ -251,14 +251,14 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'create', job).action).toBe('retry-later');
     await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.network' });
     expect(calls()).toBe(S.requestRetries + 1);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('retry-later keeps the pending mark when the error is not the platform answer', async () => {
     const { ctx } = scripted(() => new Error('Connection is closed.'));
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).rejects.toThrow('Connection is closed.');
-    expect(await store.pending('companies', keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', keys)).toMatchObject({ runId });
   });
 
   it('give-up on the last attempt: the write is recorded failed with the reason', async () => {
@@ -285,7 +285,7 @@ describe('the write processor follows the policy', () => {
       field: 'website',
       reason: 'platform said 400: website: Enter a valid URL.',
     });
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('reject: an update of a record gone (404) names its platform id', async () => {
@@ -353,7 +353,7 @@ describe('a chunk of writes', () => {
       created: 1,
     });
     expect(sent).toEqual([`Company ${n}-4`]);
-    expect(await store.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
   });
 
   it('a chunk stopped by a shutdown before its writes began is no completed chunk: it throws, its lines unsettled', async () => {
@@ -375,7 +375,7 @@ describe('a chunk of writes', () => {
       skipped: 2,
     });
     expect(calls()).toBe(0);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 });
 

@@ -83,7 +83,7 @@ describe('state of layout 1, as the previous release left it', () => {
       code: 'state.layout-old',
       message: expect.stringContaining('run `crm-sync migrate`'),
     });
-    await expect(h.store.lookup('companies', [{ keys: ['x:1'] }])).rejects.toMatchObject({
+    await expect(h.store.records.lookup('companies', [{ keys: ['x:1'] }])).rejects.toMatchObject({
       code: 'state.layout-old',
     });
     await expect(h.enqueue('hubspot-companies')).rejects.toMatchObject({
@@ -312,9 +312,13 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const fixture = readLayout1();
     const sf = fixture.companies.find((c) => String(c.external_id).startsWith('salesforce:'))!;
     const store = new StateStore(redis, { prefix });
-    const [known] = await store.lookup('companies', [{ keys: [`x:${String(sf.external_id)}`] }], {
-      job: 'hubspot-companies',
-    });
+    const [known] = await store.records.lookup(
+      'companies',
+      [{ keys: [`x:${String(sf.external_id)}`] }],
+      {
+        job: 'hubspot-companies',
+      },
+    );
     expect(known).toMatchObject({ platformId: sf.id, storedHash: expect.any(String) });
     expect(known?.writtenBy).toBeUndefined();
     expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'current' });
@@ -329,7 +333,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
     });
     expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'none' });
     const store = new StateStore(redis, { prefix });
-    await store.commit('companies', [
+    await store.records.commit('companies', [
       { keys: ['x:a'], platformId: 7, hash: 'h', runId: 'r', job: 'j' },
     ]);
     expect(await redis.hget(new KeyLayout(prefix).meta(), 'version')).toBe('2');

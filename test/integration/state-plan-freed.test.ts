@@ -256,7 +256,7 @@ describe('planned writes freed as they settle', () => {
     expect(done.status).toBe('completed');
     expect(done.counts).toMatchObject({ created: lines.length, failed: 0 });
     expect(await redis.scard(store.keys.unknownCreates(runId))).toBe(0);
-    expect(await store.listPending('companies')).toEqual([]);
+    expect(await store.records.listPending('companies')).toEqual([]);
     expect(p.sent).toHaveLength(lines.length);
   });
 
@@ -321,7 +321,7 @@ describe('planned writes freed as they settle', () => {
     // A's answer comes: not applied. The line counts as failed; its marks stay for finalize.
     await finish(2, 'failed', true);
     expect(await redis.scard(store.keys.unknownCreates(runId))).toBe(0);
-    expect(await store.pending('companies', w2.keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', w2.keys)).toMatchObject({ runId });
     await finish(3, 'updated', false);
     await finish(4, 'updated', false);
     expect((await store.runs.get(runId))!.counts.writesSettled).toBe(3);

@@ -31,9 +31,9 @@ describe('WriteSteps: the pending marks of a create', () => {
       createKeys: keys,
     });
     expect(claim).toBe('go');
-    expect(await store.pending('companies', keys)).not.toBeNull();
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
     await store.writes.release('run-release', 'companies', 2, keys);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('an attempt that lost its chunk cannot release marks another attempt settled as pending', async () => {
@@ -62,11 +62,11 @@ describe('WriteSteps: the pending marks of a create', () => {
     // A's create is then refused (a 429): releasing, or settling it as not landed, keeps the
     // marks, which are what finalize lists to verify the line.
     await store.writes.release('run-zombie', 'companies', 2, keys);
-    expect(await store.pending('companies', keys)).not.toBeNull();
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
     await store.finishWrites('run-zombie', 'companies', [
       { line: 2, outcome: 'failed', keys, clearPending: true },
     ]);
-    expect(await store.pending('companies', keys)).not.toBeNull();
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
     // The line settled once: the late answer does not settle it again.
     expect((await store.runs.get('run-zombie'))!.counts.writesSettled).toBe(1);
   });
