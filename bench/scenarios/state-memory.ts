@@ -165,7 +165,7 @@ async function indexMemory(
       }));
     }
   }
-  const info = await store.replaceIndex('companies', pages());
+  const info = await store.index.replace('companies', pages());
   const ms = performance.now() - t0;
   const after = await settle(redis);
   const enc = await encodings(redis, `${store.keys.prefix}:companies:ix:*`);

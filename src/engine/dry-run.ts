@@ -55,7 +55,7 @@ export async function dryRun(opts: {
 }): Promise<DryRunResult> {
   const { def, store } = opts;
   const sample = opts.sample ?? 100;
-  const index = await store.indexInfo(def.entity);
+  const index = await store.index.info(def.entity);
   const stale =
     !index || opts.req.full || Date.now() - index.refreshedAt > def.indexMaxAgeHours * 3_600_000;
   const listed = stale ? await listIntoMemory(opts.client, def.entity, opts.retry) : undefined;

@@ -46,7 +46,7 @@ export async function planRun(
 
   const entity = def.entity;
   const [index, previous, pending] = await Promise.all([
-    store.indexInfo(entity),
+    store.index.info(entity),
     store.runs.list({ job: def.name, limit: 50 }),
     store.records.listPending(entity),
   ]);

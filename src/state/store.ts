@@ -25,12 +25,7 @@ import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
 import { JobLocks } from './lock.js';
-import {
-  PlatformIndex,
-  type IndexBuild,
-  type IndexInfo,
-  type PlatformRecord,
-} from './platform-index.js';
+import { PlatformIndex } from './platform-index.js';
 import { RecordStates } from './records.js';
 import { Numbering } from './numbering.js';
 import { Runs } from './runs.js';
@@ -75,9 +70,10 @@ export class StateStore {
   readonly runs: Runs;
   /** Record state per entity: identity keys, the last confirmed writes, pending creates. */
   readonly records: RecordStates;
+  /** What the last listing of the platform found, per entity. */
+  readonly index: PlatformIndex;
   /** A run's planned writes, saved while it plans and read as it writes. */
   readonly plannedWrites: PlannedWrites;
-  private readonly index: PlatformIndex;
   private readonly scratch: RunScratch;
   private readonly survivors: SurvivorClaims;
   private readonly locks: JobLocks;
@@ -107,6 +103,7 @@ export class StateStore {
       buildTtlMs: opts.indexBuildTtlMs ?? DAY,
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
       now,
+      layout: this.layout,
     });
     this.runs = new Runs(connection, this.keys, {
       now,
@@ -152,39 +149,6 @@ export class StateStore {
   ): Promise<FinishReply> {
     await this.layout.check();
     return this.writes.finish(runId, entity, writes);
-  }
-
-  // ---- index of platform records ---------------------------------------------
-
-  /** Lists `pages` into a new index generation and swaps it in when complete. */
-  async replaceIndex(
-    entity: Entity,
-    pages: AsyncIterable<readonly PlatformRecord[]>,
-  ): Promise<IndexInfo> {
-    await this.layout.check();
-    return this.index.replace(entity, pages);
-  }
-
-  async beginIndex(entity: Entity): Promise<IndexBuild> {
-    await this.layout.check();
-    return this.index.begin(entity);
-  }
-
-  addToIndex(build: IndexBuild, records: readonly PlatformRecord[]): Promise<void> {
-    return this.index.add(build, records);
-  }
-
-  commitIndex(build: IndexBuild): Promise<IndexInfo> {
-    return this.index.commit(build);
-  }
-
-  abortIndex(build: IndexBuild): Promise<void> {
-    return this.index.abort(build);
-  }
-
-  /** The committed index (`refreshedAt`: when its listing started), or null if never listed. */
-  indexInfo(entity: Entity): Promise<IndexInfo | null> {
-    return this.index.info(entity);
   }
 
   // ---- run scratch -------------------------------------------------------------

@@ -58,7 +58,7 @@ async function recoverCrashedCreates(h: EngineHarness, synced: number): Promise<
   if (synced > 0) {
     const earlier = await h.runJob('companies');
     expect(earlier.counts).toMatchObject({ created: synced });
-    expect(await h.store.indexInfo('companies')).toBeDefined();
+    expect(await h.store.index.info('companies')).toBeDefined();
   }
   const client = h.client();
   for (const r of crashed.slice(0, 5))

@@ -37,7 +37,7 @@ describe('StateStore with Redis down', () => {
       [() => store.runs.countFailures('r1'), 'counting failed rows'],
       [() => store.jobLockHolder('nightly'), 'reading a job lock'],
       [() => store.acquireJobLock('nightly', 't', 1000), 'taking a job lock'],
-      [() => store.indexInfo('companies'), 'reading the platform index'],
+      [() => store.index.info('companies'), 'reading the platform index'],
       [() => store.plannedWrites.count('r1'), 'counting planned writes'],
     ];
     for (const [call, what] of cases) {

@@ -106,7 +106,7 @@ describe('StateStore: record state', () => {
 
     // With an index, half the records known to state and half to the listing only: three.
     const listed = Array.from({ length: 1000 }, (_, n) => ({ id: 5000 + n, ...company(1000 + n) }));
-    await store.replaceIndex('companies', pages(listed, 100));
+    await store.index.replace('companies', pages(listed, 100));
     const mixed = [
       ...records.slice(0, 500),
       ...listed.slice(0, 500).map((r) => ({ keys: identityKeys('companies', r) })),
@@ -212,7 +212,7 @@ describe('StateStore: record state', () => {
     await fresh.records.lookup('companies', [{ keys: ['x:E1'] }]);
     expect(await fresh.hasState()).toBe(false);
     expect(await redis.keys(`${prefix}:fresh*`)).toEqual([]);
-    await fresh.replaceIndex('companies', pages([{ id: 1, ...company(1) }], 10));
+    await fresh.index.replace('companies', pages([{ id: 1, ...company(1) }], 10));
     expect(await fresh.hasState()).toBe(true);
     const synced = new StateStore(redis, { prefix: `${prefix}:synced` });
     await synced.records.commit('companies', [
@@ -288,7 +288,7 @@ describe('StateStore: index of platform records', () => {
   it('adopts listed records by identity, with their values as remote', async () => {
     let clock = 1_000;
     const store = new StateStore(redis, { prefix: `${prefix}:ix`, now: () => clock });
-    expect(await store.indexInfo('companies')).toBeNull();
+    expect(await store.index.info('companies')).toBeNull();
     const listed: PlatformRecord[] = [
       { id: 7, ...company(1), created_at: '2024-01-01T00:00:00Z', avatar: null },
       { id: 8, crm_company_id: 100_002, name: 'Company 2', website: null },
@@ -296,9 +296,9 @@ describe('StateStore: index of platform records', () => {
       { id: 10, external_id: 'E1', name: 'a second E1' },
       { id: 7, ...company(1) }, // a repeat across pages
     ];
-    const info = await store.replaceIndex('companies', pages(listed, 2));
+    const info = await store.index.replace('companies', pages(listed, 2));
     expect(info).toMatchObject({ count: 3, ambiguous: 1, unmatchable: 1, refreshedAt: 1_000 });
-    expect(await store.indexInfo('companies')).toEqual(info);
+    expect(await store.index.info('companies')).toEqual(info);
 
     clock = 2_000;
     const rows = [company(1), { ...company(2), website: 'https://new.example' }, company(3)];
@@ -350,7 +350,7 @@ describe('StateStore: index of platform records', () => {
       })),
     );
     clock = 1_000;
-    await store.replaceIndex(
+    await store.index.replace(
       'companies',
       pages(
         bodies.map((b, n) => ({ id: n + 1, ...b })),
@@ -411,14 +411,14 @@ describe('StateStore: index of platform records', () => {
   it('never replaces a good index with a half-done listing', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:swap`, indexGraceMs: 60_000 });
     const first = Array.from({ length: 50 }, (_, n) => ({ id: n + 1, external_id: `E${n}` }));
-    const good = await store.replaceIndex('companies', pages(first, 20));
+    const good = await store.index.replace('companies', pages(first, 20));
     expect(good.count).toBe(50);
 
     const second = Array.from({ length: 50 }, (_, n) => ({ id: n + 1000, external_id: `N${n}` }));
-    await expect(store.replaceIndex('companies', pages(second, 20, 40))).rejects.toThrow(
+    await expect(store.index.replace('companies', pages(second, 20, 40))).rejects.toThrow(
       'listing broke off',
     );
-    expect(await store.indexInfo('companies')).toEqual(good);
+    expect(await store.index.info('companies')).toEqual(good);
     const [old, fresh] = await store.records.lookup('companies', [
       { keys: ['x:E3'] },
       { keys: ['x:N3'] },
@@ -427,11 +427,11 @@ describe('StateStore: index of platform records', () => {
     expect(fresh).toEqual({});
 
     // A build in progress is invisible until committed; then the swap is whole.
-    const build = await store.beginIndex('companies');
-    await store.addToIndex(build, second.slice(0, 25));
+    const build = await store.index.begin('companies');
+    await store.index.add(build, second.slice(0, 25));
     expect((await store.records.lookup('companies', [{ keys: ['x:N3'] }]))[0]).toEqual({});
-    await store.addToIndex(build, second.slice(25));
-    const swapped = await store.commitIndex(build);
+    await store.index.add(build, second.slice(25));
+    const swapped = await store.index.commit(build);
     expect(swapped).toMatchObject({ count: 50, generation: good.generation + 2 });
     const [gone, now] = await store.records.lookup('companies', [
       { keys: ['x:E3'] },
