@@ -103,7 +103,7 @@ export function redisPlanningSink(
       await Promise.all([
         store.plannedWrites.save(runId, writes),
         store.runs.addFailures(runId, failures),
-        store.markSeen(runId, seen),
+        store.seen.mark(runId, seen),
         store.records.commit(entity, adopted),
       ]);
     },

@@ -18,7 +18,8 @@ import {
 import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
-import { chunks, execAll, unlinks } from './pipeline.js';
+import { BucketTtls } from './bucket-ttls.js';
+import { execAll, unlinks } from './pipeline.js';
 import type { PlannedWrites } from './planned-writes.js';
 
 /** Lines a claim layout can carry: five characters of 7 bits. */
@@ -62,62 +63,12 @@ export function claimLayout(entries: readonly Claim[], names: ClaimNames): strin
   return codes.toString('latin1', 0, size);
 }
 
-/**
- * The buckets of one kind (claims, seen ids) that this process gave their TTL, for the run it
- * planned last: a bucket's TTL is set once per planning pass and process, not on every write.
- * Calls of one kind go one at a time (a pass sends its batches' claims, and their seen ids, one
- * after the other).
- */
-export class BucketTtls {
-  private runId: string | undefined;
-  private state: Uint8Array;
-
-  constructor(private readonly count: number) {
-    this.state = new Uint8Array(count);
-  }
-
-  /**
-   * For the call about to go: '1' for each bucket it is to give the TTL to (the first time the
-   * bucket appears), '0' for the rest, as text. Those are marked 2 until `sent` or `failed`.
-   */
-  flags(runId: string, buckets: readonly number[]): string {
-    if (this.runId !== runId) {
-      this.runId = runId;
-      this.state = new Uint8Array(this.count);
-    }
-    const given = this.state;
-    const out = Buffer.allocUnsafe(buckets.length);
-    buckets.forEach((b, n) => {
-      const now = given[b] === 0;
-      if (now) given[b] = 2;
-      out[n] = now ? 49 : 48;
-    });
-    return out.toString('latin1');
-  }
-
-  /** The call went through: its buckets have their TTL. */
-  sent(buckets: readonly number[]): void {
-    for (const b of buckets) this.state[b] = 1;
-  }
-
-  /** The call failed: the buckets it was to give the TTL to are flagged again next time. */
-  failed(buckets: readonly number[]): void {
-    for (const b of buckets) if (this.state[b] === 2) this.state[b] = 0;
-  }
-
-  /** A new planning pass began: every bucket is to get its TTL again. */
-  forgetAll(): void {
-    this.state.fill(0);
-  }
-}
-
 /** The claims marker's value once the claims are released. */
 const RELEASED = 'released';
 
 export class RunScratch {
   /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
   readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
-  private readonly seenTtls: BucketTtls;
 
   constructor(
     private readonly redis: RedisClient,
@@ -125,9 +76,7 @@ export class RunScratch {
     private readonly ttlMs: number,
     /** The run's planned writes: where `claimHolders` looks once the claims are released. */
     private readonly planned: PlannedWrites,
-  ) {
-    this.seenTtls = new BucketTtls(keys.buckets.records);
-  }
+  ) {}
 
   /**
    * Claims each row's identities for the run and decides its conflicts with
@@ -248,37 +197,6 @@ export class RunScratch {
         for (const key of w.keys) if (wanted.has(key) && !lineOf.has(key)) lineOf.set(key, w.line);
     } while (cursor !== '0');
     return keys.map((key) => lineOf.get(key) ?? null);
-  }
-
-  /**
-   * Notes platform ids the run's export maps to (for the orphan report), each in the seen
-   * bucket of its record bucket's number.
-   */
-  async markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
-    if (platformIds.length === 0) return;
-    const count = this.keys.buckets.records;
-    for (const part of chunks(platformIds, 5000)) {
-      const buckets = part.map((id) => this.keys.recBucketOf(id));
-      const expire = this.seenTtls.flags(runId, buckets);
-      try {
-        await redisCall('noting seen records', () =>
-          callScript(
-            this.redis,
-            'mark-seen',
-            this.keys.seenBucket(runId, buckets[0]!),
-            String(this.ttlMs),
-            this.keys.seenBucketPrefix(runId),
-            String(count),
-            expire,
-            ...part.map(String),
-          ),
-        );
-      } catch (err) {
-        this.seenTtls.failed(buckets);
-        throw err;
-      }
-      this.seenTtls.sent(buckets);
-    }
   }
 
   /** Deletes every scratch key of the run (at its end). */

@@ -6,7 +6,7 @@
  *
  * Typical use by the run pipeline, per batch of mapped rows:
  * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `plannedWrites.save`
- * and `markSeen` (adoptions go straight to `commit`). The writes, a chunk of
+ * and `seen.mark` (adoptions go straight to `commit`). The writes, a chunk of
  * planned lines at a time: `writes.claimAll` before the requests (a create's
  * identity keys are marked pending there) and `finishWrites` after the
  * answers (commits the confirmed writes, clears the pending marks of creates
@@ -36,6 +36,7 @@ import { RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
 import { SurvivorClaims, type DuplicateRow } from './survivor-claims.js';
 import { RunScratch } from './scratch.js';
+import { SeenRecords } from './seen-records.js';
 import type { Claim, ClaimConflict } from '../sync/claims.js';
 
 export interface StateStoreOptions {
@@ -74,6 +75,8 @@ export class StateStore {
   readonly index: PlatformIndex;
   /** A run's planned writes, saved while it plans and read as it writes. */
   readonly plannedWrites: PlannedWrites;
+  /** The platform ids a run's export maps to (for the orphan report). */
+  readonly seen: SeenRecords;
   private readonly scratch: RunScratch;
   private readonly survivors: SurvivorClaims;
   private readonly locks: JobLocks;
@@ -118,6 +121,7 @@ export class StateStore {
       opts.scratchTtlMs ?? 7 * DAY,
       this.plannedWrites,
     );
+    this.seen = new SeenRecords(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.survivors = new SurvivorClaims(
       connection,
       this.keys,
@@ -177,10 +181,6 @@ export class StateStore {
   /** Frees the run's identity claims once its whole export is planned (see RunScratch). */
   releaseClaims(runId: string): Promise<void> {
     return this.scratch.releaseClaims(runId);
-  }
-
-  markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
-    return this.scratch.markSeen(runId, platformIds);
   }
 
   clearRunScratch(runId: string): Promise<void> {

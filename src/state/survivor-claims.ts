@@ -17,7 +17,8 @@ import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
-import { claimLayout, type BucketTtls } from './scratch.js';
+import type { BucketTtls } from './bucket-ttls.js';
+import { claimLayout } from './scratch.js';
 
 /** A row kept in the `duplicates` hash: its record and the key it lost on. */
 interface LostRow {

@@ -291,7 +291,7 @@ describe('run scratch', () => {
     expect(seen.get(5)).toEqual(writes[3]);
     expect(seen.has(3)).toBe(false);
     expect(await store.plannedWrites.of(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
-    await store.markSeen(run, [1, 2, 3]);
+    await store.seen.mark(run, [1, 2, 3]);
     await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
     await store.clearRunScratch(run);
     expect(await redis.exists(...store.keys.scratch(run))).toBe(0);

@@ -462,7 +462,7 @@ describe('StateStore: orphans and key layout', () => {
         at: 5,
       })),
     );
-    await store.markSeen('new', [1, 3]);
+    await store.seen.mark('new', [1, 3]);
     await store.records.commit('companies', [
       { keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new', job: 'j' },
     ]);
@@ -484,7 +484,7 @@ describe('StateStore: orphans and key layout', () => {
       'companies',
       ids.map((id) => ({ keys: [`x:E${id}`], platformId: id, hash: 'h', runId: 'old', job: 'j' })),
     );
-    await store.markSeen('new', ids.slice(0, 2990));
+    await store.seen.mark('new', ids.slice(0, 2990));
     // Each id in the seen bucket of its record bucket: an intset of a few ids, not one set of all.
     const bucket = store.keys.seenBucket('new', store.keys.recBucketOf(7));
     expect(await redis.sismember(bucket, '7')).toBe(1);
@@ -500,7 +500,7 @@ describe('StateStore: orphans and key layout', () => {
     expect(await orphans('new')).toEqual(ids.slice(2990));
     // A run begun by a release that kept one set: its ids count, beside any in buckets.
     await redis.sadd(store.keys.seen('older'), ...ids.slice(0, 2995).map(String));
-    await store.markSeen('older', [2998]);
+    await store.seen.mark('older', [2998]);
     expect(await orphans('older')).toEqual([2996, 2997, 2999, 3000]);
   });
 
