@@ -120,7 +120,7 @@ const scenario: Scenario = {
         const loadMs = performance.now() - t0;
         const passes: { r: ChildResult; redisCpu: number; calls: number; scratch: number }[] = [];
         for (let n = 0; n < RUNS; n++) {
-          if (n > 0) await store.clearRunScratch(PLAN_RUN_ID);
+          if (n > 0) await store.progress.clear(PLAN_RUN_ID);
           const redis0 = await redisCounters(redisServer.url);
           const r = await planInChild(path, redisServer.url, prefix);
           const redis1 = await redisCounters(redisServer.url);

@@ -29,7 +29,7 @@ export async function finalize(
   const mine = (await store.records.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {
     await refreshIndex(ctx, entity);
-    const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
+    const holders = await store.claims.holders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
     const actions = await store.plannedWrites.of(run.id, [...new Set(lines)]);
     const known = await store.records.lookup(entity, actions, { job: run.job });

@@ -27,8 +27,8 @@ export function redisPlanningSink(
 ): PlanningSink {
   const planning = { verifyRemote: opts.verifyRemote === true };
   return {
-    claim: (entries) => store.claimIdentities(runId, entries),
-    contend: (keep, entries) => store.contendIdentities(runId, keep, entries),
+    claim: (entries) => store.claims.claim(runId, entries),
+    contend: (keep, entries) => store.survivors.contend(runId, keep, entries),
     lookup: (records) => store.records.lookup(entity, records, { job, planning }),
     async accept(actions, warnings) {
       const writes: WriteAction[] = [];
@@ -112,7 +112,7 @@ export function redisPlanningSink(
     async finish() {
       if (opts.duplicates !== undefined && opts.duplicates.keep !== 'none') {
         const rule = describeRule(opts.duplicates.keep, opts.duplicates.by);
-        for await (const page of store.duplicateRows(runId)) {
+        for await (const page of store.survivors.duplicates(runId)) {
           await store.runs.addFailures(
             runId,
             page.map((d) => {
@@ -129,7 +129,7 @@ export function redisPlanningSink(
           );
         }
       }
-      await store.releaseClaims(runId);
+      await store.claims.release(runId);
     },
     async withdraw(rows) {
       await store.plannedWrites.drop(

@@ -5,7 +5,7 @@
  * number of round trips, whatever the batch size.
  *
  * Typical use by the run pipeline, per batch of mapped rows:
- * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `plannedWrites.save`
+ * `claims.claim` → `records.lookup` → `planBatch` (src/sync) → `plannedWrites.save`
  * and `seen.mark` (adoptions go straight to `commit`). The writes, a chunk of
  * planned lines at a time: `writes.claimAll` before the requests (a create's
  * identity keys are marked pending there) and `finishWrites` after the
@@ -20,7 +20,6 @@ import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Entity } from '../sync/identity.js';
-import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
@@ -34,10 +33,9 @@ import { PlannedWrites } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import { RunRetention } from './run-retention.js';
 import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
-import { SurvivorClaims, type DuplicateRow } from './survivor-claims.js';
-import { RunScratch } from './scratch.js';
+import { SurvivorClaims } from './survivor-claims.js';
+import { IdentityClaims } from './identity-claims.js';
 import { SeenRecords } from './seen-records.js';
-import type { Claim, ClaimConflict } from '../sync/claims.js';
 
 export interface StateStoreOptions {
   /** Key prefix with a hash tag; default `{crm-sync}`. */
@@ -77,8 +75,10 @@ export class StateStore {
   readonly plannedWrites: PlannedWrites;
   /** The platform ids a run's export maps to (for the orphan report). */
   readonly seen: SeenRecords;
-  private readonly scratch: RunScratch;
-  private readonly survivors: SurvivorClaims;
+  /** A run's identity claims while it plans (first claimer wins; the rest are conflicts). */
+  readonly claims: IdentityClaims;
+  /** A run's identity claims under a survivor rule, and the rows that lost. */
+  readonly survivors: SurvivorClaims;
   private readonly locks: JobLocks;
   private readonly layout: LayoutCheck;
 
@@ -115,7 +115,7 @@ export class StateStore {
       logger: opts.logger ?? silentLogger,
     });
     this.plannedWrites = new PlannedWrites(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
-    this.scratch = new RunScratch(
+    this.claims = new IdentityClaims(
       connection,
       this.keys,
       opts.scratchTtlMs ?? 7 * DAY,
@@ -126,7 +126,7 @@ export class StateStore {
       connection,
       this.keys,
       opts.scratchTtlMs ?? 7 * DAY,
-      this.scratch.claimTtls,
+      this.claims.claimTtls,
     );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
@@ -153,38 +153,6 @@ export class StateStore {
   ): Promise<FinishReply> {
     await this.layout.check();
     return this.writes.finish(runId, entity, writes);
-  }
-
-  // ---- run scratch -------------------------------------------------------------
-
-  claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
-    return this.scratch.claimIdentities(runId, entries);
-  }
-
-  /**
-   * Claims each row's identities under a survivor rule (not `none`); the rows
-   * that lost (see SurvivorClaims).
-   */
-  contendIdentities(runId: string, keep: KeepRule, entries: readonly Entrant[]): Promise<Loss[]> {
-    return this.survivors.contend(runId, keep, entries);
-  }
-
-  /** The rows that lost so far, each with the survivor of its key now, a page at a time. */
-  duplicateRows(runId: string): AsyncGenerator<DuplicateRow[]> {
-    return this.survivors.duplicates(runId);
-  }
-
-  claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
-    return this.scratch.claimHolders(runId, keys);
-  }
-
-  /** Frees the run's identity claims once its whole export is planned (see RunScratch). */
-  releaseClaims(runId: string): Promise<void> {
-    return this.scratch.releaseClaims(runId);
-  }
-
-  clearRunScratch(runId: string): Promise<void> {
-    return this.scratch.clear(runId);
   }
 
   // ---- job lock ----------------------------------------------------------------

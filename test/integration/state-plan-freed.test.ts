@@ -63,7 +63,7 @@ async function plannedRun(count: number): Promise<{ runId: string; lines: number
   });
   const lines = Array.from({ length: count }, (_, i) => i + 2);
   await store.plannedWrites.save(runId, lines.map(create));
-  await store.releaseClaims(runId);
+  await store.claims.release(runId);
   await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
   await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   return { runId, lines };
@@ -247,7 +247,7 @@ describe('planned writes freed as they settle', () => {
     expect(await redis.smembers(store.keys.unknownCreates(runId))).toEqual([String(unknown)]);
     // The first and last chunks are gone; the unknown create's chunk stays.
     expect((await planLeft(runId)).chunks).toEqual([2 + CHUNK_LINES]);
-    expect(await store.claimHolders(runId, create(unknown).keys)).toEqual([unknown, unknown]);
+    expect(await store.claims.holders(runId, create(unknown).keys)).toEqual([unknown, unknown]);
     expect(await readable(runId, [unknown])).toEqual([unknown]);
 
     // The create had landed: finalize finds it by listing and adopts it.
@@ -326,7 +326,7 @@ describe('planned writes freed as they settle', () => {
     await finish(4, 'updated', false);
     expect((await store.runs.get(runId))!.counts.writesSettled).toBe(3);
     expect((await planLeft(runId)).chunks).toEqual([2]);
-    expect(await store.claimHolders(runId, w2.keys)).toEqual([2, 2]);
+    expect(await store.claims.holders(runId, w2.keys)).toEqual([2, 2]);
   });
 
   it('a write job attempted again after its lines’ chunk was dropped settles nothing twice, fails nothing', async () => {

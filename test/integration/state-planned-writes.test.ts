@@ -84,19 +84,19 @@ describe('planned writes', () => {
   it('answers claim holders from the planned writes once the claims are released', async () => {
     const run = 'pw-release';
     const writes = [2, 3, 5].map(write);
-    await store.claimIdentities(run, [
+    await store.claims.claim(run, [
       ...writes.map((w) => ({ line: w.line, keys: w.keys })),
       { line: 4, keys: ['x:unchanged'] },
     ]);
     await store.plannedWrites.save(run, writes);
     const asked = [writes[1]!.keys[1]!, 'x:unchanged', writes[2]!.keys[0]!, 'x:nobody'];
-    expect(await store.claimHolders(run, asked)).toEqual([3, 4, 5, null]);
-    await store.releaseClaims(run);
+    expect(await store.claims.holders(run, asked)).toEqual([3, 4, 5, null]);
+    await store.claims.release(run);
     const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) => store.keys.claimBucket(run, b));
     expect(await redis.exists(...buckets)).toBe(0);
     expect(await redis.pttl(store.keys.claims(run))).toBeGreaterThan(0);
     // A row without a planned write (unchanged) is no longer named; the writes' rows are.
-    expect(await store.claimHolders(run, asked)).toEqual([3, null, 5, null]);
+    expect(await store.claims.holders(run, asked)).toEqual([3, null, 5, null]);
   });
 
   it('keeps a planned company write in well under a fifth of its JSON', async () => {

@@ -207,13 +207,13 @@ describe('run scratch', () => {
   it('finds identities claimed twice across batches, reporting every row once', async () => {
     const run = 'claims-run';
     expect(
-      await store.claimIdentities(run, [
+      await store.claims.claim(run, [
         { line: 2, keys: ['x:E1', 'a:A1'] },
         { line: 3, keys: ['x:E2'] },
       ]),
     ).toEqual([]);
     // Line 4 repeats line 2's account id; line 5 repeats line 4's external id; line 6 is fine.
-    const second = await store.claimIdentities(run, [
+    const second = await store.claims.claim(run, [
       { line: 4, keys: ['x:E4', 'a:A1'] },
       { line: 5, keys: ['x:E4'] },
       { line: 6, keys: ['x:E6'] },
@@ -224,11 +224,11 @@ describe('run scratch', () => {
       { line: 2, identity: 'a:A1', otherLines: [4], earlier: true },
     ]);
     // A third row with E1: it conflicts; line 2 is not reported again.
-    expect(await store.claimIdentities(run, [{ line: 7, keys: ['x:E1'] }])).toEqual([
+    expect(await store.claims.claim(run, [{ line: 7, keys: ['x:E1'] }])).toEqual([
       { line: 7, identity: 'x:E1', otherLines: [2], earlier: false },
     ]);
     // Re-reading the export (a resumed run) gives the same verdicts for the same rows.
-    const again = await store.claimIdentities(run, [
+    const again = await store.claims.claim(run, [
       { line: 2, keys: ['x:E1', 'a:A1'] },
       { line: 3, keys: ['x:E2'] },
     ]);
@@ -236,7 +236,7 @@ describe('run scratch', () => {
     expect(
       await redis.pttl(store.keys.claimBucket(run, claimNames(['a:A1']).buckets[0]!)),
     ).toBeGreaterThan(0);
-    expect(await store.claimHolders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
+    expect(await store.claims.holders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
   });
 
   it('gives a claim bucket its TTL on the next claim when the call that was to give it failed', async () => {
@@ -256,10 +256,10 @@ describe('run scratch', () => {
     const bucketOf = (key: string) => s.keys.claimBucket(run, claimNames([key]).buckets[0]!);
     expect(bucketOf(first)).not.toBe(bucketOf(later));
     // The pass has begun (its first claim set the marker): later buckets get their TTL one by one.
-    await s.claimIdentities(run, [{ line: 2, keys: [first] }]);
+    await s.claims.claim(run, [{ line: 2, keys: [first] }]);
     failNext = true;
-    await expect(s.claimIdentities(run, [{ line: 3, keys: [later] }])).rejects.toThrow();
-    expect(await s.claimIdentities(run, [{ line: 3, keys: [later] }])).toEqual([]);
+    await expect(s.claims.claim(run, [{ line: 3, keys: [later] }])).rejects.toThrow();
+    expect(await s.claims.claim(run, [{ line: 3, keys: [later] }])).toEqual([]);
     expect(await redis.pttl(bucketOf(later))).toBeGreaterThan(0);
   });
 
@@ -292,8 +292,8 @@ describe('run scratch', () => {
     expect(seen.has(3)).toBe(false);
     expect(await store.plannedWrites.of(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
     await store.seen.mark(run, [1, 2, 3]);
-    await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
-    await store.clearRunScratch(run);
+    await store.claims.claim(run, [{ line: 2, keys: ['x:E0'] }]);
+    await store.progress.clear(run);
     expect(await redis.exists(...store.keys.scratch(run))).toBe(0);
   });
 });
@@ -339,7 +339,7 @@ describe('run progress', () => {
     expect(await store.runs.countRetry(run)).toBe(1);
 
     // Every key of the run is one the layout names.
-    await store.claimIdentities(run, [{ line: 2, keys: ['x:P1'] }]);
+    await store.claims.claim(run, [{ line: 2, keys: ['x:P1'] }]);
     await settle(run, 5, 'pending');
     const named = [
       store.keys.run(run),

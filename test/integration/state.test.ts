@@ -228,12 +228,12 @@ describe('StateStore: record state', () => {
       line: n + 2,
       keys: identityKeys('companies', company(n)),
     }));
-    expect(await store.claimIdentities('run', rows)).toEqual([]);
+    expect(await store.claims.claim('run', rows)).toEqual([]);
     expect(c.trips()).toBe(1);
     c.reset();
     // Rows 1002 and 1003 repeat rows 2 and 3 of the first batch: both batches' rows are conflicts.
     const again = [1002, 1003].map((line, n) => ({ line, keys: rows[n]!.keys }));
-    const conflicts = await store.claimIdentities('run', [...rows.slice(500), ...again]);
+    const conflicts = await store.claims.claim('run', [...rows.slice(500), ...again]);
     expect(conflicts.map((x) => [x.line, x.earlier])).toEqual([
       [1002, false],
       [1003, false],
@@ -263,9 +263,9 @@ describe('StateStore: record state', () => {
       records.map((_, n) => [n + 7, `h${n}`]),
     );
     const claims = records.map((r, n) => ({ line: n + 2, keys: r.keys }));
-    expect(await store.claimIdentities('run', claims)).toEqual([]);
+    expect(await store.claims.claim('run', claims)).toEqual([]);
     expect(
-      await store.claimHolders(
+      await store.claims.holders(
         'run',
         claims.map((c) => c.keys[0]!),
       ),

@@ -1,11 +1,11 @@
 /**
- * Planning data of a run in progress, kept in Redis so a killed run resumes
- * without re-reading its export: which row claimed each identity (to find
- * duplicates across the whole export), the rows found in conflict, the
- * planned writes, and the platform ids the run saw (for orphans). Every key
- * carries a TTL (refreshed on each write; a claim or seen bucket gets its TTL
- * once per planning pass and process): scratch outlives a crash, not the
- * week.
+ * A run's identity claims while it plans, kept in Redis so a killed run
+ * resumes without re-reading its export: which row claimed each identity key
+ * first (to find duplicates across the whole export) and the rows found in
+ * conflict. A job with a survivor rule claims the same buckets its own way
+ * (survivor-claims.ts). Run scratch: every key carries a TTL (a claim bucket
+ * gets it once per planning pass and process), so claims outlive a crash,
+ * not the week.
  */
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
@@ -66,7 +66,7 @@ export function claimLayout(entries: readonly Claim[], names: ClaimNames): strin
 /** The claims marker's value once the claims are released. */
 const RELEASED = 'released';
 
-export class RunScratch {
+export class IdentityClaims {
   /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
   readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
 
@@ -74,7 +74,7 @@ export class RunScratch {
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly ttlMs: number,
-    /** The run's planned writes: where `claimHolders` looks once the claims are released. */
+    /** The run's planned writes: where `holders` looks once the claims are released. */
     private readonly planned: PlannedWrites,
   ) {}
 
@@ -84,7 +84,7 @@ export class RunScratch {
    * keys (first claimer wins) and reads what the decision needs; a second
    * stores the conflict records, only when the batch found any.
    */
-  async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
+  async claim(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
     const conflicted = this.keys.conflicted(runId);
     const keys: string[] = [];
@@ -142,9 +142,9 @@ export class RunScratch {
   /**
    * Frees the run's identity claims once the whole export is planned: only
    * planning decides by them. The marker stays (as `released`), so that
-   * `claimHolders` answers from the planned writes from then on.
+   * `holders` answers from the planned writes from then on.
    */
-  async releaseClaims(runId: string): Promise<void> {
+  async release(runId: string): Promise<void> {
     const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
       this.keys.claimBucket(runId, b),
     );
@@ -165,7 +165,7 @@ export class RunScratch {
    * planned write carrying the key, which is the line that claimed it: a row
    * with a planned write holds every one of its keys.
    */
-  async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
+  async holders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
     if (keys.length === 0) return [];
     const marker: string | null = await redisCall('reading identity claims', () =>
       this.redis.get(this.keys.claims(runId)),
@@ -197,13 +197,6 @@ export class RunScratch {
         for (const key of w.keys) if (wanted.has(key) && !lineOf.has(key)) lineOf.set(key, w.line);
     } while (cursor !== '0');
     return keys.map((key) => lineOf.get(key) ?? null);
-  }
-
-  /** Deletes every scratch key of the run (at its end). */
-  async clear(runId: string): Promise<void> {
-    const p = this.redis.pipeline();
-    unlinks(p, this.keys.scratch(runId));
-    await execAll(p, 'clearing run scratch');
   }
 }
 
