@@ -14,7 +14,7 @@
  *    approximated by waiting jobs of the same payload);
  * 3. + the write phase: every planned write claimed and settled through the
  *    worker's own Redis steps, a chunk job's lines at a time in line order
- *    (`plannedWrites.located`, `writes.claimAll`, `finishWrites` with each
+ *    (`plannedWrites.located`, `writes.claimAll`, `writes.finish` with each
  *    write's plan chunk named and its record committed, as the platform had
  *    created it), leaving what the write phase leaves at its end, before the
  *    run's scratch is cleared: record state, the settled lines, the counters,
@@ -179,7 +179,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
         ...(freePlan && { planChunk: c }),
       }));
       if (claims.some((c) => c !== 'go')) throw new Error(`claims refused: ${claims.join(',')}`);
-      const reply = await store.finishWrites(runId, 'companies', done);
+      const reply = await store.writes.finish(runId, 'companies', done);
       if (reply.first.some((f) => !f)) throw new Error('a line settled twice');
     }
     const end = await settled(redis);

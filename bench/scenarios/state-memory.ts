@@ -287,7 +287,7 @@ const scenario: Scenario = {
           notes: [
             `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
             'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
-            "Write phase: every planned line then claimed and settled through the worker's Redis steps (plannedWrites.located, writes.claimAll, finishWrites with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
+            "Write phase: every planned line then claimed and settled through the worker's Redis steps (plannedWrites.located, writes.claimAll, writes.finish with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
           ],
         },
         {

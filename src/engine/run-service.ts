@@ -181,7 +181,7 @@ export async function submitRun(
   run: PreparedRun,
 ): Promise<StartedRun> {
   // State of a layout this release cannot use: refused before anything is enqueued.
-  await deps.store.assertLayout();
+  await deps.store.layout.assertRead();
   let { runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data);
   if (attached) {
     // A run that has ended (a 401 fails it from a write) may still hold the

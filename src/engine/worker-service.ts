@@ -143,7 +143,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     logger,
   });
   // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
-  await store.assertLayout();
+  await store.layout.assertRead();
   const alerts = alertEmitter({
     queue: alertQueue,
     loadJob: loadJobOf,

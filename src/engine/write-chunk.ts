@@ -8,7 +8,7 @@
  * skips the lines already settled and finds the creates left pending.
  *
  * Writes that ended are settled in batches: whatever ended while the last
- * batch was in Redis goes in the next one, in one script (`finishWrites`).
+ * batch was in Redis goes in the next one, in one script (`writes.finish`).
  * A write left to a next attempt (a transient fault past the in-process
  * retries) makes the chunk job throw once every other write of the chunk
  * has ended, and BullMQ tries the chunk again after the policy's backoff;
@@ -240,7 +240,7 @@ function batchesOf(ctx: EngineContext, chunk: WriteChunk): RunBatches {
     ),
     finish: new Batcher(
       async (writes) => {
-        const reply = await ctx.store.finishWrites(runId, entity, writes);
+        const reply = await ctx.store.writes.finish(runId, entity, writes);
         if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
           // The run also checks on its writes by itself: a wake-up that fails only delays it.
           await ctx.wakeRun?.(runId).catch((err: unknown) => {
@@ -273,7 +273,7 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
   const actions = await ctx.store.plannedWrites.of(chunk.runId, open);
   if (actions.length === 0) return;
   const reason = `write abandoned after ${job.attemptsMade} attempts: ${err.message}`;
-  const reply = await ctx.store.finishWrites(
+  const reply = await ctx.store.writes.finish(
     chunk.runId,
     chunk.entity,
     actions.map((a) => ({

@@ -1,17 +1,19 @@
 /**
  * The Redis store of sync state: one object over one Redis connection and
- * one key prefix (with a `{…}` hash tag, so it works on Redis Cluster). The
- * key layout is in docs/STATE.md. Every batch operation takes a fixed, small
+ * one key prefix (with a `{…}` hash tag, so it works on Redis Cluster). It
+ * builds one part per kind of state and exposes each: a caller calls the part
+ * that does the work (`store.runs.get(id)`), and nothing forwards. The key
+ * layout is in docs/STATE.md. Every batch operation takes a fixed, small
  * number of round trips, whatever the batch size.
  *
- * Typical use by the run pipeline, per batch of mapped rows:
- * `claims.claim` → `records.lookup` → `planBatch` (src/sync) → `plannedWrites.save`
- * and `seen.mark` (adoptions go straight to `commit`). The writes, a chunk of
- * planned lines at a time: `writes.claimAll` before the requests (a create's
- * identity keys are marked pending there) and `finishWrites` after the
- * answers (commits the confirmed writes, clears the pending marks of creates
- * that did not land, settles each line once). At the end `orphans` and
- * `progress.clear`.
+ * Typical use by a run, per batch of mapped rows: `claims.claim` →
+ * `records.lookup` → `planBatch` (src/sync) → `plannedWrites.save` and
+ * `seen.mark` (adoptions go straight to `records.commit`). The writes, a
+ * chunk of planned lines at a time: `writes.claimAll` before the requests (a
+ * create's identity keys are marked pending there) and `writes.finish` after
+ * the answers (commits the confirmed writes, clears the pending marks of
+ * creates that did not land, settles each line once). At the end
+ * `records.orphans` and `progress.clear`.
  *
  * The store is the only way to sync state: no caller builds a key or sends a
  * command itself (the layout is in keys.ts alone).
@@ -19,7 +21,6 @@
 import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { Entity } from '../sync/identity.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
@@ -32,7 +33,7 @@ import { RunProgress } from './progress.js';
 import { PlannedWrites } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import { RunRetention } from './run-retention.js';
-import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
+import { WriteSteps } from './write-steps.js';
 import { SurvivorClaims } from './survivor-claims.js';
 import { IdentityClaims } from './identity-claims.js';
 import { SeenRecords } from './seen-records.js';
@@ -61,6 +62,14 @@ const DAY = 24 * 60 * 60 * 1000;
 export class StateStore {
   /** The key layout (for tests and benchmarks that inspect what is stored). */
   readonly keys: KeyLayout;
+  /**
+   * The layout check: `assertRead` refuses (StateError saying what to do)
+   * state of a layout this release cannot use and records none; workers and
+   * the scheduler call it before they start.
+   */
+  readonly layout: LayoutCheck;
+  /** Job locks: a token per job, compare-and-set in Lua. */
+  readonly locks: JobLocks;
   /** A run's write progress: settled lines, outcome counters, unknown creates. */
   readonly progress: RunProgress;
   /** The claim before a platform write and the settling after it (one script each). */
@@ -79,12 +88,10 @@ export class StateStore {
   readonly claims: IdentityClaims;
   /** A run's identity claims under a survivor rule, and the rows that lost. */
   readonly survivors: SurvivorClaims;
-  private readonly locks: JobLocks;
-  private readonly layout: LayoutCheck;
 
   /**
    * @param connection The store's Redis connection. Public only for what is
-   *   not sync state, a health check's PING; state goes through the methods.
+   *   not sync state, a health check's PING; state goes through the parts.
    */
   constructor(
     readonly connection: RedisClient,
@@ -130,7 +137,7 @@ export class StateStore {
     );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
-    this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now);
+    this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now, this.layout);
   }
 
   /**
@@ -141,46 +148,5 @@ export class StateStore {
   async hasState(): Promise<boolean> {
     const n = await redisCall('checking for state', () => this.connection.exists(this.keys.meta()));
     return n === 1;
-  }
-
-  // ---- record state --------------------------------------------------------
-
-  /** Settles writes that ended, committing the confirmed ones (see WriteSteps.finish). */
-  async finishWrites(
-    runId: string,
-    entity: Entity,
-    writes: readonly FinishedWrite[],
-  ): Promise<FinishReply> {
-    await this.layout.check();
-    return this.writes.finish(runId, entity, writes);
-  }
-
-  // ---- job lock ----------------------------------------------------------------
-
-  acquireJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.locks.acquire(job, token, ttlMs);
-  }
-
-  renewJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.locks.renew(job, token, ttlMs);
-  }
-
-  releaseJobLock(job: string, token: string): Promise<boolean> {
-    return this.locks.release(job, token);
-  }
-
-  jobLockHolder(job: string): Promise<string | null> {
-    return this.locks.holder(job);
-  }
-
-  // ---- layout --------------------------------------------------------------------
-
-  /**
-   * Refuses (StateError saying what to do) state of a layout this release
-   * cannot use; records none. Reads call it, and workers and the scheduler
-   * before they start (see LayoutCheck in layout.ts).
-   */
-  assertLayout(): Promise<void> {
-    return this.layout.assertRead();
   }
 }

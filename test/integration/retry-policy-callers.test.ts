@@ -336,7 +336,7 @@ describe('a chunk of writes', () => {
     const { job, runId, lines } = await chunkJob('create', {}, 3);
     const [settled, claimed] = [lines[0]!, lines[1]!];
     const planned = await store.plannedWrites.of(runId, [settled, claimed]);
-    await store.finishWrites(runId, 'companies', [
+    await store.writes.finish(runId, 'companies', [
       { line: settled, outcome: 'updated', keys: planned[0]!.keys, clearPending: false },
     ]);
     expect(

@@ -252,7 +252,9 @@ describe('crm-sync migrate refuses while the older release could still write', (
     expect(await recordStates(redis, keys)).toEqual(before);
     // A store with those counts is told the same, not to run a migration.
     const store = new StateStore(redis, { prefix, buckets: other });
-    await expect(store.assertLayout()).rejects.toMatchObject({ code: 'state.layout-mismatch' });
+    await expect(store.layout.assertRead()).rejects.toMatchObject({
+      code: 'state.layout-mismatch',
+    });
 
     await redis.hset(keys.meta(), { version: '2', migratingFrom: '1' });
     await expect(migrateAs(redis, prefix, { buckets: other })).rejects.toThrow(refused);
@@ -265,7 +267,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const store = new StateStore(redis, { prefix });
 
     await redis.hset(keys.meta(), 'version', '3');
-    for (const call of [store.assertLayout(), migrateAs(redis, prefix)]) {
+    for (const call of [store.layout.assertRead(), migrateAs(redis, prefix)]) {
       await expect(call).rejects.toMatchObject({
         code: 'state.layout-new',
         message: expect.stringContaining('upgrade crm-sync'),
@@ -277,14 +279,14 @@ describe('crm-sync migrate refuses while the older release could still write', (
 
     // As if a migration from 1 stopped after marking the layout.
     await redis.hset(keys.meta(), { version: '2', migratingFrom: '1' });
-    await expect(store.assertLayout()).rejects.toMatchObject({
+    await expect(store.layout.assertRead()).rejects.toMatchObject({
       code: 'state.layout-migrating',
       message: expect.stringContaining('run it again'),
     });
     const report = await migrateAs(redis, prefix);
     expect(report).toMatchObject({ outcome: 'migrated', from: 1 });
     expect(report.steps[0]?.counts).toMatchObject({ rewritten: 100 });
-    await expect(new StateStore(redis, { prefix }).assertLayout()).resolves.toBeUndefined();
+    await expect(new StateStore(redis, { prefix }).layout.assertRead()).resolves.toBeUndefined();
   });
 
   it('a record whose run record is gone keeps three parts (writer unknown); a second migrate at once is refused', async () => {

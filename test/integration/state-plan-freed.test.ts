@@ -314,7 +314,7 @@ describe('planned writes freed as they settle', () => {
     expect(await claim()).toBe('go');
     expect(await claim()).toBe('pending');
     const finish = (line: number, outcome: 'pending' | 'failed' | 'updated', clear: boolean) =>
-      store.finishWrites(runId, 'companies', [
+      store.writes.finish(runId, 'companies', [
         { line, outcome, keys: line === 2 ? w2.keys : w3.keys, clearPending: clear, planChunk: 2 },
       ]);
     await finish(2, 'pending', false);
@@ -350,7 +350,7 @@ describe('planned writes freed as they settle', () => {
     expect((await store.runs.get(runId))!.counts).toEqual(before);
 
     // The finish script itself: a line settled before takes no failure row and no count.
-    const reply = await store.finishWrites(runId, 'companies', [
+    const reply = await store.writes.finish(runId, 'companies', [
       {
         line: lines[0]!,
         outcome: 'failed',

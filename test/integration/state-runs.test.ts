@@ -182,24 +182,24 @@ describe('failures', () => {
 
 describe('job lock', () => {
   it('has one holder at a time; only the holder renews or releases', async () => {
-    expect(await store.acquireJobLock('nightly', 'run-A', 5_000)).toBe(true);
-    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.jobLockHolder('nightly')).toBe('run-A');
-    expect(await store.renewJobLock('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.releaseJobLock('nightly', 'run-B')).toBe(false);
-    expect(await store.renewJobLock('nightly', 'run-A', 60_000)).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-A', 5_000)).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.locks.holder('nightly')).toBe('run-A');
+    expect(await store.locks.renew('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.locks.release('nightly', 'run-B')).toBe(false);
+    expect(await store.locks.renew('nightly', 'run-A', 60_000)).toBe(true);
     expect(await redis.pttl(store.keys.jobLock('nightly'))).toBeGreaterThan(5_000);
-    expect(await store.releaseJobLock('nightly', 'run-A')).toBe(true);
-    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(true);
-    expect(await store.jobLockHolder('nightly')).toBe('run-B');
+    expect(await store.locks.release('nightly', 'run-A')).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(true);
+    expect(await store.locks.holder('nightly')).toBe('run-B');
   });
 
   it('lets a new holder in once the lock expires', async () => {
-    expect(await store.acquireJobLock('short', 'run-A', 50)).toBe(true);
+    expect(await store.locks.acquire('short', 'run-A', 50)).toBe(true);
     await new Promise((r) => setTimeout(r, 120));
-    expect(await store.acquireJobLock('short', 'run-B', 5_000)).toBe(true);
-    expect(await store.releaseJobLock('short', 'run-A')).toBe(false);
-    expect(await store.jobLockHolder('short')).toBe('run-B');
+    expect(await store.locks.acquire('short', 'run-B', 5_000)).toBe(true);
+    expect(await store.locks.release('short', 'run-A')).toBe(false);
+    expect(await store.locks.holder('short')).toBe('run-B');
   });
 });
 
@@ -300,7 +300,7 @@ describe('run scratch', () => {
 
 /** Settles one write as the write path does (its finish script), committing nothing. */
 function settle(run: string, line: number, outcome: WriteOutcome, failure?: FailureRow) {
-  return store.finishWrites(run, 'companies', [
+  return store.writes.finish(run, 'companies', [
     { line, outcome, keys: [], clearPending: false, ...(failure && { failure }) },
   ]);
 }

@@ -56,14 +56,14 @@ describe('WriteSteps: the pending marks of a create', () => {
         createKeys: keys,
       }),
     ).toBe('pending');
-    await store.finishWrites('run-zombie', 'companies', [
+    await store.writes.finish('run-zombie', 'companies', [
       { line: 2, outcome: 'pending', keys, clearPending: false },
     ]);
     // A's create is then refused (a 429): releasing, or settling it as not landed, keeps the
     // marks, which are what finalize lists to verify the line.
     await store.writes.release('run-zombie', 'companies', 2, keys);
     expect(await store.records.pending('companies', keys)).not.toBeNull();
-    await store.finishWrites('run-zombie', 'companies', [
+    await store.writes.finish('run-zombie', 'companies', [
       { line: 2, outcome: 'failed', keys, clearPending: true },
     ]);
     expect(await store.records.pending('companies', keys)).not.toBeNull();
@@ -74,7 +74,7 @@ describe('WriteSteps: the pending marks of a create', () => {
   it('a failure row is stored without the secrets its reason carried', async () => {
     const store = await storeWithRun('run-scrub');
     registerSecret('sk-write-steps-secret-0123456789');
-    await store.finishWrites('run-scrub', 'companies', [
+    await store.writes.finish('run-scrub', 'companies', [
       {
         line: 3,
         outcome: 'failed',
