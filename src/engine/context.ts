@@ -16,7 +16,6 @@ import type { StateStore } from '../state/store.js';
 import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
 import { PLANNING_BATCH_ROWS } from './planning.js';
 import type { WriteSlots } from './write-slots.js';
-import type { RunProgress } from '../state/progress.js';
 import type { RunRecord } from '../state/runs.js';
 
 export interface EngineSettings {
@@ -55,7 +54,6 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
 export interface EngineContext {
   logger: Logger;
   store: StateStore;
-  progress: RunProgress;
   client: PlatformClient;
   writeQueue: TypedQueue<WriteChunkData>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
@@ -73,11 +71,10 @@ export interface EngineContext {
 }
 
 export function createEngineContext(
-  parts: Omit<EngineContext, 'progress' | 'settings'> & { settings?: Partial<EngineSettings> },
+  parts: Omit<EngineContext, 'settings'> & { settings?: Partial<EngineSettings> },
 ): EngineContext {
   return {
     ...parts,
-    progress: parts.store.progress,
     settings: { ...DEFAULT_ENGINE_SETTINGS, ...parts.settings },
   };
 }

@@ -24,7 +24,8 @@ export async function finalize(
   def: JobDefinition,
   log: EngineContext['logger'],
 ): Promise<void> {
-  const { store, progress } = ctx;
+  const { store } = ctx;
+  const { progress } = store;
   const entity = def.entity;
   const mine = (await store.records.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {

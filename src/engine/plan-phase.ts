@@ -33,7 +33,8 @@ export async function planRun(
   req: RunJobRequest,
   log: EngineContext['logger'],
 ): Promise<void> {
-  const { store, progress } = ctx;
+  const { store } = ctx;
+  const { progress } = store;
   const runId = run.id;
   const started = Date.now();
   if (run.status === 'planning') log.info('planning was cut off; starting it again');

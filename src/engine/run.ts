@@ -149,7 +149,7 @@ async function endCancelled(
     status: 'cancelled',
     phase: `cancelled while ${run?.status ?? 'going'}`,
   });
-  await ctx.progress.clear(runId);
+  await ctx.store.progress.clear(runId);
   log.info('run cancelled; its writes in flight have settled');
   return 'cancelled';
 }

@@ -267,7 +267,7 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
   const parsed = WriteChunkData.safeParse(job.data);
   if (!parsed.success) return;
   const chunk = parsed.data;
-  const open = await ctx.progress.unsettledOf(chunk.runId, chunk.lines);
+  const open = await ctx.store.progress.unsettledOf(chunk.runId, chunk.lines);
   // Settled without their plan chunks named: a create may leave pending marks that finalize
   // verifies by the plan, so those chunks are kept to the run's end.
   const actions = await ctx.store.plannedWrites.of(chunk.runId, open);
