@@ -31,7 +31,7 @@ import { Redis } from 'ioredis';
 import { ensureData } from '../crm-data.js';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
 import { writeChunks } from '../../src/engine/payloads.js';
-import type { PlanningSink } from '../../src/engine/planning.js';
+import type { PlanningSink } from '../../src/engine/plan-pass.js';
 import { redisPlanningSink } from '../../src/engine/planning-sink.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
 import { CLAIM_BUCKETS } from '../../src/state/keys.js';

@@ -19,7 +19,7 @@ import { PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
-import { PLANNING_BATCH_ROWS } from '../../src/engine/planning.js';
+import { PLANNING_BATCH_ROWS } from '../../src/engine/plan-pass.js';
 import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';

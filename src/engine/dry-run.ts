@@ -21,7 +21,7 @@ import { remoteValues } from '../sync/remote.js';
 import type { Listing } from '../state/record-lookup.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
-import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
+import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './plan-pass.js';
 import { sourceEnvOf, sourceOf } from './run-source.js';
 
 export interface DryRunResult {

@@ -1,7 +1,7 @@
 /**
  * A run's planning phase (status `planning`), between `queued` and `writing`:
  * the platform index refreshed when needed, the planning pass (`planExport`,
- * in planning.ts) streamed into the run's scratch in Redis through
+ * in plan-pass.ts) streamed into the run's scratch in Redis through
  * `redisPlanningSink`, the counts published, and the safety thresholds
  * checked before anything is written. Cut off by a crash, it starts again
  * from the top: it has written nothing to the platform. A cancel of the run
@@ -14,7 +14,7 @@ import type { RunRecord } from '../state/runs.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import type { EngineContext } from './context.js';
 import type { RunJobRequest } from './payloads.js';
-import { planExport, type PlanCounts } from './planning.js';
+import { planExport, type PlanCounts } from './plan-pass.js';
 import { redisPlanningSink } from './planning-sink.js';
 import { refreshIndex } from './reconcile.js';
 import { endRun } from './run-end.js';

@@ -11,7 +11,7 @@ import type { PlatformClient } from '../platform/client.js';
 import type { StateStore } from '../state/store.js';
 import type { Action, Mode } from '../sync/action.js';
 import { dryRun, type DryRunResult } from './dry-run.js';
-import type { PlanCounts } from './planning.js';
+import type { PlanCounts } from './plan-pass.js';
 import type { JobLoader } from './run-service.js';
 import type { RunSummary } from './run-summary.js';
 

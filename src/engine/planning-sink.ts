@@ -10,7 +10,7 @@ import type { FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { DuplicatesRule } from '../crm/duplicates.js';
 import { describeRule, duplicateAction, isWrite, type WriteAction } from '../sync/action.js';
-import type { PlanningSink } from './planning.js';
+import type { PlanningSink } from './plan-pass.js';
 
 /** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
 export function redisPlanningSink(
