@@ -32,7 +32,7 @@ import { ensureData } from '../crm-data.js';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
 import { writeChunks } from '../../src/engine/payloads.js';
 import type { PlanningSink } from '../../src/engine/plan-pass.js';
-import { redisPlanningSink } from '../../src/engine/planning-sink.js';
+import { redisPlanningSink } from '../../src/engine/run-planning-sink.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
 import { CLAIM_BUCKETS } from '../../src/state/keys.js';
 import { StateStore } from '../../src/state/store.js';

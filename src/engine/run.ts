@@ -22,7 +22,7 @@
  * are in flight the run job sleeps in the delayed set and checks on them; it
  * holds no worker slot.
  *
- * The planning phase is in plan-phase.ts; the writes themselves are the
+ * The planning phase is in run-planning.ts; the writes themselves are the
  * `platform-writes` processor in write-chunk.ts (chunks of planned writes).
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
@@ -34,7 +34,7 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import { RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
-import { planRun, RunCancelledError } from './plan-phase.js';
+import { planRun, RunCancelledError } from './run-planning.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';

@@ -15,7 +15,7 @@ import { checkThresholds } from '../sync/thresholds.js';
 import type { EngineContext } from './context.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts } from './plan-pass.js';
-import { redisPlanningSink } from './planning-sink.js';
+import { redisPlanningSink } from './run-planning-sink.js';
 import { refreshIndex } from './reconcile.js';
 import { endRun } from './run-end.js';
 import { pullSince, sourceEnvOf, sourceOf } from './run-source.js';
