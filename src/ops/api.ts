@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { unmatchedPaths } from '../crm/path-coverage.js';
 import type { RunJobData } from '../engine/payloads.js';
 import { jobSchedule, listJobs } from '../engine/job-service.js';
-import { planJob, planOutcomes } from '../engine/plan-service.js';
+import { planJob, planOutcomes } from '../engine/dry-run.js';
 import { listRunDetails, runDetail } from '../engine/run-history.js';
 import { failurePages, printCsv } from '../engine/run-failures.js';
 import { cancelRun, retryRun, startRun, type JobLoader } from '../engine/run-service.js';
