@@ -14,7 +14,7 @@
  *    approximated by waiting jobs of the same payload);
  * 3. + the write phase: every planned write claimed and settled through the
  *    worker's own Redis steps, a chunk job's lines at a time in line order
- *    (`locatePlannedWrites`, `writes.claimAll`, `finishWrites` with each
+ *    (`plannedWrites.located`, `writes.claimAll`, `writes.finish` with each
  *    write's plan chunk named and its record committed, as the platform had
  *    created it), leaving what the write phase leaves at its end, before the
  *    run's scratch is cleared: record state, the settled lines, the counters,
@@ -31,8 +31,8 @@ import { Redis } from 'ioredis';
 import { ensureData } from '../crm-data.js';
 import { DEFAULT_ENGINE_SETTINGS } from '../../src/engine/context.js';
 import { writeChunks } from '../../src/engine/payloads.js';
-import type { PlanningSink } from '../../src/engine/planning.js';
-import { redisPlanningSink } from '../../src/engine/planning-sink.js';
+import type { PlanningSink } from '../../src/engine/plan-pass.js';
+import { redisPlanningSink } from '../../src/engine/run-planning-sink.js';
 import { createWriteQueue, RETENTION } from '../../src/queue/queues.js';
 import { CLAIM_BUCKETS } from '../../src/state/keys.js';
 import { StateStore } from '../../src/state/store.js';
@@ -93,7 +93,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const redisVersion = /redis_version:(\S+)/.exec(await redis.info('server'))?.[1] ?? '?';
     const store = new StateStore(redis);
     const runId = 'run-20261123T160000Z-bench1';
-    await store.createRun({
+    await store.runs.create({
       id: runId,
       job: 'bench',
       entity: 'companies',
@@ -118,7 +118,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const t0 = performance.now();
     const counts = await planGeneratedCompanies(path, sink);
     const planMs = performance.now() - t0;
-    const planned = await store.countPlannedWrites(runId);
+    const planned = await store.plannedWrites.count(runId);
     if (counts.read !== rows || planned !== counts.create)
       throw new Error(`planned ${planned} of ${counts.read} rows (${counts.create} creates)`);
     const afterPlan = await settled(redis);
@@ -135,7 +135,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
       Math.ceil(DEFAULT_ENGINE_SETTINGS.maxWaitingWrites / chunk) +
       RETENTION.writes.completed.count;
     do {
-      const page = await store.scanPlannedWrites(runId, cursor, 500);
+      const page = await store.plannedWrites.scan(runId, cursor, 500);
       cursor = page.cursor;
       lines.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0' && lines.length < windowJobs * chunk);
@@ -154,14 +154,14 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const all: number[] = [];
     cursor = '0';
     do {
-      const page = await store.scanPlannedWrites(runId, cursor, 5000);
+      const page = await store.plannedWrites.scan(runId, cursor, 5000);
       cursor = page.cursor;
       all.push(...page.writes.map((w) => w.line));
     } while (cursor !== '0');
-    await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+    await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
     let id = 1_000_000;
     for (let i = 0; i < all.length; i += chunk) {
-      const located = await store.locatePlannedWrites(runId, all.slice(i, i + chunk));
+      const located = await store.plannedWrites.located(runId, all.slice(i, i + chunk));
       const claims = await store.writes.claimAll(
         runId,
         'companies',
@@ -179,7 +179,7 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
         ...(freePlan && { planChunk: c }),
       }));
       if (claims.some((c) => c !== 'go')) throw new Error(`claims refused: ${claims.join(',')}`);
-      const reply = await store.finishWrites(runId, 'companies', done);
+      const reply = await store.writes.finish(runId, 'companies', done);
       if (reply.first.some((f) => !f)) throw new Error('a line settled twice');
     }
     const end = await settled(redis);

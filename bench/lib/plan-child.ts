@@ -9,7 +9,7 @@
  * BATCH is the rows per batch (default: the planner's own).
  */
 import { Redis } from 'ioredis';
-import { redisPlanningSink } from '../../src/engine/planning-sink.js';
+import { redisPlanningSink } from '../../src/engine/run-planning-sink.js';
 import { StateStore } from '../../src/state/store.js';
 import { PLAN_RUN_ID, planGeneratedCompanies } from './plan-pass.js';
 

@@ -4,7 +4,7 @@
  * `hubspot-companies` preset into the sink a benchmark gives.
  */
 import { loadMapping } from '../../src/crm/presets.js';
-import { planExport, type PlanCounts, type PlanningSink } from '../../src/engine/planning.js';
+import { planExport, type PlanCounts, type PlanningSink } from '../../src/engine/plan-pass.js';
 import { silentLogger } from '../../src/log.js';
 
 /** The run id of the benchmarks' planning passes (whose scratch a bench clears between passes). */

@@ -2,7 +2,7 @@
  * What `appendfsync always` costs our write path against `everysec`: the
  * Redis side of a create (the pending claim before the request, the commit
  * of its identity keys and record state after the answer, as the write
- * worker sends them: store.writes.claim, store.finishWrites) on private
+ * worker sends them: store.writes.claim, store.writes.finish) on private
  * redis-servers with AOF on, one per setting, on this machine's disk. Sent
  * one create at a time (the latency a single write sees) and 32 at once
  * (Redis fsyncs once per event-loop pass under `always`, so concurrent
@@ -35,7 +35,7 @@ async function create(store: StateStore, n: number, runId: string): Promise<void
   const keys = [`x:bench:${runId}:${n}`, `c:${runId}-${n}`];
   const claim = await store.writes.claim({ runId, entity: 'companies', line: n, createKeys: keys });
   if (claim !== 'go') throw new Error(`claim of ${keys[0]} answered ${claim}`);
-  await store.finishWrites(runId, 'companies', [
+  await store.writes.finish(runId, 'companies', [
     {
       line: n,
       outcome: 'created',
@@ -53,7 +53,7 @@ async function rate(
   inFlight: number,
   runId: string,
 ): Promise<number> {
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'bench',
     entity: 'companies',

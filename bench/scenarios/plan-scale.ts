@@ -19,7 +19,7 @@ import { PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
-import { PLANNING_BATCH_ROWS } from '../../src/engine/planning.js';
+import { PLANNING_BATCH_ROWS } from '../../src/engine/plan-pass.js';
 import type { CommitEntry } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
@@ -69,7 +69,7 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
       });
     }
     // A few commits in flight keep Redis busy without holding the export.
-    inFlight.push(store.commit('companies', entries));
+    inFlight.push(store.records.commit('companies', entries));
     if (inFlight.length >= 4) {
       await Promise.all(inFlight);
       inFlight = [];
@@ -120,7 +120,7 @@ const scenario: Scenario = {
         const loadMs = performance.now() - t0;
         const passes: { r: ChildResult; redisCpu: number; calls: number; scratch: number }[] = [];
         for (let n = 0; n < RUNS; n++) {
-          if (n > 0) await store.clearRunScratch(PLAN_RUN_ID);
+          if (n > 0) await store.progress.clear(PLAN_RUN_ID);
           const redis0 = await redisCounters(redisServer.url);
           const r = await planInChild(path, redisServer.url, prefix);
           const redis1 = await redisCounters(redisServer.url);

@@ -290,7 +290,7 @@ const scenario: Scenario = {
       let bigRunning: Promise<void> | undefined;
       let lastEnd = performance.now();
       while (samples.length < RUNS) {
-        const runs: RunRecord[] = await store.listRuns({ job: 'small', limit: 5 });
+        const runs: RunRecord[] = await store.runs.list({ job: 'small', limit: 5 });
         const ended = runs.filter((r) => ENDED.has(r.status) && !seen.has(r.id)).reverse();
         for (const r of ended) {
           seen.add(r.id);

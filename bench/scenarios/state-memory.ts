@@ -99,7 +99,7 @@ async function stateMemory(
         job: 'bench',
       });
     }
-    await store.commit(entity, entries);
+    await store.records.commit(entity, entries);
   }
   const commitMs = performance.now() - t0;
   const after = await settle(redis);
@@ -136,7 +136,7 @@ async function lookupRate(
   const t0 = performance.now();
   let found = 0;
   for (let start = 0; start < N; start += 500) {
-    const known = await store.lookup(entity, records.slice(start, start + 500));
+    const known = await store.records.lookup(entity, records.slice(start, start + 500));
     found += known.filter((k) => k.storedHash !== undefined).length;
   }
   const wall = (performance.now() - t0) / 1000;
@@ -165,7 +165,7 @@ async function indexMemory(
       }));
     }
   }
-  const info = await store.replaceIndex('companies', pages());
+  const info = await store.index.replace('companies', pages());
   const ms = performance.now() - t0;
   const after = await settle(redis);
   const enc = await encodings(redis, `${store.keys.prefix}:companies:ix:*`);
@@ -287,7 +287,7 @@ const scenario: Scenario = {
           notes: [
             `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
             'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
-            "Write phase: every planned line then claimed and settled through the worker's Redis steps (locatePlannedWrites, writes.claimAll, finishWrites with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
+            "Write phase: every planned line then claimed and settled through the worker's Redis steps (plannedWrites.located, writes.claimAll, writes.finish with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
           ],
         },
         {

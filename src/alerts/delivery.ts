@@ -21,8 +21,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { redactSecrets, registerSecret, scrubText, silentLogger, type Logger } from '../log.js';
-import type { RunRecord } from '../state/runs.js';
-import type { StateStore } from '../state/store.js';
+import type { RunRecord, Runs } from '../state/runs.js';
 import { alertPayload } from './payload.js';
 import { alertHeaders } from './signature.js';
 import {
@@ -103,7 +102,7 @@ export function alertEmitter(opts: {
   loadJob: (name: string) => JobDefinition;
   alerts: AlertSettings;
   /** Reads the field names of a run's problem rows; none without it. */
-  store?: Pick<StateStore, 'listFailures'>;
+  store?: { runs: Pick<Runs, 'listFailures'> };
   logger?: Logger;
 }): AlertEmitter {
   const logger = opts.logger ?? silentLogger;
@@ -119,7 +118,7 @@ export function alertEmitter(opts: {
         const c = run.counts;
         const fields =
           opts.store && c.rejected + c.failed + c.invalid > 0
-            ? topFields(await opts.store.listFailures(run.id, { limit: FIELD_SAMPLE }))
+            ? topFields(await opts.store.runs.listFailures(run.id, { limit: FIELD_SAMPLE }))
             : [];
         await add(runAlert(run, policy, fields)!);
       } catch (err) {
@@ -214,7 +213,7 @@ export function startAlertWorker(opts: {
   /** Counts alerts given up (`alertsDropped`). */
   metrics?: Pick<Metrics, 'alertsDropped'>;
   /** Where an alert about a run that is given up is noted on the run's record. */
-  runs?: Pick<StateStore, 'updateRun'>;
+  runs?: Pick<Runs, 'update'>;
 }): Worker {
   const logger = opts.logger ?? silentLogger;
   const worker = new Worker<Alert>(
@@ -266,7 +265,7 @@ export function startAlertWorker(opts: {
     if (opts.runs && alert.runId !== undefined && alert.kind !== 'missed') {
       const why = `the ${alert.kind} alert was not delivered (${job.attemptsMade} attempt(s)): ${err.message}`;
       opts.runs
-        .updateRun(alert.runId, { alertUndelivered: why })
+        .update(alert.runId, { alertUndelivered: why })
         .catch((e: unknown) =>
           logger.error(
             { err: e, runId: alert.runId },

@@ -46,7 +46,7 @@ export function registerFailuresCommand(program: Command): void {
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {
-        const run = await producer.store.getRun(runId);
+        const run = await producer.store.runs.get(runId);
         if (!run) {
           process.stderr.write(`crm-sync: no run ${runId}\n`);
           process.exitCode = 1;
@@ -62,7 +62,7 @@ export function registerFailuresCommand(program: Command): void {
             `run ${runId} (${run.job}): ${listed} row(s) of kind ${flags.kind}\n`,
           );
         } else {
-          const total = await producer.store.countFailures(runId);
+          const total = await producer.store.runs.countFailures(runId);
           process.stderr.write(
             `run ${runId} (${run.job}): ${total} row(s) not synced, skipped, or synced with a warning\n`,
           );

@@ -7,8 +7,8 @@ import { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
 import { requirePlatform } from '../config.js';
 import { coverageWarnings, unmatchedPaths } from '../crm/path-coverage.js';
-import type { RowWarning } from '../engine/planning.js';
-import { planJob, planOutcomes } from '../engine/plan-service.js';
+import type { RowWarning } from '../engine/plan-pass.js';
+import { planJob, planOutcomes } from '../engine/dry-run.js';
 import { jobLoader, prepareRun, submitRun } from '../engine/run-service.js';
 import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.js';
 import { startWorkerService } from '../engine/worker-service.js';
@@ -159,7 +159,7 @@ export async function watch(
           });
         },
       })
-    : await store.getRun(runId);
+    : await store.runs.get(runId);
   bar?.stop();
   if (!run) {
     process.stderr.write(`crm-sync: no run ${runId}\n`);

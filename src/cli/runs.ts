@@ -27,7 +27,7 @@ export function registerRunsCommand(program: Command): void {
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {
-        const runs = await producer.store.listRuns({
+        const runs = await producer.store.runs.list({
           ...(flags.job !== undefined && { job: flags.job }),
           limit: flags.limit,
         });

@@ -71,7 +71,7 @@ export async function auditEntity(
   for (let i = 0; i < keys.length; i += LOOKUP_BATCH) {
     const batch = keys.slice(i, i + LOOKUP_BATCH);
     // One key per entry: what our state maps each key to, not a row's strongest match.
-    const known = await store.lookup(
+    const known = await store.records.lookup(
       entity,
       batch.map((key) => ({ keys: [key] })),
       { listing: NO_LISTING },
@@ -81,7 +81,7 @@ export async function auditEntity(
       if (id !== undefined) stateIds.set(key, id);
     });
   }
-  const pending = new Map((await store.listPending(entity)).map((p) => [p.key, p.runId]));
+  const pending = new Map((await store.records.listPending(entity)).map((p) => [p.key, p.runId]));
 
   const report = auditListing(
     entity,

@@ -14,13 +14,12 @@ import type { RetrySettings } from '../platform/retry-policy.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
-import { PLANNING_BATCH_ROWS } from './planning.js';
+import { PLANNING_BATCH_ROWS } from './plan-pass.js';
 import type { WriteSlots } from './write-slots.js';
-import type { RunProgress } from '../state/progress.js';
 import type { RunRecord } from '../state/runs.js';
 
 export interface EngineSettings {
-  /** Rows per planning batch (src/engine/planning.ts says why PLANNING_BATCH_ROWS). */
+  /** Rows per planning batch (src/engine/plan-pass.ts says why PLANNING_BATCH_ROWS). */
   batchSize: number;
   /** The run waits before enqueueing more while this many writes are waiting (in chunks). */
   maxWaitingWrites: number;
@@ -55,7 +54,6 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
 export interface EngineContext {
   logger: Logger;
   store: StateStore;
-  progress: RunProgress;
   client: PlatformClient;
   writeQueue: TypedQueue<WriteChunkData>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
@@ -73,11 +71,10 @@ export interface EngineContext {
 }
 
 export function createEngineContext(
-  parts: Omit<EngineContext, 'progress' | 'settings'> & { settings?: Partial<EngineSettings> },
+  parts: Omit<EngineContext, 'settings'> & { settings?: Partial<EngineSettings> },
 ): EngineContext {
   return {
     ...parts,
-    progress: parts.store.progress,
     settings: { ...DEFAULT_ENGINE_SETTINGS, ...parts.settings },
   };
 }

@@ -1,8 +1,11 @@
 /**
- * A dry run: the planning pass with every result kept in memory and nothing
- * written anywhere (no platform call but listing, no Redis write). It reads
- * the stored sync state and platform index; when the index is missing or
- * older than the job allows, it lists the platform into memory instead.
+ * The dry run of a job (`crm-sync plan`, `run --dry-run`, the API's plan):
+ * what a run would create, update and refuse, with field diffs. The planning
+ * pass with every result kept in memory and nothing written anywhere (no
+ * platform call but listing, no Redis write). It reads the stored sync state
+ * and platform index; when the index is missing or older than the job
+ * allows, it lists the platform into memory instead. Its dependencies come in
+ * `PlanDeps`, no process globals, so a server calls it as the CLI does.
  */
 import type { CoverageSummary } from '../crm/path-coverage.js';
 import type { SourceEnv } from '../crm/source.js';
@@ -21,8 +24,10 @@ import { remoteValues } from '../sync/remote.js';
 import type { Listing } from '../state/record-lookup.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
-import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './planning.js';
+import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './plan-pass.js';
+import type { JobLoader } from './run-service.js';
 import { sourceEnvOf, sourceOf } from './run-source.js';
+import type { RunSummary } from './run-summary.js';
 
 export interface DryRunResult {
   counts: PlanCounts;
@@ -35,6 +40,105 @@ export interface DryRunResult {
   paths?: CoverageSummary;
 }
 
+export interface PlanDeps {
+  /** Read only: a plan writes nothing to Redis. */
+  store: StateStore;
+  /** Lists the platform when the stored index is missing or stale; never writes. */
+  client: PlatformClient;
+  logger: Logger;
+  loadJob: JobLoader;
+  /** Where the source's credentials and `${NAME}` references are read (config's `sourceEnv`). */
+  sourceEnv: SourceEnv;
+}
+
+export interface PlanRequest {
+  /** Read this export (a path or URL) instead of the job's source. */
+  source?: string;
+  /** List the platform again instead of using the stored index. */
+  full?: boolean;
+  /** Overrides the job's mode. */
+  mode?: Mode;
+}
+
+export interface PlanOptions {
+  /**
+   * Every action as it is planned, unchanged rows included (a row found later
+   * to share an identity with another comes again as a `conflict`): for a
+   * caller that streams the whole plan.
+   */
+  onActions?: (actions: readonly Action[]) => void | Promise<void>;
+  /** How many actions of each kind the result keeps (default 100). */
+  sample?: number;
+}
+
+/**
+ * The plan of `job` (its name, or its definition already loaded) for
+ * `request`: counts, a sample of actions and warnings, and the coverage of
+ * the mapped paths in the first rows.
+ */
+export async function planJob(
+  deps: PlanDeps,
+  job: string | JobDefinition,
+  request: PlanRequest = {},
+  opts: PlanOptions = {},
+): Promise<DryRunResult> {
+  const def = typeof job === 'string' ? deps.loadJob(job) : job;
+  return dryRun({
+    def,
+    req: {
+      ...(request.source !== undefined && { source: request.source }),
+      full: request.full === true,
+      ...(request.mode !== undefined && { mode: request.mode }),
+    },
+    store: deps.store,
+    client: deps.client,
+    logger: deps.logger,
+    env: deps.sourceEnv,
+    ...(opts.sample !== undefined && { sample: opts.sample }),
+    ...(opts.onActions && { onActions: opts.onActions }),
+  });
+}
+
+/**
+ * A plan's counts under the names of a run summary's outcomes (what `plan
+ * --json` prints): `failed` is always 0 (nothing is sent, so nothing fails);
+ * `skipped` counts rows a skip rule matched and rows withheld while an
+ * earlier create of theirs is unverified.
+ */
+export type PlanOutcomes = Pick<
+  RunSummary['counts'],
+  | 'read'
+  | 'created'
+  | 'updated'
+  | 'unchanged'
+  | 'adopted'
+  | 'invalid'
+  | 'conflict'
+  | 'duplicates'
+  | 'failed'
+  | 'skipped'
+  | 'unsupported'
+  | 'warnings'
+>;
+
+export function planOutcomes(c: PlanCounts): PlanOutcomes {
+  return {
+    read: c.read,
+    created: c.create,
+    updated: c.update,
+    unchanged: c.unchanged,
+    adopted: c.adopt,
+    invalid: c.invalid,
+    conflict: c.conflict,
+    duplicates: c.duplicate,
+    failed: 0,
+    skipped: c.skip + c.pending,
+    unsupported: c.unsupported,
+    warnings: c.warnings,
+  };
+}
+
+/** The dry run of a definition already loaded: what `planJob` runs. */
 export async function dryRun(opts: {
   def: JobDefinition;
   req: Pick<RunJobRequest, 'source' | 'full' | 'mode'>;
@@ -55,7 +159,7 @@ export async function dryRun(opts: {
 }): Promise<DryRunResult> {
   const { def, store } = opts;
   const sample = opts.sample ?? 100;
-  const index = await store.indexInfo(def.entity);
+  const index = await store.index.info(def.entity);
   const stale =
     !index || opts.req.full || Date.now() - index.refreshedAt > def.indexMaxAgeHours * 3_600_000;
   const listed = stale ? await listIntoMemory(opts.client, def.entity, opts.retry) : undefined;
@@ -73,7 +177,7 @@ export async function dryRun(opts: {
     lookup: async (records) =>
       noState
         ? records.map((r): Known => matchListed(listed, r.keys))
-        : await store.lookup(def.entity, records, {
+        : await store.records.lookup(def.entity, records, {
             job: def.name,
             ...(listed && { listing: listed }),
           }),

@@ -54,17 +54,18 @@ async function verifyAndComplete(
   log: EngineContext['logger'],
   cancelled: AbortSignal,
 ): Promise<void> {
-  const { store, progress } = ctx;
+  const { store } = ctx;
+  const { progress } = store;
   const entity = def.entity;
-  const mine = (await store.listPending(entity)).filter((p) => p.runId === run.id);
+  const mine = (await store.records.listPending(entity)).filter((p) => p.runId === run.id);
   if (mine.length > 0) {
     await refreshIndex(ctx, entity, cancelled);
     // Cancelled as the listing ended: nothing is recorded from it (the next run lists again).
     cancelled.throwIfAborted();
-    const holders = await store.claimHolders(run.id, [...new Set(mine.map((p) => p.key))]);
+    const holders = await store.claims.holders(run.id, [...new Set(mine.map((p) => p.key))]);
     const lines = holders.filter((l): l is number => l !== null);
-    const actions = await store.plannedWritesOf(run.id, [...new Set(lines)]);
-    const known = await store.lookup(entity, actions, { job: run.job });
+    const actions = await store.plannedWrites.of(run.id, [...new Set(lines)]);
+    const known = await store.records.lookup(entity, actions, { job: run.job });
     const found: CommitEntry[] = [];
     const foundLines: number[] = [];
     const missing: WriteAction[] = [];
@@ -82,17 +83,17 @@ async function verifyAndComplete(
         foundLines.push(a.line);
       }
     });
-    await store.commit(entity, found);
+    await store.records.commit(entity, found);
     await progress.confirmCreated(run.id, foundLines);
-    for (const a of missing) await store.clearPending(entity, a.keys);
+    for (const a of missing) await store.records.clearPending(entity, a.keys);
     log.info(
       { verified: found.length, missing: missing.length },
       'creates with unknown outcome verified by listing',
     );
     if (missing.length > 0) {
-      const round = await store.nextCreateRound(run.id);
+      const round = await store.runs.nextCreateRound(run.id);
       if (round > ctx.settings.maxCreateRounds) {
-        await store.addFailures(
+        await store.runs.addFailures(
           run.id,
           missing.map((a) => ({
             line: a.line,
@@ -101,13 +102,13 @@ async function verifyAndComplete(
             identity: a.keys[0]!,
           })),
         );
-        await store.incrementRun(run.id, { failed: missing.length });
+        await store.runs.increment(run.id, { failed: missing.length });
       } else {
         await progress.unsettle(
           run.id,
           missing.map((a) => a.line),
         );
-        await store.incrementRun(run.id, { writesPlanned: missing.length });
+        await store.runs.increment(run.id, { writesPlanned: missing.length });
         await ctx.writeQueue.addBulk(
           writeChunks(
             run,
@@ -117,29 +118,29 @@ async function verifyAndComplete(
             ctx.settings.writeChunk,
           ),
         );
-        await store.updateRun(run.id, { status: 'writing', phase: 'waiting' });
+        await store.runs.update(run.id, { status: 'writing', phase: 'waiting' });
         return;
       }
     }
   }
 
   if (def.fullSnapshot) {
-    await store.updateRun(run.id, { phase: 'reporting orphans' });
+    await store.runs.update(run.id, { phase: 'reporting orphans' });
     // Only this job's records: another job syncing the same entity has its own export.
     let orphans = 0;
-    for await (const batch of store.orphans(entity, run)) {
+    for await (const batch of store.records.orphans(entity, run)) {
       cancelled.throwIfAborted();
       orphans += batch.length;
     }
     if (orphans > 0) {
-      await store.incrementRun(run.id, { orphans });
+      await store.runs.increment(run.id, { orphans });
       log.info({ orphans }, 'records in state but not in this export (the API has no delete)');
     }
   }
   // The point of no return: a cancel asked for before it wins, one asked for after is refused.
-  if (!(await store.markCompleting(run.id))) throw new RunCancelledError(run.id, 'finalizing');
+  if (!(await store.runs.markCompleting(run.id))) throw new RunCancelledError(run.id, 'finalizing');
   const now = Date.now();
-  const finished = await store.getRun(run.id);
+  const finished = await store.runs.get(run.id);
   if (ctx.metrics && finished) {
     const c = finished.counts;
     ctx.metrics.rowsRead.inc({ job: run.job }, c.read);

@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { loadJobs, type JobDefinition } from '../jobs/definition.js';
 import type { PauseState } from '../schedule/pause.js';
 import { slotOf } from '../schedule/slot.js';
-import type { StateStore } from '../state/store.js';
+import type { Runs } from '../state/runs.js';
 import { runSummary, type RunSummary } from './run-summary.js';
 
 /** A job's schedule as the scheduler will treat it. */
@@ -78,7 +78,7 @@ export function jobSchedule(
 
 export async function listJobs(
   deps: {
-    store: Pick<StateStore, 'listRuns'>;
+    store: { runs: Pick<Runs, 'list'> };
     /** The pause of a job's schedule (src/schedule/pause.ts). */
     pauseOf: (job: string) => Promise<PauseState | null>;
     config: Pick<Config, 'jobsDir' | 'mappingsDir' | 'sourceEnv'>;
@@ -92,7 +92,7 @@ export async function listJobs(
   const overviews = await Promise.all(
     jobs.map(async (def): Promise<JobOverview> => {
       const [[last], paused] = await Promise.all([
-        deps.store.listRuns({ job: def.name, limit: 1 }),
+        deps.store.runs.list({ job: def.name, limit: 1 }),
         deps.pauseOf(def.name),
       ]);
       const { name, ...schedule } = jobSchedule(def, paused, now);

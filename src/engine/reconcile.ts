@@ -18,7 +18,7 @@ export async function refreshIndex(
   signal?: AbortSignal,
 ): Promise<IndexInfo> {
   const started = Date.now();
-  const info = await ctx.store.replaceIndex(entity, platformPages(ctx, entity, signal));
+  const info = await ctx.store.index.replace(entity, platformPages(ctx, entity, signal));
   ctx.logger.info(
     { entity, records: info.count, ambiguous: info.ambiguous, ms: Date.now() - started },
     'platform index refreshed',

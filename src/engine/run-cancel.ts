@@ -5,7 +5,7 @@
  * waits on the platform (finalize's verification listing), so the request
  * in flight is aborted instead of the whole listing being waited for.
  */
-import type { StateStore } from '../state/store.js';
+import type { Runs } from '../state/runs.js';
 
 /** A step of a run cut off by a cancel of the run (run.ts ends the run). */
 export class RunCancelledError extends Error {
@@ -27,7 +27,7 @@ export interface CancelWatch {
  * read at a time.
  */
 export function watchCancel(
-  store: Pick<StateStore, 'getRun'>,
+  store: { runs: Pick<Runs, 'get'> },
   runId: string,
   everyMs: number,
 ): CancelWatch {
@@ -36,8 +36,8 @@ export function watchCancel(
   const timer = setInterval(() => {
     if (reading || controller.signal.aborted) return;
     reading = true;
-    store
-      .getRun(runId)
+    store.runs
+      .get(runId)
       .then((run) => {
         if (run?.cancelRequested !== undefined)
           controller.abort(new RunCancelledError(runId, run.status));

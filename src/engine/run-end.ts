@@ -26,7 +26,7 @@ export async function endRun(
   },
 ): Promise<void> {
   const finishedAt = patch.finishedAt ?? Date.now();
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (run && ctx.onRunEnd) {
     const ended = {
       ...run,
@@ -43,7 +43,7 @@ export async function endRun(
         ctx.logger.error({ err, runId }, 'a listener of the run end failed'),
       );
   }
-  await ctx.store.updateRun(runId, { ...patch, finishedAt });
+  await ctx.store.runs.update(runId, { ...patch, finishedAt });
   if (run) {
     ctx.metrics?.runDuration.observe(
       { job: run.job, status: patch.status },

@@ -34,7 +34,10 @@ export async function* failurePages(
     let at = offset;
     let left = limit;
     while (left > 0) {
-      const page = await store.listFailures(runId, { offset: at, limit: Math.min(PAGE, left) });
+      const page = await store.runs.listFailures(runId, {
+        offset: at,
+        limit: Math.min(PAGE, left),
+      });
       if (page.length === 0) return;
       yield page;
       at += page.length;
@@ -47,7 +50,7 @@ export async function* failurePages(
   let skip = offset;
   let left = limit;
   while (left > 0) {
-    const page = await store.listFailures(runId, { offset: at, limit: PAGE });
+    const page = await store.runs.listFailures(runId, { offset: at, limit: PAGE });
     if (page.length === 0) return;
     at += page.length;
     let rows = page.filter(

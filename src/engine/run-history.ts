@@ -4,8 +4,7 @@
  * timings and, while it goes, its progress. The status filter is applied
  * here, a page of records at a time, so offset and limit count matching runs.
  */
-import type { RunRecord, RunStatus } from '../state/runs.js';
-import type { StateStore } from '../state/store.js';
+import type { RunRecord, RunStatus, Runs } from '../state/runs.js';
 import { hasEnded, runSummary, type RunSummary } from './run-summary.js';
 
 /** Writes and outcomes so far, for a run that has not ended. */
@@ -53,18 +52,18 @@ const PAGE = 200;
 
 /** The runs matching `query`, newest first. */
 export async function listRunDetails(
-  store: Pick<StateStore, 'listRuns'>,
+  store: { runs: Pick<Runs, 'list'> },
   query: RunQuery,
 ): Promise<RunDetail[]> {
   const job = query.job !== undefined ? { job: query.job } : {};
   if (query.status === undefined) {
-    const runs = await store.listRuns({ ...job, limit: query.limit, offset: query.offset });
+    const runs = await store.runs.list({ ...job, limit: query.limit, offset: query.offset });
     return runs.map(runDetail);
   }
   const out: RunDetail[] = [];
   let skip = query.offset;
   for (let at = 0; out.length < query.limit; at += PAGE) {
-    const page = await store.listRuns({ ...job, limit: PAGE, offset: at });
+    const page = await store.runs.list({ ...job, limit: PAGE, offset: at });
     for (const run of page) {
       if (run.status !== query.status) continue;
       if (skip > 0) skip -= 1;

@@ -23,7 +23,7 @@ export async function leaveRunOfOtherLayout(
   run: RunRecord,
 ): Promise<boolean> {
   if (ENDED.includes(run.status)) return false;
-  const layout = await ctx.store.runLayout(run.id);
+  const layout = await ctx.store.runs.claimLayout(run.id);
   if (layout === LAYOUT_VERSION) return false;
   ctx.logger.warn(
     { runId: run.id, job: run.job, layout, ours: LAYOUT_VERSION },

@@ -139,7 +139,7 @@ export async function cancelRun(
   deps: Pick<RunDeps, 'store'>,
   runId: string,
 ): Promise<CancelledRun> {
-  const reply = await deps.store.requestCancel(runId);
+  const reply = await deps.store.runs.requestCancel(runId);
   if (!reply) throw new NoSuchRunError(runId);
   if (reply.outcome === 'ended') throw new RunEndedError(runId, reply.status);
   if (reply.outcome === 'completing') throw new RunCompletingError(runId);
@@ -180,7 +180,7 @@ export async function prepareRetry(
   runId: string,
   opts: { source?: string } = {},
 ): Promise<PreparedRetry> {
-  const original = await deps.store.getRun(runId);
+  const original = await deps.store.runs.get(runId);
   if (!original) throw new NoSuchRunError(runId);
   if (!hasEnded(original)) throw new RunNotEndedError(original);
   const def = deps.loadJob(original.job);
@@ -198,12 +198,12 @@ export async function submitRun(
   run: PreparedRun,
 ): Promise<StartedRun> {
   // State of a layout this release cannot use: refused before anything is enqueued.
-  await deps.store.assertLayout();
+  await deps.store.layout.assertRead();
   let { runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data);
   if (attached) {
     // A run that has ended (a 401 fails it from a write) may still hold the
     // slot until its queue job wakes up and returns: it is no run to attach to.
-    const held = await deps.store.getRun(runId);
+    const held = await deps.store.runs.get(runId);
     if (held && hasEnded(held)) {
       await releaseStaleRun(deps.runQueue, run.data.job, runId);
       ({ runId, attached } = await enqueueRun(deps.runQueue, run.data.job, run.data));

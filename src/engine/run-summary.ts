@@ -4,8 +4,7 @@
  * has ended, and waiting for its end by reading its record.
  */
 import { sleep } from '../sleep.js';
-import type { RunRecord } from '../state/runs.js';
-import type { StateStore } from '../state/store.js';
+import type { RunRecord, Runs } from '../state/runs.js';
 
 /** The run as `show --json` prints it: a stable shape that scripts rely on (docs/CLI.md). */
 export interface RunSummary {
@@ -130,19 +129,19 @@ export interface WaitOptions {
  * was there, and only its end is awaited.
  */
 export async function waitForRun(
-  store: Pick<StateStore, 'getRun'>,
+  store: { runs: Pick<Runs, 'get'> },
   runId: string,
   opts: WaitOptions = {},
 ): Promise<RunRecord | null> {
   const pollMs = opts.pollMs ?? 300;
   const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
-  let run = await store.getRun(runId);
+  let run = await store.runs.get(runId);
   if (!run) return null;
   while (!hasEnded(run)) {
     await opts.onPoll?.(run);
     if (Date.now() > deadline) throw new RunWaitTimeoutError(runId, run, opts.timeoutMs!);
     await sleep(pollMs);
-    run = (await store.getRun(runId)) ?? run;
+    run = (await store.runs.get(runId)) ?? run;
   }
   return run;
 }

@@ -24,7 +24,7 @@
  * are in flight the run job sleeps in the delayed set and checks on them; it
  * holds no worker slot.
  *
- * The planning phase is in plan-phase.ts; the writes themselves are the
+ * The planning phase is in run-planning.ts; the writes themselves are the
  * `platform-writes` processor in write-chunk.ts (chunks of planned writes).
  */
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
@@ -37,7 +37,7 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import { isWriteChunkOf, RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
-import { planRun } from './plan-phase.js';
+import { planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
@@ -56,7 +56,7 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   const runId = job.id!;
   const log = ctx.logger.child({ runId, job: req.job });
 
-  let run = await ctx.store.getRun(runId);
+  let run = await ctx.store.runs.get(runId);
   if (!run && job.attemptsStarted > 1) {
     // This job has started before, and its first start found or made the
     // record (its producer makes it too): the run has ended and the history
@@ -97,23 +97,23 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
         case 'writing':
           if (run.phase !== 'waiting') {
             await enqueueWrites(ctx, run, def);
-            await ctx.store.updateRun(runId, { phase: 'waiting' });
+            await ctx.store.runs.update(runId, { phase: 'waiting' });
           }
           if (!(await writesSettled(ctx, runId))) {
             await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
             throw new DelayedError();
           }
-          await ctx.store.updateRun(runId, { status: 'finalizing', phase: 'verifying creates' });
+          await ctx.store.runs.update(runId, { status: 'finalizing', phase: 'verifying creates' });
           break;
         case 'finalizing': {
           // An incremental pull is not the whole set: what it did not read is no orphan.
-          const runs = await ctx.store.listRuns({ job: def.name, limit: 50 });
+          const runs = await ctx.store.runs.list({ job: def.name, limit: 50 });
           const whole = pullSince(def, req, runs) === undefined;
           await finalize(ctx, run, whole ? def : { ...def, fullSnapshot: false }, log);
           break;
         }
       }
-      run = (await ctx.store.getRun(runId))!;
+      run = (await ctx.store.runs.get(runId))!;
     }
   } catch (err) {
     if (err instanceof DelayedError) throw err;
@@ -152,10 +152,10 @@ async function endCancelled(
     await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
     throw new DelayedError();
   }
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (run && hasEnded(run)) return run.status;
   // Creates whose outcome is unknown count in no outcome: the phase says how many the next run verifies.
-  const unverified = await ctx.progress.unverifiedCreates(runId);
+  const unverified = await ctx.store.progress.unverifiedCreates(runId);
   await endRun(ctx, runId, {
     status: 'cancelled',
     phase:
@@ -164,7 +164,7 @@ async function endCancelled(
         ? `; ${unverified} create(s) of unknown outcome, verified by the next run`
         : ''),
   });
-  await ctx.progress.clear(runId);
+  await ctx.store.progress.clear(runId);
   log.info('run cancelled; its writes in flight have settled');
   return 'cancelled';
 }
@@ -181,7 +181,7 @@ export async function createRunRecord(
   def: JobDefinition | undefined,
   req: RunJobRequest,
 ): Promise<RunRecord> {
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: req.job,
     entity: def?.entity ?? 'companies',
@@ -195,7 +195,7 @@ export async function createRunRecord(
       ...(req.retryOf && { retryOf: req.retryOf }),
     },
   });
-  return (await store.getRun(runId))!;
+  return (await store.runs.get(runId))!;
 }
 
 /**
@@ -215,7 +215,7 @@ async function onRunError(
   let d = decide(err, { operation: 'run', durableAttempt: 1 }, settings);
   // Only a fault the run waits out counts as a pause; then the count decides.
   if (d.action === 'retry-later') {
-    const pauses = await ctx.store.countRunRetry(runId);
+    const pauses = await ctx.store.runs.countRetry(runId);
     d = decide(err, { operation: 'run', durableAttempt: pauses }, settings);
   }
   if (d.action === 'retry-later') {
@@ -253,8 +253,8 @@ async function enqueueWrites(
       await sleep(ctx.settings.pollMs);
     }
     // A cancel: the chunks not enqueued yet would only be skipped.
-    if ((await ctx.store.getRun(run.id))?.cancelRequested !== undefined) return;
-    const page = await ctx.store.scanPlannedWrites(run.id, cursor, 500);
+    if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return;
+    const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
     const jobs = writeChunksOfPage(run, def, page, round, size);
     if (jobs.length > 0) await ctx.writeQueue.addBulk(jobs);
@@ -262,7 +262,7 @@ async function enqueueWrites(
 }
 
 async function writesSettled(ctx: EngineContext, runId: string): Promise<boolean> {
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (!run) return false;
   return run.counts.writesSettled >= run.counts.writesPlanned;
 }

@@ -143,7 +143,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     logger,
   });
   // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
-  await store.assertLayout();
+  await store.layout.assertRead();
   const alerts = alertEmitter({
     queue: alertQueue,
     loadJob: loadJobOf,
@@ -218,7 +218,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     env: config.sourceEnv,
     logger,
     metrics: opts.metrics ?? processMetrics(),
-    runs: store,
+    runs: store.runs,
   });
   shutdown.register('alert worker', workerCloser(alertWorker));
   for (const [name, w] of [

@@ -8,7 +8,7 @@
  * skips the lines already settled and finds the creates left pending.
  *
  * Writes that ended are settled in batches: whatever ended while the last
- * batch was in Redis goes in the next one, in one script (`finishWrites`).
+ * batch was in Redis goes in the next one, in one script (`writes.finish`).
  * A write left to a next attempt (a transient fault past the in-process
  * retries) makes the chunk job throw once every other write of the chunk
  * has ended, and BullMQ tries the chunk again after the policy's backoff;
@@ -36,7 +36,7 @@ export async function processWriteChunk(
   const chunk = parseChunk(job);
   // Every write in flight listens to the chunk's abort.
   if (signal) setMaxListeners(0, signal);
-  const run = await ctx.store.getRun(chunk.runId);
+  const run = await ctx.store.runs.get(chunk.runId);
   const result: ChunkResult = {};
   const count = (r: WriteResult): void => {
     result[r] = (result[r] ?? 0) + 1;
@@ -53,7 +53,7 @@ export async function processWriteChunk(
     result.skipped = chunk.lines.length;
     return result;
   }
-  const located = await ctx.store.locatePlannedWrites(chunk.runId, chunk.lines);
+  const located = await ctx.store.plannedWrites.located(chunk.runId, chunk.lines);
   const actions = located.map((l) => l.write);
   // Each write names its plan chunk when it settles: the chunk is dropped once all its lines have.
   const planChunk = new Map(located.map((l) => [l.write.line, l.chunk]));
@@ -240,7 +240,7 @@ function batchesOf(ctx: EngineContext, chunk: WriteChunk): RunBatches {
     ),
     finish: new Batcher(
       async (writes) => {
-        const reply = await ctx.store.finishWrites(runId, entity, writes);
+        const reply = await ctx.store.writes.finish(runId, entity, writes);
         if (reply.first.some(Boolean) && reply.settled >= reply.planned) {
           // The run also checks on its writes by itself: a wake-up that fails only delays it.
           await ctx.wakeRun?.(runId).catch((err: unknown) => {
@@ -267,13 +267,13 @@ export async function settleAbandoned(ctx: EngineContext, job: Job, err: Error):
   const parsed = WriteChunkData.safeParse(job.data);
   if (!parsed.success) return;
   const chunk = parsed.data;
-  const open = await ctx.progress.unsettledOf(chunk.runId, chunk.lines);
+  const open = await ctx.store.progress.unsettledOf(chunk.runId, chunk.lines);
   // Settled without their plan chunks named: a create may leave pending marks that finalize
   // verifies by the plan, so those chunks are kept to the run's end.
-  const actions = await ctx.store.plannedWritesOf(chunk.runId, open);
+  const actions = await ctx.store.plannedWrites.of(chunk.runId, open);
   if (actions.length === 0) return;
   const reason = `write abandoned after ${job.attemptsMade} attempts: ${err.message}`;
-  const reply = await ctx.store.finishWrites(
+  const reply = await ctx.store.writes.finish(
     chunk.runId,
     chunk.entity,
     actions.map((a) => ({

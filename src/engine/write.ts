@@ -102,7 +102,7 @@ export async function runWrite(
       }
       if (err instanceof RateLimitedError) {
         ctx.metrics?.rateLimited.inc({ operation });
-        await ctx.store.incrementRun(scope.runId, { rateLimited: 1 });
+        await ctx.store.runs.increment(scope.runId, { rateLimited: 1 });
       }
       const d = decideWrite(ctx, scope, a, err, rateLimited);
       if (d.action === 'pause-queue') {
@@ -165,7 +165,7 @@ async function existing(
   scope: ChunkScope,
   a: WriteAction,
 ): Promise<WriteResult> {
-  const [known] = await ctx.store.lookup(scope.entity, [{ keys: a.keys }]);
+  const [known] = await ctx.store.records.lookup(scope.entity, [{ keys: a.keys }]);
   if (known?.storedHash === a.hash) return (await settle(scope, a, 'created', false)).result;
   const end = await settle(scope, a, 'failed', false, undefined, {
     reason: 'the record was created meanwhile by another run; the next run updates it',
@@ -275,7 +275,7 @@ async function settle(
 
 /** Marks the run failed (once); its remaining writes are skipped without a request. */
 export async function failRun(ctx: EngineContext, runId: string, message: string): Promise<void> {
-  const run = await ctx.store.getRun(runId);
+  const run = await ctx.store.runs.get(runId);
   if (!run || run.status === 'failed') return;
   await endRun(ctx, runId, { status: 'failed', error: message });
   ctx.logger.error({ runId }, message);

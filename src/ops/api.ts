@@ -11,7 +11,7 @@ import type { Config } from '../config.js';
 import { unmatchedPaths } from '../crm/path-coverage.js';
 import type { RunJobData } from '../engine/payloads.js';
 import { jobSchedule, listJobs } from '../engine/job-service.js';
-import { planJob, planOutcomes } from '../engine/plan-service.js';
+import { planJob, planOutcomes } from '../engine/dry-run.js';
 import { listRunDetails, runDetail } from '../engine/run-history.js';
 import { failurePages, printCsv } from '../engine/run-failures.js';
 import { cancelRun, retryRun, startRun, type JobLoader } from '../engine/run-service.js';
@@ -199,7 +199,7 @@ export function opsApi(deps: OpsApiDeps): Router {
 
   const runOf = async (req: Request) => {
     const runId = String(req.params.runId);
-    const run = await deps.store.getRun(runId);
+    const run = await deps.store.runs.get(runId);
     if (!run) throw new ApiError(404, `no run ${runId}`);
     return run;
   };

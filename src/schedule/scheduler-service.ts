@@ -73,7 +73,7 @@ export async function startSchedulerService(
     loadJob: jobLoader(config, jobsDir),
   };
   // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
-  await deps.store.assertLayout();
+  await deps.store.layout.assertRead();
 
   // Missed slots become alerts, delivered by a worker's alert worker.
   const alertQueue = createAlertQueue({

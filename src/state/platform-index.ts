@@ -18,6 +18,7 @@ import { identityKeysOfPlatformRecord, type Entity } from '../sync/identity.js';
 import { remoteValues } from '../sync/remote.js';
 import { redisCall, StateError } from './errors.js';
 import type { KeyLayout } from './keys.js';
+import type { LayoutCheck } from './layout.js';
 import { CHUNK, chunks, execAll, hclaims, hsets } from './pipeline.js';
 
 /** A record as listed by the platform (a Company or a Member response). */
@@ -55,6 +56,8 @@ export interface PlatformIndexOptions {
   /** How long a replaced generation stays readable. */
   graceMs: number;
   now: () => number;
+  /** Refuses state of a layout this release cannot use; a first listing records the layout. */
+  layout: LayoutCheck;
 }
 
 export function readIndexInfo(h: Record<string, string>): IndexInfo | null {
@@ -79,6 +82,7 @@ export class PlatformIndex {
     defineScripts(redis);
   }
 
+  /** The committed index (`refreshedAt`: when its listing started), or null if never listed. */
   async info(entity: Entity): Promise<IndexInfo | null> {
     const h = await redisCall('reading the platform index', () =>
       this.redis.hgetall(this.keys.index(entity)),
@@ -86,8 +90,9 @@ export class PlatformIndex {
     return readIndexInfo(h);
   }
 
-  /** Starts a new generation. */
+  /** Starts a new generation (the layout checked, and recorded under a new prefix, first). */
   async begin(entity: Entity): Promise<IndexBuild> {
+    await this.opts.layout.check();
     const startedAt = this.opts.now();
     const generation: number = await redisCall('starting a platform listing', () =>
       this.redis.hincrby(this.keys.index(entity), 'seq', 1),

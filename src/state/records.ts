@@ -11,6 +11,7 @@ import type { Entity } from '../sync/identity.js';
 import type { Known } from '../sync/plan.js';
 import { redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
+import type { LayoutCheck } from './layout.js';
 import { packRecord, parsePending, platformIdOf, unpackRecord } from './packing.js';
 import { chunks, execAll, hsets } from './pipeline.js';
 import type { Numbering } from './numbering.js';
@@ -60,24 +61,50 @@ export interface PendingEntry extends PendingCreate {
   key: string;
 }
 
+/** What `RecordStates` builds on besides its connection and keys. */
+export interface RecordStatesParts {
+  runNumbers: Numbering;
+  jobNumbers: Numbering;
+  /** The clock (ms since the epoch). */
+  now: () => number;
+  /** Refuses state of a layout this release cannot use; a first write records the layout. */
+  layout: LayoutCheck;
+  /** The job of a run, for record state that names only its run (`orphans`). */
+  jobOfRun: JobOfRun;
+}
+
 export class RecordStates {
+  private readonly runNumbers: Numbering;
+  private readonly jobNumbers: Numbering;
+  private readonly now: () => number;
+  private readonly layout: LayoutCheck;
+  private readonly jobOfRun: JobOfRun;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
-    private readonly runNumbers: Numbering,
-    private readonly jobNumbers: Numbering,
-    private readonly now: () => number,
+    parts: RecordStatesParts,
   ) {
+    this.runNumbers = parts.runNumbers;
+    this.jobNumbers = parts.jobNumbers;
+    this.now = parts.now;
+    this.layout = parts.layout;
+    this.jobOfRun = parts.jobOfRun;
     // Its pipelines queue scripts (pipeline.ts, record-lookup.ts): defined before any is made.
     defineScripts(redis);
   }
 
-  /** What is known of each record (see `lookupRecords` in record-lookup.ts). */
-  lookup(
+  /**
+   * What is known of each record (aligned with `records`; see `lookupRecords`
+   * in record-lookup.ts). At most three round trips. Writes nothing, not even
+   * the layout record: a dry run relies on it.
+   */
+  async lookup(
     entity: Entity,
     records: readonly LookupRecord[],
     opts: LookupOptions = {},
   ): Promise<Known[]> {
+    await this.layout.assertRead();
     const { redis, keys, jobNumbers } = this;
     return lookupRecords({ redis, keys, jobNumbers }, entity, records, opts);
   }
@@ -85,9 +112,11 @@ export class RecordStates {
   /**
    * Records confirmed writes: every identity key → platform id, the record's
    * hash, time, run and job; clears pending creates of those keys. Atomic per chunk
-   * of 1,000 entries (MULTI), one round trip each.
+   * of 1,000 entries (MULTI), one round trip each. The first call under a prefix, even
+   * with no entries, records the layout.
    */
   async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
+    await this.layout.check();
     if (entries.length === 0) return;
     const k = this.keys;
     const runNumbers = new Map<string, number>();
@@ -177,13 +206,11 @@ export class RecordStates {
    * unchanged rows are never committed again, so the run number may name a
    * run the history has forgotten. State written before job numbers were
    * kept names only its run: `jobOfRun` answers for it (a run no longer
-   * known leaves that record out).
+   * known leaves that record out). Meaningful for full-snapshot sources only.
+   * Writes nothing.
    */
-  async *orphans(
-    entity: Entity,
-    run: { id: string; job: string },
-    jobOfRun: JobOfRun,
-  ): AsyncGenerator<Orphan[]> {
+  async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
+    await this.layout.assertRead();
     const k = this.keys;
     const legacy = k.seen(run.id);
     const hasLegacy = (await redisCall('listing orphans', () => this.redis.exists(legacy))) === 1;
@@ -218,7 +245,7 @@ export class RecordStates {
       const names = await this.runNumbers.namesOf(older);
       for (const [i, n] of older.entries()) {
         const name = names[i];
-        jobOf.set(n, name === undefined ? undefined : await jobOfRun(name));
+        jobOf.set(n, name === undefined ? undefined : await this.jobOfRun(name));
       }
       const orphans = unseen.filter(
         (o) => o.runNumber === undefined || jobOf.get(o.runNumber) === run.job,

@@ -17,8 +17,10 @@ import { ENTITIES, type Entity } from '../sync/identity.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { LAYOUT_VERSION, RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
-import { scrubText } from '../log.js';
+import { scrubText, type Logger } from '../log.js';
+import type { LayoutCheck } from './layout.js';
 import { stripCredentials } from './redaction.js';
+import type { RunRetention } from './run-retention.js';
 
 /** What became of a row: every row read ends in exactly one of these. */
 export const RUN_OUTCOMES = [
@@ -198,15 +200,38 @@ function newRunId(now: number): string {
  */
 export type CancelReply = { outcome: 'taken' | 'ended' | 'completing'; status: RunStatus } | null;
 
+/** What `Runs` builds on besides its connection and keys. */
+export interface RunsParts {
+  /** The clock (ms since the epoch). */
+  now: () => number;
+  /** Refuses state of a layout this release cannot use before a run is created. */
+  layout: LayoutCheck;
+  /** The run history's bound, kept as runs are created. */
+  retention: RunRetention;
+  /** Where a failed prune of the history is told. */
+  logger: Logger;
+}
+
 export class Runs {
+  private readonly now: () => number;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
-    private readonly now: () => number,
-  ) {}
+    private readonly parts: RunsParts,
+  ) {
+    this.now = parts.now;
+  }
 
-  /** Creates a run (status `queued`) and returns its id; an existing id is left as it is. */
+  /**
+   * Creates a run (status `queued`) stamped with this release's layout and
+   * returns its id; an existing id is left as it is. State of a layout this
+   * release cannot use is refused first. Then the job's oldest ended runs
+   * beyond the history are forgotten (run-retention.ts): best effort, the run
+   * exists by then, and the next run of the job prunes again.
+   */
   async create(init: RunInit): Promise<string> {
+    await this.parts.layout.assertRead();
     const createdAt = init.createdAt ?? this.now();
     const id = init.id ?? newRunId(createdAt);
     const fields: Record<string, string> = {
@@ -232,6 +257,14 @@ export class Runs {
         ...Object.entries(fields).flat(),
       ),
     );
+    try {
+      await this.parts.retention.prune(init.job);
+    } catch (err) {
+      this.parts.logger.warn(
+        { err, job: init.job, runId: id },
+        'could not forget old runs; the next run of the job tries again',
+      );
+    }
     return id;
   }
 
@@ -335,11 +368,27 @@ export class Runs {
     await execAll(tx, 'counting a run');
   }
 
+  /** Counts one more pause of the run by a transient fault; returns how many so far (1 the first). */
+  countRetry(id: string): Promise<number> {
+    return this.bump(id, RunField.retries);
+  }
+
+  /**
+   * Starts another round of the run's creates, sent again after a
+   * verification found them missing; returns its number (1 the first).
+   */
+  nextCreateRound(id: string): Promise<number> {
+    return this.bump(id, RunField.round);
+  }
+
   /**
    * Adds one to the run's `retries` or `round` field (HINCRBY, atomic) and
    * returns the new value: 1 the first time.
    */
-  async bump(id: string, field: typeof RunField.retries | typeof RunField.round): Promise<number> {
+  private async bump(
+    id: string,
+    field: typeof RunField.retries | typeof RunField.round,
+  ): Promise<number> {
     return redisCall(`counting the run's ${field}`, () =>
       this.redis.hincrby(this.keys.run(id), field, 1),
     );

@@ -1,17 +1,19 @@
 /**
  * The Redis store of sync state: one object over one Redis connection and
- * one key prefix (with a `{…}` hash tag, so it works on Redis Cluster). The
- * key layout is in docs/STATE.md. Every batch operation takes a fixed, small
+ * one key prefix (with a `{…}` hash tag, so it works on Redis Cluster). It
+ * builds one part per kind of state and exposes each: a caller calls the part
+ * that does the work (`store.runs.get(id)`), and nothing forwards. The key
+ * layout is in docs/STATE.md. Every batch operation takes a fixed, small
  * number of round trips, whatever the batch size.
  *
- * Typical use by the run pipeline, per batch of mapped rows:
- * `claimIdentities` → `lookup` → `planBatch` (src/sync) → `savePlannedWrites`
- * and `markSeen` (adoptions go straight to `commit`). The writes, a chunk of
- * planned lines at a time: `writes.claimAll` before the requests (a create's
- * identity keys are marked pending there) and `finishWrites` after the
- * answers (commits the confirmed writes, clears the pending marks of creates
- * that did not land, settles each line once). At the end `orphans` and
- * `progress.clear`.
+ * Typical use by a run, per batch of mapped rows: `claims.claim` →
+ * `records.lookup` → `planBatch` (src/sync) → `plannedWrites.save` and
+ * `seen.mark` (adoptions go straight to `records.commit`). The writes, a
+ * chunk of planned lines at a time: `writes.claimAll` before the requests (a
+ * create's identity keys are marked pending there) and `writes.finish` after
+ * the answers (commits the confirmed writes, clears the pending marks of
+ * creates that did not land, settles each line once). At the end
+ * `records.orphans` and `progress.clear`.
  *
  * The store is the only way to sync state: no caller builds a key or sends a
  * command itself (the layout is in keys.ts alone).
@@ -19,46 +21,22 @@
 import type { RedisClient } from '../redis/connection.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { PendingCreate, WriteAction } from '../sync/action.js';
-import type { Entity } from '../sync/identity.js';
-import type { Known } from '../sync/plan.js';
-import type { Entrant, KeepRule, Loss } from '../sync/survivors.js';
 import { redisCall } from './errors.js';
-import { DEFAULT_BUCKETS, KeyLayout, RunField, type Buckets } from './keys.js';
+import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
 import { JobLocks } from './lock.js';
-import {
-  PlatformIndex,
-  type IndexBuild,
-  type IndexInfo,
-  type PlatformRecord,
-} from './platform-index.js';
-import {
-  RecordStates,
-  type CommitEntry,
-  type Orphan,
-  type PendingEntry,
-  type StateInfo,
-} from './records.js';
-import type { LookupOptions, LookupRecord } from './record-lookup.js';
+import { PlatformIndex } from './platform-index.js';
+import { RecordStates } from './records.js';
 import { Numbering } from './numbering.js';
-import {
-  Runs,
-  type CancelReply,
-  type FailureRow,
-  type RunCounts,
-  type RunInit,
-  type RunPatch,
-  type RunRecord,
-} from './runs.js';
+import { Runs } from './runs.js';
 import { RunProgress } from './progress.js';
-import type { LocatedWrite, PlanPage } from './planned-writes.js';
+import { PlannedWrites } from './planned-writes.js';
 import { DEFAULT_RUN_HISTORY } from '../defaults.js';
 import { RunRetention } from './run-retention.js';
-import { WriteSteps, type FinishedWrite, type FinishReply } from './write-steps.js';
-import { SurvivorClaims, type DuplicateRow } from './survivor-claims.js';
-import { RunScratch } from './scratch.js';
-import type { Claim, ClaimConflict } from '../sync/claims.js';
+import { WriteSteps } from './write-steps.js';
+import { SurvivorClaims } from './survivor-claims.js';
+import { IdentityClaims } from './identity-claims.js';
+import { SeenRecords } from './seen-records.js';
 
 export interface StateStoreOptions {
   /** Key prefix with a hash tag; default `{crm-sync}`. */
@@ -84,56 +62,82 @@ const DAY = 24 * 60 * 60 * 1000;
 export class StateStore {
   /** The key layout (for tests and benchmarks that inspect what is stored). */
   readonly keys: KeyLayout;
+  /**
+   * The layout check: `assertRead` refuses (StateError saying what to do)
+   * state of a layout this release cannot use and records none; workers and
+   * the scheduler call it before they start.
+   */
+  readonly layout: LayoutCheck;
+  /** Job locks: a token per job, compare-and-set in Lua. */
+  readonly locks: JobLocks;
   /** A run's write progress: settled lines, outcome counters, unknown creates. */
   readonly progress: RunProgress;
   /** The claim before a platform write and the settling after it (one script each). */
   readonly writes: WriteSteps;
-  private readonly records: RecordStates;
-  private readonly index: PlatformIndex;
-  private readonly runs: Runs;
-  private readonly retention: RunRetention;
-  private readonly scratch: RunScratch;
-  private readonly survivors: SurvivorClaims;
-  private readonly locks: JobLocks;
-  private readonly layout: LayoutCheck;
-  private readonly logger: Logger;
+  /** Run records and their failure rows. */
+  readonly runs: Runs;
+  /** Record state per entity: identity keys, the last confirmed writes, pending creates. */
+  readonly records: RecordStates;
+  /** What the last listing of the platform found, per entity. */
+  readonly index: PlatformIndex;
+  /** A run's planned writes, saved while it plans and read as it writes. */
+  readonly plannedWrites: PlannedWrites;
+  /** The platform ids a run's export maps to (for the orphan report). */
+  readonly seen: SeenRecords;
+  /** A run's identity claims while it plans (first claimer wins; the rest are conflicts). */
+  readonly claims: IdentityClaims;
+  /** A run's identity claims under a survivor rule, and the rows that lost. */
+  readonly survivors: SurvivorClaims;
 
   /**
    * @param connection The store's Redis connection. Public only for what is
-   *   not sync state, a health check's PING; state goes through the methods.
+   *   not sync state, a health check's PING; state goes through the parts.
    */
   constructor(
     readonly connection: RedisClient,
     opts: StateStoreOptions = {},
   ) {
     const now = opts.now ?? Date.now;
-    this.logger = opts.logger ?? silentLogger;
     this.keys = new KeyLayout(opts.prefix ?? DEFAULT_PREFIX, opts.buckets ?? DEFAULT_BUCKETS);
+    this.layout = new LayoutCheck(connection, this.keys);
     const runNumbers = new Numbering(connection, this.keys.runIds(), 'run');
     const jobNumbers = new Numbering(connection, this.keys.jobIds(), 'job');
-    this.records = new RecordStates(connection, this.keys, runNumbers, jobNumbers, now);
+    this.records = new RecordStates(connection, this.keys, {
+      runNumbers,
+      jobNumbers,
+      now,
+      layout: this.layout,
+      jobOfRun: async (id) => (await this.runs.get(id))?.job,
+    });
     this.index = new PlatformIndex(connection, this.keys, {
       buildTtlMs: opts.indexBuildTtlMs ?? DAY,
       graceMs: opts.indexGraceMs ?? 10 * 60 * 1000,
       now,
+      layout: this.layout,
     });
-    this.runs = new Runs(connection, this.keys, now);
-    this.retention = new RunRetention(
+    this.runs = new Runs(connection, this.keys, {
+      now,
+      layout: this.layout,
+      retention: new RunRetention(connection, this.keys, opts.runHistory ?? DEFAULT_RUN_HISTORY),
+      logger: opts.logger ?? silentLogger,
+    });
+    this.plannedWrites = new PlannedWrites(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.claims = new IdentityClaims(
       connection,
       this.keys,
-      opts.runHistory ?? DEFAULT_RUN_HISTORY,
+      opts.scratchTtlMs ?? 7 * DAY,
+      this.plannedWrites,
     );
-    this.scratch = new RunScratch(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
+    this.seen = new SeenRecords(connection, this.keys, opts.scratchTtlMs ?? 7 * DAY);
     this.survivors = new SurvivorClaims(
       connection,
       this.keys,
       opts.scratchTtlMs ?? 7 * DAY,
-      this.scratch.claimTtls,
+      this.claims.claimTtls,
     );
     this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
-    this.layout = new LayoutCheck(connection, this.keys);
-    this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now);
+    this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now, this.layout);
   }
 
   /**
@@ -144,264 +148,5 @@ export class StateStore {
   async hasState(): Promise<boolean> {
     const n = await redisCall('checking for state', () => this.connection.exists(this.keys.meta()));
     return n === 1;
-  }
-
-  // ---- record state --------------------------------------------------------
-
-  /**
-   * What is known of each record (aligned with `records`): see
-   * RecordStates.lookup. At most three round trips. Writes nothing, not even
-   * the layout record: a dry run relies on it.
-   */
-  async lookup(
-    entity: Entity,
-    records: readonly LookupRecord[],
-    opts?: LookupOptions,
-  ): Promise<Known[]> {
-    await this.assertLayout();
-    return this.records.lookup(entity, records, opts);
-  }
-
-  /** Records confirmed writes (and adoptions); clears pending creates of their keys. */
-  async commit(entity: Entity, entries: readonly CommitEntry[]): Promise<void> {
-    await this.layout.check();
-    return this.records.commit(entity, entries);
-  }
-
-  /** Settles writes that ended, committing the confirmed ones (see WriteSteps.finish). */
-  async finishWrites(
-    runId: string,
-    entity: Entity,
-    writes: readonly FinishedWrite[],
-  ): Promise<FinishReply> {
-    await this.layout.check();
-    return this.writes.finish(runId, entity, writes);
-  }
-
-  /** `null` until the entity's first confirmed write: then a run is a first sync. */
-  stateInfo(entity: Entity): Promise<StateInfo | null> {
-    return this.records.info(entity);
-  }
-
-  pending(entity: Entity, keys: readonly string[]): Promise<PendingCreate | null> {
-    return this.records.pending(entity, keys);
-  }
-
-  clearPending(entity: Entity, keys: readonly string[]): Promise<void> {
-    return this.records.clearPending(entity, keys);
-  }
-
-  listPending(entity: Entity): Promise<PendingEntry[]> {
-    return this.records.listPending(entity);
-  }
-
-  /**
-   * Records of `run`'s job in state that the run neither saw (`markSeen`) nor
-   * wrote, in batches (see RecordStates.orphans). Meaningful for
-   * full-snapshot sources only. Writes nothing.
-   */
-  async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
-    await this.assertLayout();
-    yield* this.records.orphans(entity, run, async (id) => (await this.runs.get(id))?.job);
-  }
-
-  // ---- index of platform records ---------------------------------------------
-
-  /** Lists `pages` into a new index generation and swaps it in when complete. */
-  async replaceIndex(
-    entity: Entity,
-    pages: AsyncIterable<readonly PlatformRecord[]>,
-  ): Promise<IndexInfo> {
-    await this.layout.check();
-    return this.index.replace(entity, pages);
-  }
-
-  async beginIndex(entity: Entity): Promise<IndexBuild> {
-    await this.layout.check();
-    return this.index.begin(entity);
-  }
-
-  addToIndex(build: IndexBuild, records: readonly PlatformRecord[]): Promise<void> {
-    return this.index.add(build, records);
-  }
-
-  commitIndex(build: IndexBuild): Promise<IndexInfo> {
-    return this.index.commit(build);
-  }
-
-  abortIndex(build: IndexBuild): Promise<void> {
-    return this.index.abort(build);
-  }
-
-  /** The committed index (`refreshedAt`: when its listing started), or null if never listed. */
-  indexInfo(entity: Entity): Promise<IndexInfo | null> {
-    return this.index.info(entity);
-  }
-
-  // ---- runs ------------------------------------------------------------------
-
-  /** Creates a run stamped with this release's layout; refuses state of a layout it cannot use. */
-  async createRun(init: RunInit): Promise<string> {
-    await this.assertLayout();
-    const id = await this.runs.create(init);
-    // The history stays at its bound: the job's oldest ended runs beyond it are
-    // forgotten. Best effort: the run exists now, and the next run prunes again.
-    try {
-      await this.retention.prune(init.job);
-    } catch (err) {
-      this.logger.warn(
-        { err, job: init.job, runId: id },
-        'could not forget old runs; the next run of the job tries again',
-      );
-    }
-    return id;
-  }
-
-  /** The layout a run belongs to; a run of no layout not started yet is given this one's. */
-  runLayout(runId: string): Promise<number> {
-    return this.runs.claimLayout(runId);
-  }
-
-  getRun(id: string): Promise<RunRecord | null> {
-    return this.runs.get(id);
-  }
-
-  listRuns(opts: { job?: string; limit?: number; offset?: number } = {}): Promise<RunRecord[]> {
-    return this.runs.list(opts);
-  }
-
-  /** Asks a run to cancel (see `Runs.requestCancel`); null for no run. */
-  requestCancel(id: string): Promise<CancelReply> {
-    return this.runs.requestCancel(id);
-  }
-
-  /** Marks a finalizing run completing unless a cancel was asked for (see `Runs.markCompleting`). */
-  markCompleting(id: string): Promise<boolean> {
-    return this.runs.markCompleting(id);
-  }
-
-  updateRun(id: string, patch: RunPatch): Promise<void> {
-    return this.runs.update(id, patch);
-  }
-
-  incrementRun(id: string, deltas: Partial<RunCounts>): Promise<void> {
-    return this.runs.increment(id, deltas);
-  }
-
-  /** Counts one more pause of the run by a transient fault; returns how many so far (1 the first). */
-  countRunRetry(runId: string): Promise<number> {
-    return this.runs.bump(runId, RunField.retries);
-  }
-
-  /**
-   * Starts another round of the run's creates, sent again after a
-   * verification found them missing; returns its number (1 the first).
-   */
-  nextCreateRound(runId: string): Promise<number> {
-    return this.runs.bump(runId, RunField.round);
-  }
-
-  addFailures(runId: string, rows: readonly FailureRow[]): Promise<void> {
-    return this.runs.addFailures(runId, rows);
-  }
-
-  listFailures(
-    runId: string,
-    opts: { offset?: number; limit?: number } = {},
-  ): Promise<FailureRow[]> {
-    return this.runs.listFailures(runId, opts);
-  }
-
-  countFailures(runId: string): Promise<number> {
-    return this.runs.countFailures(runId);
-  }
-
-  // ---- run scratch -------------------------------------------------------------
-
-  claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
-    return this.scratch.claimIdentities(runId, entries);
-  }
-
-  /**
-   * Claims each row's identities under a survivor rule (not `none`); the rows
-   * that lost (see SurvivorClaims).
-   */
-  contendIdentities(runId: string, keep: KeepRule, entries: readonly Entrant[]): Promise<Loss[]> {
-    return this.survivors.contend(runId, keep, entries);
-  }
-
-  /** The rows that lost so far, each with the survivor of its key now, a page at a time. */
-  duplicateRows(runId: string): AsyncGenerator<DuplicateRow[]> {
-    return this.survivors.duplicates(runId);
-  }
-
-  claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
-    return this.scratch.claimHolders(runId, keys);
-  }
-
-  /** Frees the run's identity claims once its whole export is planned (see RunScratch). */
-  releaseClaims(runId: string): Promise<void> {
-    return this.scratch.releaseClaims(runId);
-  }
-
-  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
-    return this.scratch.savePlannedWrites(runId, actions);
-  }
-
-  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
-    return this.scratch.scanPlannedWrites(runId, cursor, count);
-  }
-
-  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
-    return this.scratch.plannedWritesOf(runId, lines);
-  }
-
-  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
-    return this.scratch.locatePlannedWrites(runId, lines);
-  }
-
-  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
-    return this.scratch.dropPlannedWrites(runId, lines);
-  }
-
-  countPlannedWrites(runId: string): Promise<number> {
-    return this.scratch.countPlannedWrites(runId);
-  }
-
-  markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
-    return this.scratch.markSeen(runId, platformIds);
-  }
-
-  clearRunScratch(runId: string): Promise<void> {
-    return this.scratch.clear(runId);
-  }
-
-  // ---- job lock ----------------------------------------------------------------
-
-  acquireJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.locks.acquire(job, token, ttlMs);
-  }
-
-  renewJobLock(job: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.locks.renew(job, token, ttlMs);
-  }
-
-  releaseJobLock(job: string, token: string): Promise<boolean> {
-    return this.locks.release(job, token);
-  }
-
-  jobLockHolder(job: string): Promise<string | null> {
-    return this.locks.holder(job);
-  }
-
-  // ---- layout --------------------------------------------------------------------
-
-  /**
-   * Refuses (StateError saying what to do) state of a layout this release
-   * cannot use; records none. Reads call it, and workers and the scheduler
-   * before they start (see LayoutCheck in layout.ts).
-   */
-  assertLayout(): Promise<void> {
-    return this.layout.assertRead();
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Identity claims of a run whose job keeps one survivor of its duplicates
  * (a `duplicates` rule other than `none`): the same claim buckets as the
- * conflict claims (scratch.ts), each key's claim holding its holder's line,
+ * conflict claims (identity-claims.ts), each key's claim holding its holder's line,
  * whether it is sticky, its rank and its CRM record
  * (`<line>|<sticky>|<rank>|<record>`). One Lua script decides a batch by the
  * rules of `decideSurvivors` (src/sync/survivors.ts) and moves each key to
@@ -17,7 +17,8 @@ import { claimNames } from './claim-digest.js';
 import { parseStored, redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
-import { claimLayout, type BucketTtls } from './scratch.js';
+import type { BucketTtls } from './bucket-ttls.js';
+import { claimLayout } from './identity-claims.js';
 
 /** A row kept in the `duplicates` hash: its record and the key it lost on. */
 interface LostRow {

@@ -22,6 +22,7 @@ import { callScript } from '../redis/scripts.js';
 import type { Entity } from '../sync/identity.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
+import type { LayoutCheck } from './layout.js';
 import type { Numbering } from './numbering.js';
 import { packPending, packRecord } from './packing.js';
 import type { WriteOutcome } from './progress.js';
@@ -83,6 +84,8 @@ export class WriteSteps {
     private readonly runNumbers: Numbering,
     private readonly jobNumbers: Numbering,
     private readonly now: () => number,
+    /** Refuses state of a layout this release cannot use before a write is settled. */
+    private readonly layout: LayoutCheck,
   ) {}
 
   /** Claims one write (see `claimAll`). */
@@ -164,11 +167,16 @@ export class WriteSteps {
     return n === 1;
   }
 
+  /**
+   * Settles writes that ended, committing the confirmed ones (see the top of
+   * this file); the layout is checked, and recorded under a new prefix, first.
+   */
   async finish(
     runId: string,
     entity: Entity,
     writes: readonly FinishedWrite[],
   ): Promise<FinishReply> {
+    await this.layout.check();
     const k = this.keys;
     const runNumber = await this.runNumbers.numberOf(runId);
     const jobNumbers = new Map<string, number>();

@@ -1,7 +1,7 @@
 /**
  * Identity claims of one export: which rows share an identity key with
  * another row, decided batch by batch as the export is read. One pure
- * function; the run's Redis scratch (src/state/scratch.ts) and the dry run's
+ * function; the run's claims in Redis (src/state/identity-claims.ts) and the dry run's
  * memory (src/engine/dry-run.ts) each keep what it returns, so both decide
  * alike.
  *

@@ -123,7 +123,7 @@ describe('web console in Chromium', () => {
     await confirm.waitFor();
     await page.keyboard.press('Escape');
     await confirm.waitFor({ state: 'hidden' });
-    expect((await h.store.listRuns({ limit: 10 })).length).toBe(0);
+    expect((await h.store.runs.list({ limit: 10 })).length).toBe(0);
 
     await jobRow.getByRole('button', { name: 'Run now' }).click();
     await confirm.getByRole('button', { name: 'Start run' }).click();
@@ -133,7 +133,7 @@ describe('web console in Chromium', () => {
     // The page follows the run to its end, with its progress.
     const statusCell = page.locator('dl.facts dd .status').first();
     await expect.poll(() => statusCell.textContent(), { timeout: 40_000 }).toBe('completed');
-    const run = await h.store.getRun(runId);
+    const run = await h.store.runs.get(runId);
     expect(run?.status).toBe('completed');
     expect(run?.counts).toMatchObject({ created: 61, invalid: 1, skipped: 1, warnings: 1 });
     const settled = `${run!.counts.writesSettled} of ${run!.counts.writesPlanned} settled`;
@@ -256,7 +256,7 @@ describe('web console in Chromium', () => {
     const seen: { rows: number; status: string }[] = [];
     for (;;) {
       const count = await shown.count();
-      const run = (await h.store.getRun(runId))!;
+      const run = (await h.store.runs.get(runId))!;
       seen.push({ rows: count, status: run.status });
       if (['completed', 'failed', 'stopped', 'cancelled'].includes(run.status)) break;
       expect(seen.length, JSON.stringify(seen.slice(-3))).toBeLessThan(400);
@@ -267,7 +267,7 @@ describe('web console in Chromium', () => {
     expect(new Set(whileGoing).size, JSON.stringify(seen)).toBeGreaterThanOrEqual(2);
     expect(whileGoing).toEqual([...whileGoing].sort((a, b) => a - b));
 
-    const run = (await h.store.getRun(runId))!;
+    const run = (await h.store.runs.get(runId))!;
     expect(run.status).toBe('completed');
     expect(run.counts).toMatchObject({ read: 100, created: 100 - refused, rejected: refused });
     await expect.poll(() => shown.count()).toBe(refused);
@@ -289,7 +289,7 @@ describe('web console in Chromium', () => {
 
   it('cancels a run that has not ended after confirming; it then offers a retry', async () => {
     // A run record no worker has taken (not on the runs queue): the cancel ends it at once.
-    const runId = await h.store.createRun({
+    const runId = await h.store.runs.create({
       job: 'accounts',
       entity: 'companies',
       mode: 'upsert',
@@ -299,11 +299,11 @@ describe('web console in Chromium', () => {
     const confirm = page.getByRole('dialog');
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await confirm.getByRole('button', { name: 'Cancel', exact: true }).click();
-    expect((await h.store.getRun(runId))!.status).toBe('queued');
+    expect((await h.store.runs.get(runId))!.status).toBe('queued');
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await confirm.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByRole('button', { name: 'Retry' }).waitFor();
-    expect((await h.store.getRun(runId))!.status).toBe('cancelled');
+    expect((await h.store.runs.get(runId))!.status).toBe('cancelled');
     expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
     expect(pageErrors).toEqual([]);
   }, 30_000);
@@ -316,10 +316,10 @@ describe('web console in Chromium', () => {
       mapping,
       alerts: { webhook: '${UNSET_CONSOLE_HOOK}' },
     });
-    const [last] = await h.store.listRuns({ job: 'accounts', limit: 1 });
+    const [last] = await h.store.runs.list({ job: 'accounts', limit: 1 });
     const why =
       'the failed alert was not delivered (10 attempt(s)): alert webhook at hooks.example.com answered HTTP 500';
-    await h.store.updateRun(last!.id, { alertUndelivered: why });
+    await h.store.runs.update(last!.id, { alertUndelivered: why });
     try {
       await page.goto(`${ops.url}/#/`);
       const problems = page.getByRole('region', { name: 'Problems' });

@@ -60,7 +60,7 @@ describe('chaos: a 401 half-way', () => {
     const created = requests(stats, 'POST', '/companies', 200);
     expect(created).toBeLessThan(c.expected.valid.size);
     // Nothing refused was recorded as written: every failure is an invalid row (or a field left out).
-    const failures = await c.store.listFailures(runId, { limit: 100_000 });
+    const failures = await c.store.runs.listFailures(runId, { limit: 100_000 });
     expect(failures.filter((f) => f.kind !== 'invalid' && f.kind !== 'warning')).toEqual([]);
     // The workers are still serving.
     expect(c.workers).toHaveLength(WORKERS);

@@ -31,7 +31,7 @@ interface HalfSent {
 async function halfSentChunk(c: Chaos, runId: string): Promise<HalfSent | undefined> {
   const queue = `${c.prefix}:${QueueName.writes}`;
   const active = await c.redis.lrange(`${queue}:active`, 0, -1);
-  const pending = (await c.store.listPending('companies')).filter((p) => p.runId === runId);
+  const pending = (await c.store.records.listPending('companies')).filter((p) => p.runId === runId);
   if (pending.length === 0) return undefined;
   for (const jobId of active) {
     const data = await c.redis.hget(`${queue}:${jobId}`, 'data');
@@ -81,7 +81,9 @@ describe('chaos: a worker SIGKILLed in the middle of a chunk of writes', () => {
     expect(await c.redis.zscore(`${queue}:completed`, killed!.jobId)).not.toBeNull();
     // The creates in flight when the worker died were verified by listing the platform.
     expect(await gets()).toBeGreaterThan(killed!.listingsBefore);
-    expect((await c.store.listPending('companies')).filter((p) => p.runId === runId)).toEqual([]);
+    expect(
+      (await c.store.records.listPending('companies')).filter((p) => p.runId === runId),
+    ).toEqual([]);
     await expectSynced(c, run);
     await expectSecondRunWritesNothing(c);
   });

@@ -216,7 +216,7 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     });
     const stats = await sandboxStats(sandbox.url);
     expect(countRequests(stats, 'POST', '/companies') - before).toBe(1);
-    const record = await new StateStore(redis, { prefix }).getRun(retried.runId);
+    const record = await new StateStore(redis, { prefix }).runs.get(retried.runId);
     expect(record?.options).toMatchObject({ trigger: 'retry', retryOf: first.runId });
 
     const help = await runCli(['retry', '--help'], env);
@@ -254,18 +254,18 @@ describe('crm-sync run, show, runs, failures, retry', () => {
     expect(unknown.stderr).toContain('no run no-such-run');
     // A run past its finalize's point of no return ends completed: the cancel is refused.
     const store = new StateStore(redis, { prefix });
-    const completing = await store.createRun({
+    const completing = await store.runs.create({
       job: 'queued',
       entity: 'companies',
       mode: 'upsert',
       source: 'companies.csv',
     });
-    await store.updateRun(completing, { status: 'finalizing' });
-    expect(await store.markCompleting(completing)).toBe(true);
+    await store.runs.update(completing, { status: 'finalizing' });
+    expect(await store.runs.markCompleting(completing)).toBe(true);
     const late = await runCli(['cancel', completing], env);
     expect(late.code).toBe(1);
     expect(late.stderr).toContain(`run ${completing} is completing`);
-    expect((await store.getRun(completing))!.status).toBe('finalizing');
+    expect((await store.runs.get(completing))!.status).toBe('finalizing');
   });
 
   it('a run stopped by a safety threshold exits 5 and says why', async () => {

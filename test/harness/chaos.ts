@@ -288,7 +288,7 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       const deadline = Date.now() + timeoutMs;
       let last: RunRecord | undefined;
       for (;;) {
-        last = (await store.getRun(runId).catch(() => undefined)) ?? last;
+        last = (await store.runs.get(runId).catch(() => undefined)) ?? last;
         if (last && hasEnded(last)) return last;
         if (last) await o.onPoll?.(last);
         if (Date.now() > deadline) {
@@ -371,7 +371,7 @@ export async function expectSynced(c: Chaos, run: RunRecord): Promise<void> {
   });
   expect(wrong.slice(0, 3), `${wrong.length} records with wrong fields`).toEqual([]);
 
-  const failures = await c.store.listFailures(run.id, { limit: 100_000 });
+  const failures = await c.store.runs.listFailures(run.id, { limit: 100_000 });
   const invalidFailures = new Map(
     failures.filter((f) => f.kind === 'invalid').map((f) => [f.line, `${f.field}: ${f.reason}`]),
   );

@@ -213,7 +213,7 @@ export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarne
       const runId = await h.enqueue(name, o);
       return h.waitForRun(runId, o);
     },
-    failures: (runId) => producer.store.listFailures(runId, { limit: 100_000 }),
+    failures: (runId) => producer.store.runs.listFailures(runId, { limit: 100_000 }),
     client(apiKey = API_KEY) {
       const c = new PlatformClient({ baseUrl: sandbox.url, apiKey, timeoutMs: 5_000 });
       clients.push(c);

@@ -389,7 +389,7 @@ describe('alerts', () => {
     expect([down.status, unset.status]).toEqual(['stopped', 'stopped']);
     await alertsSettled(h);
     await until('both drops noted on their runs', async () => {
-      const runs = await Promise.all([h.store.getRun(down.id), h.store.getRun(unset.id)]);
+      const runs = await Promise.all([h.store.runs.get(down.id), h.store.runs.get(unset.id)]);
       return runs.every((r) => r?.alertUndelivered !== undefined);
     });
 
@@ -417,12 +417,12 @@ describe('alerts', () => {
     }
     expect(await droppedCount('stopped')).toBe(droppedBefore + 2);
 
-    const noted = await h.store.getRun(down.id);
+    const noted = await h.store.runs.get(down.id);
     expect(noted!.alertUndelivered).toMatch(
       /^the stopped alert was not delivered \(3 attempt\(s\)\): alert webhook at 127\.0\.0\.1:\d+ answered HTTP 500$/,
     );
     expect(runSummary(noted!).alertUndelivered).toBe(noted!.alertUndelivered);
-    expect((await h.store.getRun(unset.id))!.alertUndelivered).toBe(
+    expect((await h.store.runs.get(unset.id))!.alertUndelivered).toBe(
       'the stopped alert was not delivered (1 attempt(s)): the alerts webhook names the environment variable UNSET_ALERT_HOOK, which is not set',
     );
     // The webhook's URL is in no log line.

@@ -42,13 +42,13 @@ describe('engine: cancelling a finalizing run', () => {
     h.writeJob('companies', hubspotJob(path));
     const runId = await h.enqueue('companies');
     let atCancel: StatsEntry[] | undefined;
-    let index: Awaited<ReturnType<typeof h.store.indexInfo>> | undefined;
+    let index: Awaited<ReturnType<typeof h.store.index.info>> | undefined;
     const run = await h.waitForRun(runId, {
       timeoutMs: 30_000,
       onPoll: async (r) => {
         if (atCancel === undefined && r.status === 'finalizing') {
           atCancel = await h.stats();
-          index = await h.store.indexInfo('companies');
+          index = await h.store.index.info('companies');
           expect(await cancelRun({ store: h.store }, runId)).toEqual({
             runId,
             status: 'finalizing',
@@ -84,7 +84,7 @@ describe('engine: cancelling a finalizing run', () => {
     expect(countWrites(after)).toBe(0);
     // The stopped listing left the index as planning listed it.
     expect(index).toBeDefined();
-    expect(await h.store.indexInfo('companies')).toEqual(index);
+    expect(await h.store.index.info('companies')).toEqual(index);
 
     // A retry lists the platform, adopts the creates that landed, and sends no create again.
     h.sandbox.setFaults({ dropAfterCommit: 0, latencyMs: 0 });
@@ -109,7 +109,7 @@ describe('engine: cancelling a finalizing run', () => {
   it('refuses a cancel once the run is completing; a cancel asked for before wins', async () => {
     const h = await engine({ deferWorkers: true });
     const run = () =>
-      h.store.createRun({
+      h.store.runs.create({
         job: 'companies',
         entity: 'companies',
         mode: 'upsert',
@@ -118,28 +118,28 @@ describe('engine: cancelling a finalizing run', () => {
 
     // Past the point of no return: the cancel is refused and the run is left as it was.
     const completing = await run();
-    await h.store.updateRun(completing, { status: 'finalizing', phase: 'verifying creates' });
-    expect(await h.store.markCompleting(completing)).toBe(true);
+    await h.store.runs.update(completing, { status: 'finalizing', phase: 'verifying creates' });
+    expect(await h.store.runs.markCompleting(completing)).toBe(true);
     await expect(cancelRun({ store: h.store }, completing)).rejects.toBeInstanceOf(
       RunCompletingError,
     );
-    const left = (await h.store.getRun(completing))!;
+    const left = (await h.store.runs.get(completing))!;
     expect(left.status).toBe('finalizing');
     expect(left.cancelRequested).toBeUndefined();
     // Marking again (a finalize resumed after a crash) still completes.
-    expect(await h.store.markCompleting(completing)).toBe(true);
+    expect(await h.store.runs.markCompleting(completing)).toBe(true);
 
     // A cancel first: the finalize may not complete the run.
     const cancelled = await run();
-    await h.store.updateRun(cancelled, { status: 'finalizing', phase: 'verifying creates' });
+    await h.store.runs.update(cancelled, { status: 'finalizing', phase: 'verifying creates' });
     expect(await cancelRun({ store: h.store }, cancelled)).toEqual({
       runId: cancelled,
       status: 'finalizing',
     });
-    expect(await h.store.markCompleting(cancelled)).toBe(false);
+    expect(await h.store.runs.markCompleting(cancelled)).toBe(false);
 
     // A run record that is gone is not made again as a hash with one field.
-    expect(await h.store.markCompleting('gone-run')).toBe(true);
-    expect(await h.store.getRun('gone-run')).toBeNull();
+    expect(await h.store.runs.markCompleting('gone-run')).toBe(true);
+    expect(await h.store.runs.get('gone-run')).toBeNull();
   });
 });

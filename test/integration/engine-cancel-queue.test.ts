@@ -31,7 +31,7 @@ const CHUNK = 10;
 async function untilEnqueued(h: EngineHarness, runId: string): Promise<RunRecord> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const run = (await h.store.getRun(runId))!;
+    const run = (await h.store.runs.get(runId))!;
     if (run.status === 'writing' && run.phase === 'waiting') return run;
     expect(Date.now(), `run ${runId} still ${run.status} ${run.phase}`).toBeLessThan(deadline);
     await sleep(25);

@@ -82,7 +82,7 @@ describe('engine: cancelling a run', () => {
     expect(await writeQueue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(0);
     expect(countWrites(statsSince(stats, await h.stats()))).toBe(0);
     // The run ended with its writes settled: its counts did not move since.
-    const later = (await h.store.getRun(runId))!;
+    const later = (await h.store.runs.get(runId))!;
     expect(later.status).toBe('cancelled');
     expect(later.counts).toEqual(run.counts);
 
@@ -133,7 +133,7 @@ describe('engine: cancelling a run', () => {
     writeCompanies(h);
     const runId = await h.enqueue('companies');
     expect(await cancelRun({ store: h.store }, runId)).toEqual({ runId, status: 'cancelled' });
-    const ended = (await h.store.getRun(runId))!;
+    const ended = (await h.store.runs.get(runId))!;
     expect(ended.status).toBe('cancelled');
     expect(ended.finishedAt).toBeDefined();
 
@@ -145,7 +145,7 @@ describe('engine: cancelling a run', () => {
       await sleep(50);
     }
     await sleep(300);
-    const later = (await h.store.getRun(runId))!;
+    const later = (await h.store.runs.get(runId))!;
     expect(later.status).toBe('cancelled');
     expect(later.counts).toEqual(ended.counts);
     expect(later.counts.read).toBe(0);

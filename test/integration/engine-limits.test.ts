@@ -118,6 +118,6 @@ describe('engine: one run per job', () => {
     const run = await h.waitForRun(first);
     expect(run.counts).toMatchObject({ created: 60 });
     expect((await h.dump()).companies).toHaveLength(60);
-    expect(await h.store.listRuns({ job: 'companies' })).toHaveLength(1);
+    expect(await h.store.runs.list({ job: 'companies' })).toHaveLength(1);
   });
 });

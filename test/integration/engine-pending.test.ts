@@ -25,14 +25,14 @@ const engine = useEngines();
 
 /** A run of another job mid-write, its creates of `rows` claimed (marked pending) before sending. */
 async function claimCreates(h: EngineHarness, runId: string, rows: CompanyRow[]): Promise<void> {
-  await h.store.createRun({
+  await h.store.runs.create({
     id: runId,
     job: 'other-companies',
     entity: 'companies',
     mode: 'upsert',
     source: 'other.csv',
   });
-  await h.store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  await h.store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   const claims = await h.store.writes.claimAll(
     runId,
     'companies',
@@ -58,13 +58,13 @@ async function recoverCrashedCreates(h: EngineHarness, synced: number): Promise<
   if (synced > 0) {
     const earlier = await h.runJob('companies');
     expect(earlier.counts).toMatchObject({ created: synced });
-    expect(await h.store.indexInfo('companies')).toBeDefined();
+    expect(await h.store.index.info('companies')).toBeDefined();
   }
   const client = h.client();
   for (const r of crashed.slice(0, 5))
     await client.createCompany(expectedCompany(r) as CompanyRequest);
   await claimCreates(h, 'run-crashed', crashed);
-  await h.store.updateRun('run-crashed', { status: 'failed' });
+  await h.store.runs.update('run-crashed', { status: 'failed' });
   const before = await h.stats();
 
   h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
@@ -78,7 +78,7 @@ async function recoverCrashedCreates(h: EngineHarness, synced: number): Promise<
     failed: 0,
     skipped: 0,
   });
-  expect(await h.store.listPending('companies')).toEqual([]);
+  expect(await h.store.records.listPending('companies')).toEqual([]);
 
   const during = statsSince(before, await h.stats());
   expect(countRequests(during, 'POST', '/companies', 200)).toBe(15);
@@ -122,7 +122,7 @@ describe('engine: pending creates of a run that died', () => {
     // Creating them here could duplicate the other run's creates when they land: they wait.
     expect(run.counts).toMatchObject({ read: 20, created: 17, skipped: 3 });
     // Marked under each identity key (external_id and crm_company_id) of the three rows.
-    const marks = await h.store.listPending('companies');
+    const marks = await h.store.records.listPending('companies');
     expect(marks).toHaveLength(6);
     expect(new Set(marks.map((p) => p.runId))).toEqual(new Set(['run-live']));
     // The other run's creates land; nothing was created twice.

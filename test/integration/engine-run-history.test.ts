@@ -40,13 +40,13 @@ describe('engine: a run history of one', () => {
     // Unchanged: nothing is committed again, so every record still names the first run.
     const second = await h.runJob('companies');
     expect(second.counts).toMatchObject({ unchanged: 10, orphans: 0 });
-    expect(await h.store.getRun(first.id)).toBeNull();
+    expect(await h.store.runs.get(first.id)).toBeNull();
 
     h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.slice(3).map(hubspotCells));
     const third = await h.runJob('companies');
     expect(third.status).toBe('completed');
     expect(third.counts).toMatchObject({ read: 7, unchanged: 7, orphans: 3 });
-    expect((await h.store.listRuns({ job: 'companies' })).map((r) => r.id)).toEqual([third.id]);
+    expect((await h.store.runs.list({ job: 'companies' })).map((r) => r.id)).toEqual([third.id]);
   });
 
   it('leaves a run forgotten while its job slept forgotten when the job wakes', async () => {
@@ -61,7 +61,7 @@ describe('engine: a run history of one', () => {
       await writes.pause();
       const a = await h.enqueue('companies');
       await until('run A asleep, waiting for its writes', async () => {
-        const run = await h.store.getRun(a);
+        const run = await h.store.runs.get(a);
         return run?.phase === 'waiting' && (await queue.getJobState(a)) === 'delayed';
       });
       // Run A fails (as a 401 from a write fails it) while its job sleeps.
@@ -70,7 +70,7 @@ describe('engine: a run history of one', () => {
       // Run B takes the job's slot and, with a history of one, forgets run A.
       const b = await h.enqueue('companies');
       expect(b).not.toBe(a);
-      expect(await h.store.getRun(a)).toBeNull();
+      expect(await h.store.runs.get(a)).toBeNull();
       await writes.resume();
       expect(await h.waitForRun(b)).toMatchObject({ status: 'completed', counts: { created: 3 } });
 
@@ -86,9 +86,9 @@ describe('engine: a run history of one', () => {
         ['completed', 'failed', 'unknown'].includes(await queue.getJobState(a)),
       );
       // Nothing planned, written or recorded for it again (planning would make its record anew).
-      expect(await h.store.getRun(a)).toBeNull();
+      expect(await h.store.runs.get(a)).toBeNull();
       expect(countWrites(statsSince(before, await h.stats()))).toBe(0);
-      expect((await h.store.listRuns({ job: 'companies' })).map((r) => r.id)).toEqual([b]);
+      expect((await h.store.runs.list({ job: 'companies' })).map((r) => r.id)).toEqual([b]);
     } finally {
       await writes.close();
     }

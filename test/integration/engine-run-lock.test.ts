@@ -44,7 +44,7 @@ describe('engine: a run job whose lock was lost', () => {
       // The lock lapses, as when the worker could not renew it in time.
       await redis.del(`${h.config.prefix}:${QueueName.runs}:${runId}:lock`);
       await expect(processRun(service.ctx, job!, token)).rejects.toThrow(/^Missing lock for job/);
-      const left = await h.store.getRun(runId);
+      const left = await h.store.runs.get(runId);
       expect(left?.error).toBeUndefined();
       expect(left?.status).toBe('writing');
 

@@ -201,7 +201,7 @@ describe('ops API', () => {
       // While it went, every answer said how far it had got.
       for (const p of polls.slice(0, -1)) expect(p.progress).toBeDefined();
       // The same JSON as `crm-sync show RUN --json`, plus timings.
-      const record = (await h.store.getRun(runId))!;
+      const record = (await h.store.runs.get(runId))!;
       const { timings, ...shown } = done;
       expect(shown).toEqual(runSummary(record));
       expect(timings).toEqual(record.timings);
@@ -285,7 +285,7 @@ describe('ops API', () => {
       expect(retried.retryOf).toBe(runId);
       const retriedRun = (await untilEnded(api, retried.runId)).at(-1)!;
       expect(retriedRun.status).toBe('completed');
-      expect((await h.store.getRun(retried.runId))!.options).toBeDefined();
+      expect((await h.store.runs.get(retried.runId))!.options).toBeDefined();
       expect(
         (await api.call('POST', '/api/runs/nope/retry', { route: '/api/runs/{runId}/retry' }))
           .status,
@@ -297,7 +297,7 @@ describe('ops API', () => {
       });
       expect(cancelEnded.status).toBe(409);
       expect((cancelEnded.body as { error: string }).error).toContain('already ended');
-      expect((await h.store.getRun(runId))!.status).toBe('completed');
+      expect((await h.store.runs.get(runId))!.status).toBe('completed');
       expect(
         (await api.call('POST', '/api/runs/nope/cancel', { route: '/api/runs/{runId}/cancel' }))
           .status,
@@ -357,7 +357,7 @@ describe('ops API', () => {
       }
       expect((await withHost(api.ops.url, 'GET', '/api/runs', 'localhost')).status).toBe(200);
       // Nothing above started a run.
-      expect(await h.store.listRuns()).toEqual([]);
+      expect(await h.store.runs.list()).toEqual([]);
       const unknown = await fetch(`${api.ops.url}/api/nothing`);
       expect(unknown.status).toBe(404);
       expect(await unknown.json()).toEqual({ error: 'no route GET /api/nothing' });
@@ -377,10 +377,10 @@ describe('ops API', () => {
       const again = await api.call('POST', '/api/runs', post({ job: 'accounts' }));
       expect(again.status).toBe(202);
       expect(again.body).toEqual({ runId, attached: true });
-      expect(await h.store.listRuns()).toHaveLength(1);
+      expect(await h.store.runs.list()).toHaveLength(1);
 
       // A retry of a run still going is refused: a run record that no worker has taken.
-      const queued = await h.store.createRun({
+      const queued = await h.store.runs.create({
         job: 'accounts',
         entity: 'companies',
         mode: 'upsert',
@@ -408,24 +408,24 @@ describe('ops API', () => {
         headers: { 'sec-fetch-site': 'cross-site' },
       });
       expect(crossCancel.status).toBe(403);
-      expect((await h.store.getRun(queued))!.status).toBe('queued');
+      expect((await h.store.runs.get(queued))!.status).toBe('queued');
       const cancel = await api.call('POST', `/api/runs/${queued}/cancel`, {
         route: '/api/runs/{runId}/cancel',
       });
       expect(cancel.status).toBe(202);
       expect(cancel.body).toEqual({ runId: queued, status: 'cancelled' });
-      expect((await h.store.getRun(queued))!.status).toBe('cancelled');
+      expect((await h.store.runs.get(queued))!.status).toBe('cancelled');
       expect(api.seen).toContain('post /api/runs/{runId}/cancel 202');
 
       // A run past its finalize's point of no return ends completed: the cancel is refused.
-      const completing = await h.store.createRun({
+      const completing = await h.store.runs.create({
         job: 'accounts',
         entity: 'companies',
         mode: 'upsert',
         source: 'accounts.csv',
       });
-      await h.store.updateRun(completing, { status: 'finalizing' });
-      expect(await h.store.markCompleting(completing)).toBe(true);
+      await h.store.runs.update(completing, { status: 'finalizing' });
+      expect(await h.store.runs.markCompleting(completing)).toBe(true);
       const late = await api.call('POST', `/api/runs/${completing}/cancel`, {
         route: '/api/runs/{runId}/cancel',
       });
@@ -433,7 +433,7 @@ describe('ops API', () => {
       expect((late.body as { error: string }).error).toBe(
         `run ${completing} is completing (every write has settled and been verified); it ends completed, there is nothing to cancel`,
       );
-      expect((await h.store.getRun(completing))!.cancelRequested).toBeUndefined();
+      expect((await h.store.runs.get(completing))!.cancelRequested).toBeUndefined();
     } finally {
       await api.ops.close();
     }
@@ -571,7 +571,7 @@ describe('ops API', () => {
           expect(await res.json()).toEqual({ error: 'a valid bearer token is required' });
         }
       }
-      expect(await h.store.listRuns()).toEqual([]);
+      expect(await h.store.runs.list()).toEqual([]);
       for (const path of ['/healthz', '/readyz', '/']) {
         expect((await fetch(`${url}${path}`)).status, path).toBe(200);
       }

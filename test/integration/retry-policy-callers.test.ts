@@ -116,14 +116,14 @@ async function chunkJob(
 ): Promise<{ job: Job; runId: string; keys: string[]; lines: number[] }> {
   n += 1;
   const runId = `run-policy-${n}`;
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'companies',
     entity: 'companies',
     mode: 'upsert',
     source: 'test.csv',
   });
-  await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
   const lines = Array.from({ length: count }, (_, i) => i + 2);
   const actions: WriteAction[] = lines.map((line) => {
@@ -131,7 +131,7 @@ async function chunkJob(
     const base = { line, keys, hash: `h${n}-${line}`, body: { name: `Company ${n}-${line}` } };
     return kind === 'update' ? { kind, ...base, platformId: 77 } : { kind, ...base };
   });
-  await store.savePlannedWrites(runId, actions);
+  await store.plannedWrites.save(runId, actions);
   const [data] = writeChunks(
     { id: runId },
     { entity: 'companies', createVia: 'companies' },
@@ -177,9 +177,9 @@ describe('the write processor follows the policy', () => {
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ created: 1 });
     expect(calls).toBe(3);
     expect(rateLimit).not.toHaveBeenCalled();
-    expect(await store.pending('companies', keys)).toBeNull();
-    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
-    expect(await store.lookup('companies', [{ keys }])).toEqual([
+    expect(await store.records.pending('companies', keys)).toBeNull();
+    expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 2, created: 1 });
+    expect(await store.records.lookup('companies', [{ keys }])).toEqual([
       expect.objectContaining({ platformId: 10_003 }),
     ]);
   });
@@ -191,10 +191,10 @@ describe('the write processor follows the policy', () => {
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     expect(calls()).toBe(3);
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row?.reason).toMatch(/^rate limited by the platform 3 times in a row/);
-    expect(await store.pending('companies', keys)).toBeNull();
-    expect((await store.getRun(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
+    expect(await store.records.pending('companies', keys)).toBeNull();
+    expect((await store.runs.get(runId))!.counts).toMatchObject({ rateLimited: 3, failed: 1 });
   });
 
   it('fail-run: a 401 fails the run naming the API key; the chunk sends nothing more', async () => {
@@ -205,7 +205,7 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'update', job).action).toBe('fail-run');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ skipped: 1 });
     expect(calls()).toBe(1);
-    expect(await store.getRun(runId)).toMatchObject({
+    expect(await store.runs.get(runId)).toMatchObject({
       status: 'failed',
       error: UNAUTHORIZED_MESSAGE,
     });
@@ -218,7 +218,7 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'create', job).action).toBe('settle-unknown');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ pending: 1 });
     expect(calls()).toBe(1);
-    expect(await store.pending('companies', keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', keys)).toMatchObject({ runId });
   });
 
   it('retry-now, then retry-later: an update answered 503 is tried 1 + PLATFORM_RETRIES times, then goes back to BullMQ after the policy wait', async () => {
@@ -251,14 +251,14 @@ describe('the write processor follows the policy', () => {
     expect(expected(err(), 'create', job).action).toBe('retry-later');
     await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.network' });
     expect(calls()).toBe(S.requestRetries + 1);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('retry-later keeps the pending mark when the error is not the platform answer', async () => {
     const { ctx } = scripted(() => new Error('Connection is closed.'));
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).rejects.toThrow('Connection is closed.');
-    expect(await store.pending('companies', keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', keys)).toMatchObject({ runId });
   });
 
   it('give-up on the last attempt: the write is recorded failed with the reason', async () => {
@@ -268,7 +268,7 @@ describe('the write processor follows the policy', () => {
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ failed: 1 });
     const d = expected(err(), 'update', job);
     expect(d.action).toBe('give-up');
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row).toMatchObject({ kind: 'failed', reason: (d as { reason: string }).reason });
     expect(row!.reason).toMatch(/^gave up after 8 attempts: PUT \/companies\/77 → 502/);
   });
@@ -279,13 +279,13 @@ describe('the write processor follows the policy', () => {
     const { job, runId, keys } = await chunkJob('create');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
     expect(calls()).toBe(1);
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row).toMatchObject({
       kind: 'rejected',
       field: 'website',
       reason: 'platform said 400: website: Enter a valid URL.',
     });
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('reject: an update of a record gone (404) names its platform id', async () => {
@@ -294,7 +294,7 @@ describe('the write processor follows the policy', () => {
     );
     const { job, runId } = await chunkJob('update');
     await expect(processWriteChunk(ctx, job)).resolves.toEqual({ rejected: 1 });
-    const [row] = await store.listFailures(runId);
+    const [row] = await store.runs.listFailures(runId);
     expect(row?.reason).toBe('platform record 77 no longer exists (404)');
   });
 
@@ -305,7 +305,7 @@ describe('the write processor follows the policy', () => {
     const { job, runId } = await chunkJob('update');
     expect(expected(err(), 'update', job).action).toBe('retry-later');
     await expect(processWriteChunk(ctx, job)).rejects.toMatchObject({ code: 'platform.aborted' });
-    expect(await store.listFailures(runId)).toEqual([]);
+    expect(await store.runs.listFailures(runId)).toEqual([]);
   });
 });
 
@@ -325,7 +325,7 @@ describe('a chunk of writes', () => {
     await expect(processWriteChunk(ctx, next)).resolves.toEqual({ created: 1, skipped: 3 });
     expect(sent.slice(sentFirst)).toEqual([`Company ${n}-3`]);
     expect(new Set(sent).size).toBe(4);
-    expect((await store.getRun(runId))!.counts).toMatchObject({
+    expect((await store.runs.get(runId))!.counts).toMatchObject({
       created: 4,
       writesSettled: 4,
     });
@@ -335,8 +335,8 @@ describe('a chunk of writes', () => {
     const { ctx, sent } = scripted(() => null);
     const { job, runId, lines } = await chunkJob('create', {}, 3);
     const [settled, claimed] = [lines[0]!, lines[1]!];
-    const planned = await store.plannedWritesOf(runId, [settled, claimed]);
-    await store.finishWrites(runId, 'companies', [
+    const planned = await store.plannedWrites.of(runId, [settled, claimed]);
+    await store.writes.finish(runId, 'companies', [
       { line: settled, outcome: 'updated', keys: planned[0]!.keys, clearPending: false },
     ]);
     expect(
@@ -353,7 +353,7 @@ describe('a chunk of writes', () => {
       created: 1,
     });
     expect(sent).toEqual([`Company ${n}-4`]);
-    expect(await store.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', planned[1]!.keys)).toMatchObject({ runId });
   });
 
   it('a chunk stopped by a shutdown before its writes began is no completed chunk: it throws, its lines unsettled', async () => {
@@ -375,7 +375,7 @@ describe('a chunk of writes', () => {
       skipped: 2,
     });
     expect(calls()).toBe(0);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 });
 

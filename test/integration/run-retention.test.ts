@@ -31,12 +31,12 @@ async function fullRun(
   id: string,
   status: 'completed' | 'failed' | 'writing' = 'completed',
 ): Promise<void> {
-  await s.store.createRun({ ...base, id, job });
+  await s.store.runs.create({ ...base, id, job });
   await s.numbers.numberOf(id);
-  await s.store.addFailures(id, [{ line: 2, kind: 'invalid', reason: 'no name' }]);
+  await s.store.runs.addFailures(id, [{ line: 2, kind: 'invalid', reason: 'no name' }]);
   // A run that fails while writing leaves its settled lines behind.
   await redis.sadd(s.store.keys.settled(id), '2');
-  await s.store.updateRun(id, { status });
+  await s.store.runs.update(id, { status });
 }
 
 async function cleanUp(prefix: string): Promise<void> {
@@ -56,16 +56,16 @@ describe('run retention', () => {
       clock += 1000;
       await fullRun(s, 'members', 'run-b1');
 
-      const kept = await s.store.listRuns({ job: 'accounts', limit: 100 });
+      const kept = await s.store.runs.list({ job: 'accounts', limit: 100 });
       expect(kept.map((r) => r.id)).toEqual(['run-a6', 'run-a5', 'run-a4']);
-      expect((await s.store.listRuns({ limit: 100 })).map((r) => r.id)).toEqual([
+      expect((await s.store.runs.list({ limit: 100 })).map((r) => r.id)).toEqual([
         'run-b1',
         'run-a6',
         'run-a5',
         'run-a4',
       ]);
       for (const gone of ['run-a1', 'run-a2', 'run-a3']) {
-        expect(await s.store.getRun(gone)).toBeNull();
+        expect(await s.store.runs.get(gone)).toBeNull();
         expect(await redis.exists(s.store.keys.failures(gone), s.store.keys.settled(gone))).toBe(0);
         expect(await redis.hexists(s.store.keys.runIds(), `r:${gone}`)).toBe(0);
       }
@@ -74,7 +74,7 @@ describe('run retention', () => {
       expect(Object.keys(ids).sort()).toEqual(
         ['n', 'r:run-a4', 'r:run-a5', 'r:run-a6', 'r:run-b1', 's:4', 's:5', 's:6', 's:7'].sort(),
       );
-      expect(await s.store.countFailures('run-a4')).toBe(1);
+      expect(await s.store.runs.countFailures('run-a4')).toBe(1);
     } finally {
       await cleanUp(s.prefix);
     }
@@ -109,13 +109,13 @@ describe('run retention', () => {
         clock += 1000;
         await fullRun(s, 'accounts', `run-${i}`, i === 2 ? 'failed' : 'completed');
       }
-      const kept = (await s.store.listRuns({ job: 'accounts', limit: 100 })).map((r) => r.id);
+      const kept = (await s.store.runs.list({ job: 'accounts', limit: 100 })).map((r) => r.id);
       expect(kept).toEqual(['run-4', 'run-3', 'run-waiting']);
       // Once it ends, the next run forgets it.
-      await s.store.updateRun('run-waiting', { status: 'failed' });
+      await s.store.runs.update('run-waiting', { status: 'failed' });
       clock += 1000;
       await fullRun(s, 'accounts', 'run-5');
-      expect((await s.store.listRuns({ job: 'accounts', limit: 100 })).map((r) => r.id)).toEqual([
+      expect((await s.store.runs.list({ job: 'accounts', limit: 100 })).map((r) => r.id)).toEqual([
         'run-5',
         'run-4',
       ]);
@@ -139,22 +139,22 @@ describe('run retention', () => {
     const prefix = randomPrefix();
     const store = new StateStore(redis, { prefix, runHistory: 1, logger });
     try {
-      await store.createRun({ ...base, id: 'run-1', job: 'accounts' });
-      await store.updateRun('run-1', { status: 'completed' });
+      await store.runs.create({ ...base, id: 'run-1', job: 'accounts' });
+      await store.runs.update('run-1', { status: 'completed' });
       // The run numbers are not a hash: forgetting run-1 fails once the new run exists.
       await redis.set(store.keys.runIds(), 'not a hash');
-      await expect(store.createRun({ ...base, id: 'run-2', job: 'accounts' })).resolves.toBe(
+      await expect(store.runs.create({ ...base, id: 'run-2', job: 'accounts' })).resolves.toBe(
         'run-2',
       );
-      expect(await store.getRun('run-2')).toMatchObject({ status: 'queued', job: 'accounts' });
+      expect(await store.runs.get('run-2')).toMatchObject({ status: 'queued', job: 'accounts' });
       expect(lines).toEqual([
         expect.objectContaining({ level: 'warn', job: 'accounts', runId: 'run-2' }),
       ]);
       // The next run prunes again.
       await redis.unlink(store.keys.runIds());
-      await store.updateRun('run-2', { status: 'completed' });
-      await store.createRun({ ...base, id: 'run-3', job: 'accounts' });
-      expect((await store.listRuns({ job: 'accounts' })).map((r) => r.id)).toEqual(['run-3']);
+      await store.runs.update('run-2', { status: 'completed' });
+      await store.runs.create({ ...base, id: 'run-3', job: 'accounts' });
+      expect((await store.runs.list({ job: 'accounts' })).map((r) => r.id)).toEqual(['run-3']);
       expect(lines).toHaveLength(1);
     } finally {
       await cleanUp(prefix);

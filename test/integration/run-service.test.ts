@@ -54,7 +54,7 @@ describe('startRun', () => {
     const d = deps('start');
     const first = await startRun(d, 'companies', { full: true, mode: 'create-only' });
     expect(first.attached).toBe(false);
-    expect(await d.store.getRun(first.runId)).toMatchObject({
+    expect(await d.store.runs.get(first.runId)).toMatchObject({
       id: first.runId,
       job: 'companies',
       entity: 'companies',
@@ -84,7 +84,7 @@ describe('startRun', () => {
         `run ${first.runId} of companies is still queued as a full backfill (create-only)`,
       );
     }
-    expect(await d.store.listRuns({ job: 'companies' })).toHaveLength(1);
+    expect(await d.store.runs.list({ job: 'companies' })).toHaveLength(1);
     expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
   });
 
@@ -92,14 +92,14 @@ describe('startRun', () => {
     // A 401 fails a run from a write; its run job learns it only when it next wakes up.
     const d = deps('stale');
     const failed = await startRun(d, 'companies');
-    await d.store.updateRun(failed.runId, {
+    await d.store.runs.update(failed.runId, {
       status: 'failed',
       error: 'the platform refused the API key',
     });
     const next = await startRun(d, 'companies');
     expect(next.attached).toBe(false);
     expect(next.runId).not.toBe(failed.runId);
-    expect(await d.store.getRun(next.runId)).toMatchObject({ status: 'queued' });
+    expect(await d.store.runs.get(next.runId)).toMatchObject({ status: 'queued' });
     // The new run holds the slot now: a third start attaches to it, not to the failed one.
     expect(await startRun(d, 'companies')).toEqual({ runId: next.runId, attached: true });
     // When the failed run's job finally finishes, the slot stays the new run's.
@@ -115,7 +115,7 @@ describe('startRun', () => {
       startRun(d, 'companies', { source: 'https://exports.example/a.csv?access_token=abc' }),
     ).rejects.toBeInstanceOf(SourceCredentialsError);
     expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(0);
-    expect(await d.store.listRuns()).toEqual([]);
+    expect(await d.store.runs.list()).toEqual([]);
   });
 });
 
@@ -128,13 +128,13 @@ describe('retryRun', () => {
     await expect(retryRun(d, 'run-nope')).rejects.toBeInstanceOf(NoSuchRunError);
 
     // The run ends (no worker here): its record says so and its queue job is gone.
-    await d.store.updateRun(first.runId, { status: 'completed', finishedAt: Date.now() });
+    await d.store.runs.update(first.runId, { status: 'completed', finishedAt: Date.now() });
     await d.queue.obliterate({ force: true });
 
     const retry = await retryRun(d, first.runId);
     expect(retry).toMatchObject({ attached: false, original: { id: first.runId } });
     expect(retry.runId).not.toBe(first.runId);
-    const record = await d.store.getRun(retry.runId);
+    const record = await d.store.runs.get(retry.runId);
     expect(record).toMatchObject({ status: 'queued', source: other });
     expect(record?.options).toEqual({
       full: false,
@@ -166,14 +166,14 @@ describe('a scheduled firing', () => {
       const at = new Date('2026-03-02T02:00:00Z');
       const fired = await scheduler.fire('companies', at);
       expect(fired.outcome).toBe('enqueued');
-      expect((await d.store.getRun(fired.runId!))?.options).toEqual({
+      expect((await d.store.runs.get(fired.runId!))?.options).toEqual({
         full: false,
         force: false,
         trigger: 'schedule',
         slot: '2026-03-02T02:00:00.000Z',
       });
       expect(await scheduler.fire('gone', at)).toMatchObject({ outcome: 'failed' });
-      expect(await d.store.listRuns({ job: 'gone' })).toEqual([]);
+      expect(await d.store.runs.list({ job: 'gone' })).toEqual([]);
       expect(await d.queue.getJobCountByTypes('wait', 'active', 'delayed')).toBe(1);
     } finally {
       await scheduler.stop();

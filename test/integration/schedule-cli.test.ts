@@ -124,7 +124,7 @@ describe('crm-sync scheduler (two processes)', () => {
       const [job] = await queue.getJobs(['wait']);
       expect(job?.data).toMatchObject({ job: 'fast', trigger: 'schedule' });
       // Its record exists before any worker takes it (as for `crm-sync run`), naming its slot.
-      const record = await new StateStore(redis, { prefix }).getRun(job!.id!);
+      const record = await new StateStore(redis, { prefix }).runs.get(job!.id!);
       expect(record).toMatchObject({ job: 'fast', status: 'queued' });
       expect(record?.options).toMatchObject({ trigger: 'schedule' });
       expect(slots).toContain(record?.options.slot);

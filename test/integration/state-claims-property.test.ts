@@ -2,7 +2,7 @@
  * The run's identity claims in Redis and the dry run's in memory decide
  * alike: for random exports read in batches with overlapping keys, some
  * batches read again (a resumed run), both report the same conflicts, in the
- * same order, batch after batch; and what Redis kept answers `claimHolders`
+ * same order, batch after batch; and what Redis kept answers `claims.holders`
  * as memory holds it.
  */
 import fc from 'fast-check';
@@ -24,14 +24,14 @@ describe('identity claims in Redis and in memory', () => {
         const memory = new MemoryClaims();
         const holders = new Map<string, number>();
         for (const batch of schedule) {
-          const inRedis = await store.claimIdentities(runId, batch.rows);
+          const inRedis = await store.claims.claim(runId, batch.rows);
           expect(inRedis).toEqual(memory.claim(batch.rows));
           for (const r of batch.rows)
             for (const k of r.keys) if (!holders.has(k)) holders.set(k, r.line);
         }
         const keys = [...holders.keys()];
-        expect(await store.claimHolders(runId, keys)).toEqual(keys.map((k) => holders.get(k)));
-        await store.clearRunScratch(runId);
+        expect(await store.claims.holders(runId, keys)).toEqual(keys.map((k) => holders.get(k)));
+        await store.progress.clear(runId);
       }),
       { numRuns: 150 },
     );
@@ -47,17 +47,17 @@ describe('identity claims in Redis and in memory', () => {
       { line: big, keys: ['x:D', 'c:1'] },
     ];
     const memory = new MemoryClaims();
-    expect(await store.claimIdentities(runId, rows)).toEqual(memory.claim(rows));
-    expect(await store.claimHolders(runId, ['x:A', 'x:B', 'c:1', 'x:C', 'x:D'])).toEqual([
+    expect(await store.claims.claim(runId, rows)).toEqual(memory.claim(rows));
+    expect(await store.claims.holders(runId, ['x:A', 'x:B', 'c:1', 'x:C', 'x:D'])).toEqual([
       3,
       2 ** 28 + 5,
       2 ** 28 + 5,
       2 ** 32 + 7,
       big,
     ]);
-    await expect(store.claimIdentities(runId, [{ line: big + 1, keys: ['x:E'] }])).rejects.toThrow(
+    await expect(store.claims.claim(runId, [{ line: big + 1, keys: ['x:E'] }])).rejects.toThrow(
       RangeError,
     );
-    await store.clearRunScratch(runId);
+    await store.progress.clear(runId);
   });
 });

@@ -83,7 +83,7 @@ describe('state of layout 1, as the previous release left it', () => {
       code: 'state.layout-old',
       message: expect.stringContaining('run `crm-sync migrate`'),
     });
-    await expect(h.store.lookup('companies', [{ keys: ['x:1'] }])).rejects.toMatchObject({
+    await expect(h.store.records.lookup('companies', [{ keys: ['x:1'] }])).rejects.toMatchObject({
       code: 'state.layout-old',
     });
     await expect(h.enqueue('hubspot-companies')).rejects.toMatchObject({
@@ -208,7 +208,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const report = await migrateAs(redis, prefix, { abandonRuns: true });
     expect(report).toMatchObject({ outcome: 'migrated', abandonedRuns: [runId] });
     const store = new StateStore(redis, { prefix });
-    expect(await store.getRun(runId!)).toMatchObject({
+    expect(await store.runs.get(runId!)).toMatchObject({
       status: 'failed',
       error: expect.stringContaining('abandoned by crm-sync migrate'),
     });
@@ -252,7 +252,9 @@ describe('crm-sync migrate refuses while the older release could still write', (
     expect(await recordStates(redis, keys)).toEqual(before);
     // A store with those counts is told the same, not to run a migration.
     const store = new StateStore(redis, { prefix, buckets: other });
-    await expect(store.assertLayout()).rejects.toMatchObject({ code: 'state.layout-mismatch' });
+    await expect(store.layout.assertRead()).rejects.toMatchObject({
+      code: 'state.layout-mismatch',
+    });
 
     await redis.hset(keys.meta(), { version: '2', migratingFrom: '1' });
     await expect(migrateAs(redis, prefix, { buckets: other })).rejects.toThrow(refused);
@@ -265,26 +267,26 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const store = new StateStore(redis, { prefix });
 
     await redis.hset(keys.meta(), 'version', '3');
-    for (const call of [store.assertLayout(), migrateAs(redis, prefix)]) {
+    for (const call of [store.layout.assertRead(), migrateAs(redis, prefix)]) {
       await expect(call).rejects.toMatchObject({
         code: 'state.layout-new',
         message: expect.stringContaining('upgrade crm-sync'),
       });
     }
     await expect(
-      store.createRun({ job: 'j', entity: 'companies', mode: 'upsert', source: 's' }),
+      store.runs.create({ job: 'j', entity: 'companies', mode: 'upsert', source: 's' }),
     ).rejects.toMatchObject({ code: 'state.layout-new' });
 
     // As if a migration from 1 stopped after marking the layout.
     await redis.hset(keys.meta(), { version: '2', migratingFrom: '1' });
-    await expect(store.assertLayout()).rejects.toMatchObject({
+    await expect(store.layout.assertRead()).rejects.toMatchObject({
       code: 'state.layout-migrating',
       message: expect.stringContaining('run it again'),
     });
     const report = await migrateAs(redis, prefix);
     expect(report).toMatchObject({ outcome: 'migrated', from: 1 });
     expect(report.steps[0]?.counts).toMatchObject({ rewritten: 100 });
-    await expect(new StateStore(redis, { prefix }).assertLayout()).resolves.toBeUndefined();
+    await expect(new StateStore(redis, { prefix }).layout.assertRead()).resolves.toBeUndefined();
   });
 
   it('a record whose run record is gone keeps three parts (writer unknown); a second migrate at once is refused', async () => {
@@ -312,9 +314,13 @@ describe('crm-sync migrate refuses while the older release could still write', (
     const fixture = readLayout1();
     const sf = fixture.companies.find((c) => String(c.external_id).startsWith('salesforce:'))!;
     const store = new StateStore(redis, { prefix });
-    const [known] = await store.lookup('companies', [{ keys: [`x:${String(sf.external_id)}`] }], {
-      job: 'hubspot-companies',
-    });
+    const [known] = await store.records.lookup(
+      'companies',
+      [{ keys: [`x:${String(sf.external_id)}`] }],
+      {
+        job: 'hubspot-companies',
+      },
+    );
     expect(known).toMatchObject({ platformId: sf.id, storedHash: expect.any(String) });
     expect(known?.writtenBy).toBeUndefined();
     expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'current' });
@@ -329,7 +335,7 @@ describe('crm-sync migrate refuses while the older release could still write', (
     });
     expect(await migrateAs(redis, prefix)).toMatchObject({ outcome: 'none' });
     const store = new StateStore(redis, { prefix });
-    await store.commit('companies', [
+    await store.records.commit('companies', [
       { keys: ['x:a'], platformId: 7, hash: 'h', runId: 'r', job: 'j' },
     ]);
     expect(await redis.hget(new KeyLayout(prefix).meta(), 'version')).toBe('2');
@@ -361,7 +367,7 @@ describe('a run belongs to the layout of the release that started it', () => {
       if (Date.now() > deadline) throw new Error(`run job is ${await job.getState()}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect((await h.store.getRun(runId))?.status).toBe('queued');
+    expect((await h.store.runs.get(runId))?.status).toBe('queued');
     expect(countWrites(await h.stats())).toBe(0);
 
     // With no layout and not started (a scheduler of an older release made it): taken and stamped.

@@ -54,7 +54,7 @@ function create(line: number): WriteAction {
 /** A run done planning: creates of lines 2 … count + 1 (plan chunks of CHUNK_LINES). */
 async function plannedRun(count: number): Promise<{ runId: string; lines: number[] }> {
   const runId = `run-freed-${++n}`;
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'companies',
     entity: 'companies',
@@ -62,10 +62,10 @@ async function plannedRun(count: number): Promise<{ runId: string; lines: number
     source: 'test.csv',
   });
   const lines = Array.from({ length: count }, (_, i) => i + 2);
-  await store.savePlannedWrites(runId, lines.map(create));
-  await store.releaseClaims(runId);
+  await store.plannedWrites.save(runId, lines.map(create));
+  await store.claims.release(runId);
   await store.progress.setCounts(runId, { writesPlanned: count, writesSettled: 0 });
-  await store.updateRun(runId, { status: 'writing', phase: 'waiting' });
+  await store.runs.update(runId, { status: 'writing', phase: 'waiting' });
   return { runId, lines };
 }
 
@@ -148,7 +148,7 @@ async function runJobs(ctx: EngineContext, jobs: readonly Job[]): Promise<void> 
 
 /** Which of these lines still have a planned write. */
 async function readable(runId: string, lines: readonly number[]): Promise<number[]> {
-  return (await store.plannedWritesOf(runId, lines)).map((w) => w.line);
+  return (await store.plannedWrites.of(runId, lines)).map((w) => w.line);
 }
 
 /** The plan chunks left (first lines of the bodies kept), and the plan hash's fields. */
@@ -178,7 +178,7 @@ async function pageJobs(runId: string): Promise<ReturnType<typeof writeChunksOfP
   const out: ReturnType<typeof writeChunksOfPage> = [];
   let cursor = '0';
   do {
-    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    const page = await store.plannedWrites.scan(runId, cursor, 500);
     cursor = page.cursor;
     out.push(...writeChunksOfPage({ id: runId }, DEF, page, 0, 50));
   } while (cursor !== '0');
@@ -190,7 +190,7 @@ async function pages(runId: string): Promise<number[][]> {
   const out: number[][] = [];
   let cursor = '0';
   do {
-    const page = await store.scanPlannedWrites(runId, cursor, 500);
+    const page = await store.plannedWrites.scan(runId, cursor, 500);
     cursor = page.cursor;
     out.push(page.writes.map((w) => w.line));
   } while (cursor !== '0');
@@ -229,8 +229,8 @@ describe('planned writes freed as they settle', () => {
     await runJobs(ctx, jobsOf(runId, lines.slice(CHUNK_LINES + 1)));
     expect(await planLeft(runId)).toEqual({ chunks: [], fields: ['total'], dropped: [a, b, c] });
     // `total` still says how many writes were planned.
-    expect(await store.countPlannedWrites(runId)).toBe(lines.length);
-    expect((await store.getRun(runId))!.counts).toMatchObject({
+    expect(await store.plannedWrites.count(runId)).toBe(lines.length);
+    expect((await store.runs.get(runId))!.counts).toMatchObject({
       created: lines.length,
       writesSettled: lines.length,
     });
@@ -242,21 +242,21 @@ describe('planned writes freed as they settle', () => {
     const unknown = 2 + CHUNK_LINES + 7;
     p.noId.add(unknown);
     await runJobs(p.ctx, jobsOf(runId, lines));
-    const run = (await store.getRun(runId))!;
+    const run = (await store.runs.get(runId))!;
     expect(run.counts).toMatchObject({ writesSettled: lines.length, created: lines.length - 1 });
     expect(await redis.smembers(store.keys.unknownCreates(runId))).toEqual([String(unknown)]);
     // The first and last chunks are gone; the unknown create's chunk stays.
     expect((await planLeft(runId)).chunks).toEqual([2 + CHUNK_LINES]);
-    expect(await store.claimHolders(runId, create(unknown).keys)).toEqual([unknown, unknown]);
+    expect(await store.claims.holders(runId, create(unknown).keys)).toEqual([unknown, unknown]);
     expect(await readable(runId, [unknown])).toEqual([unknown]);
 
     // The create had landed: finalize finds it by listing and adopts it.
     await finalize(p.ctx, run, DEF, silentLogger);
-    const done = (await store.getRun(runId))!;
+    const done = (await store.runs.get(runId))!;
     expect(done.status).toBe('completed');
     expect(done.counts).toMatchObject({ created: lines.length, failed: 0 });
     expect(await redis.scard(store.keys.unknownCreates(runId))).toBe(0);
-    expect(await store.listPending('companies')).toEqual([]);
+    expect(await store.records.listPending('companies')).toEqual([]);
     expect(p.sent).toHaveLength(lines.length);
   });
 
@@ -270,7 +270,7 @@ describe('planned writes freed as they settle', () => {
     // Neither create landed: the listing does not find them, and a new round sends both again.
     p.records.length = 0;
     p.noId.clear();
-    await finalize(p.ctx, (await store.getRun(runId))!, DEF, silentLogger);
+    await finalize(p.ctx, (await store.runs.get(runId))!, DEF, silentLogger);
     expect(p.enqueued.map((j) => j.data.lines)).toEqual([[x, y]]);
     const round = p.enqueued[0]!.data.round;
     expect(await redis.hget(store.keys.plan(runId), `u:${2 + CHUNK_LINES}`)).toBe('2');
@@ -279,7 +279,7 @@ describe('planned writes freed as they settle', () => {
     expect(await readable(runId, [x, y])).toEqual([x, y]);
     await runJobs(p.ctx, jobsOf(runId, [y], round));
     expect(await planLeft(runId)).toMatchObject({ chunks: [], fields: ['total'] });
-    expect((await store.getRun(runId))!.counts).toMatchObject({
+    expect((await store.runs.get(runId))!.counts).toMatchObject({
       created: lines.length,
       writesSettled: lines.length + 2,
       writesPlanned: lines.length + 2,
@@ -314,19 +314,19 @@ describe('planned writes freed as they settle', () => {
     expect(await claim()).toBe('go');
     expect(await claim()).toBe('pending');
     const finish = (line: number, outcome: 'pending' | 'failed' | 'updated', clear: boolean) =>
-      store.finishWrites(runId, 'companies', [
+      store.writes.finish(runId, 'companies', [
         { line, outcome, keys: line === 2 ? w2.keys : w3.keys, clearPending: clear, planChunk: 2 },
       ]);
     await finish(2, 'pending', false);
     // A's answer comes: not applied. The line counts as failed; its marks stay for finalize.
     await finish(2, 'failed', true);
     expect(await redis.scard(store.keys.unknownCreates(runId))).toBe(0);
-    expect(await store.pending('companies', w2.keys)).toMatchObject({ runId });
+    expect(await store.records.pending('companies', w2.keys)).toMatchObject({ runId });
     await finish(3, 'updated', false);
     await finish(4, 'updated', false);
-    expect((await store.getRun(runId))!.counts.writesSettled).toBe(3);
+    expect((await store.runs.get(runId))!.counts.writesSettled).toBe(3);
     expect((await planLeft(runId)).chunks).toEqual([2]);
-    expect(await store.claimHolders(runId, w2.keys)).toEqual([2, 2]);
+    expect(await store.claims.holders(runId, w2.keys)).toEqual([2, 2]);
   });
 
   it('a write job attempted again after its lines’ chunk was dropped settles nothing twice, fails nothing', async () => {
@@ -339,18 +339,18 @@ describe('planned writes freed as they settle', () => {
       fields: ['total'],
       dropped: [2, 2 + CHUNK_LINES],
     });
-    const before = (await store.getRun(runId))!.counts;
+    const before = (await store.runs.get(runId))!.counts;
     expect(before).toMatchObject({ created: lines.length, failed: 0 });
 
     // A worker killed before the job was marked done: BullMQ hands it out again.
     const again = jobsOf(runId, lines, 0, 1)[1]!;
     await expect(processWriteChunk(p.ctx, again)).resolves.toEqual({ skipped: 50 });
     expect(p.sent).toHaveLength(lines.length);
-    expect(await store.listFailures(runId)).toEqual([]);
-    expect((await store.getRun(runId))!.counts).toEqual(before);
+    expect(await store.runs.listFailures(runId)).toEqual([]);
+    expect((await store.runs.get(runId))!.counts).toEqual(before);
 
     // The finish script itself: a line settled before takes no failure row and no count.
-    const reply = await store.finishWrites(runId, 'companies', [
+    const reply = await store.writes.finish(runId, 'companies', [
       {
         line: lines[0]!,
         outcome: 'failed',
@@ -360,7 +360,7 @@ describe('planned writes freed as they settle', () => {
       },
     ]);
     expect(reply.first).toEqual([false]);
-    expect(await store.listFailures(runId)).toEqual([]);
-    expect((await store.getRun(runId))!.counts).toEqual(before);
+    expect(await store.runs.listFailures(runId)).toEqual([]);
+    expect((await store.runs.get(runId))!.counts).toEqual(before);
   });
 });

@@ -33,12 +33,12 @@ describe('StateStore with Redis down', () => {
     const store = await closedStore();
     const cases: [() => Promise<unknown>, string][] = [
       [() => store.hasState(), 'checking for state'],
-      [() => store.getRun('r1'), 'reading a run'],
-      [() => store.countFailures('r1'), 'counting failed rows'],
-      [() => store.jobLockHolder('nightly'), 'reading a job lock'],
-      [() => store.acquireJobLock('nightly', 't', 1000), 'taking a job lock'],
-      [() => store.indexInfo('companies'), 'reading the platform index'],
-      [() => store.countPlannedWrites('r1'), 'counting planned writes'],
+      [() => store.runs.get('r1'), 'reading a run'],
+      [() => store.runs.countFailures('r1'), 'counting failed rows'],
+      [() => store.locks.holder('nightly'), 'reading a job lock'],
+      [() => store.locks.acquire('nightly', 't', 1000), 'taking a job lock'],
+      [() => store.index.info('companies'), 'reading the platform index'],
+      [() => store.plannedWrites.count('r1'), 'counting planned writes'],
     ];
     for (const [call, what] of cases) {
       const err = await failure(call());

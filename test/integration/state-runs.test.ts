@@ -18,14 +18,14 @@ const base = { entity: 'companies', mode: 'upsert', source: '/data/accounts.csv'
 
 describe('runs', () => {
   it('creates, reads, updates and counts a run', async () => {
-    const id = await store.createRun({
+    const id = await store.runs.create({
       ...base,
       id: 'job-1',
       job: 'accounts',
       options: { full: true },
     });
     expect(id).toBe('job-1');
-    expect(await store.getRun('job-1')).toMatchObject({
+    expect(await store.runs.get('job-1')).toMatchObject({
       id: 'job-1',
       job: 'accounts',
       entity: 'companies',
@@ -36,22 +36,22 @@ describe('runs', () => {
       createdAt: clock,
       timings: {},
     });
-    await store.updateRun('job-1', {
+    await store.runs.update('job-1', {
       status: 'writing',
       phase: 'enqueueing writes',
       startedAt: clock + 1,
       timings: { plan: 120 },
     });
     await Promise.all(
-      Array.from({ length: 50 }, () => store.incrementRun('job-1', { read: 2, created: 1 })),
+      Array.from({ length: 50 }, () => store.runs.increment('job-1', { read: 2, created: 1 })),
     );
-    await store.incrementRun('job-1', { writesPlanned: 7, unchanged: 0 });
-    await store.updateRun('job-1', {
+    await store.runs.increment('job-1', { writesPlanned: 7, unchanged: 0 });
+    await store.runs.update('job-1', {
       status: 'completed',
       finishedAt: clock + 9,
       timings: { write: 30 },
     });
-    const run = await store.getRun('job-1');
+    const run = await store.runs.get('job-1');
     expect(run).toMatchObject({
       status: 'completed',
       phase: 'enqueueing writes',
@@ -66,17 +66,17 @@ describe('runs', () => {
       failed: 0,
       orphans: 0,
     });
-    await expect(store.updateRun('nope', { status: 'failed' })).rejects.toMatchObject({
+    await expect(store.runs.update('nope', { status: 'failed' })).rejects.toMatchObject({
       code: 'state.unknown-run',
     });
-    expect(await store.getRun('nope')).toBeNull();
+    expect(await store.runs.get('nope')).toBeNull();
   });
 
   it('keeps an existing run when created again (a redelivered job)', async () => {
-    await store.createRun({ ...base, id: 'job-2', job: 'accounts' });
-    await store.incrementRun('job-2', { read: 5 });
-    await store.createRun({ ...base, id: 'job-2', job: 'accounts', source: '/other.csv' });
-    expect(await store.getRun('job-2')).toMatchObject({
+    await store.runs.create({ ...base, id: 'job-2', job: 'accounts' });
+    await store.runs.increment('job-2', { read: 5 });
+    await store.runs.create({ ...base, id: 'job-2', job: 'accounts', source: '/other.csv' });
+    expect(await store.runs.get('job-2')).toMatchObject({
       source: '/data/accounts.csv',
       counts: { read: 5 },
     });
@@ -85,36 +85,36 @@ describe('runs', () => {
   it('lists runs newest first, of all jobs or of one', async () => {
     for (const [n, job] of ['a', 'b', 'a', 'a'].entries()) {
       clock += 1000;
-      await store.createRun({ ...base, id: `list-${n}`, job: `list-${job}` });
+      await store.runs.create({ ...base, id: `list-${n}`, job: `list-${job}` });
     }
-    const all = await store.listRuns({ limit: 3 });
+    const all = await store.runs.list({ limit: 3 });
     expect(all.map((r) => r.id)).toEqual(['list-3', 'list-2', 'list-1']);
-    expect((await store.listRuns({ job: 'list-a' })).map((r) => r.id)).toEqual([
+    expect((await store.runs.list({ job: 'list-a' })).map((r) => r.id)).toEqual([
       'list-3',
       'list-2',
       'list-0',
     ]);
-    expect((await store.listRuns({ job: 'list-a', limit: 1, offset: 1 })).map((r) => r.id)).toEqual(
-      ['list-2'],
-    );
-    expect(await store.listRuns({ job: 'never' })).toEqual([]);
-    const generated = await store.createRun({ ...base, job: 'gen' });
+    expect(
+      (await store.runs.list({ job: 'list-a', limit: 1, offset: 1 })).map((r) => r.id),
+    ).toEqual(['list-2']);
+    expect(await store.runs.list({ job: 'never' })).toEqual([]);
+    const generated = await store.runs.create({ ...base, job: 'gen' });
     expect(generated).toMatch(/^[0-9a-z]+-[0-9a-f]{8}$/);
   });
 
   it('stores no credentials: source URL stripped, error scrubbed', async () => {
-    await store.createRun({
+    await store.runs.create({
       ...base,
       id: 'secret-run',
       job: 'remote',
       source: 'https://crm-user:hunter2-pass@exports.example.com/a.csv?api_key=k3y-s3cret&day=mon',
     });
-    await store.updateRun('secret-run', {
+    await store.runs.update('secret-run', {
       status: 'failed',
       error:
         'GET https://u:hunter2-pass@x.example/ failed; request had Authorization: sk_live_abcdef123456 and Bearer eyJhbGciOiJIUzI1NiJ9',
     });
-    const run = await store.getRun('secret-run');
+    const run = await store.runs.get('secret-run');
     expect(run!.source).toBe('https://exports.example.com/a.csv?api_key=REDACTED&day=mon');
     const raw = JSON.stringify(await redis.hgetall(store.keys.run('secret-run')));
     for (const secret of [
@@ -161,45 +161,45 @@ describe('failures', () => {
       value: `bad-${n}`,
       identity: `x:E${n}`,
     }));
-    await store.addFailures('fail-run', rows.slice(0, 1234));
-    await store.addFailures('fail-run', rows.slice(1234));
-    expect(await store.countFailures('fail-run')).toBe(2500);
+    await store.runs.addFailures('fail-run', rows.slice(0, 1234));
+    await store.runs.addFailures('fail-run', rows.slice(1234));
+    expect(await store.runs.countFailures('fail-run')).toBe(2500);
     const read: FailureRow[] = [];
     for (let offset = 0; ; offset += 400) {
-      const page = await store.listFailures('fail-run', { offset, limit: 400 });
+      const page = await store.runs.listFailures('fail-run', { offset, limit: 400 });
       if (page.length === 0) break;
       read.push(...page);
     }
     expect(read).toEqual(rows);
-    await store.addFailures('fail-run', [
+    await store.runs.addFailures('fail-run', [
       { line: 9, kind: 'invalid', reason: 'too long', value: 'x'.repeat(5000) },
     ]);
-    const [long] = await store.listFailures('fail-run', { offset: 2500 });
+    const [long] = await store.runs.listFailures('fail-run', { offset: 2500 });
     expect(String(long!.value)).toMatch(/^x{1000}… \(5000 characters\)$/);
-    expect(await store.listFailures('empty-run')).toEqual([]);
+    expect(await store.runs.listFailures('empty-run')).toEqual([]);
   });
 });
 
 describe('job lock', () => {
   it('has one holder at a time; only the holder renews or releases', async () => {
-    expect(await store.acquireJobLock('nightly', 'run-A', 5_000)).toBe(true);
-    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.jobLockHolder('nightly')).toBe('run-A');
-    expect(await store.renewJobLock('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.releaseJobLock('nightly', 'run-B')).toBe(false);
-    expect(await store.renewJobLock('nightly', 'run-A', 60_000)).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-A', 5_000)).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.locks.holder('nightly')).toBe('run-A');
+    expect(await store.locks.renew('nightly', 'run-B', 5_000)).toBe(false);
+    expect(await store.locks.release('nightly', 'run-B')).toBe(false);
+    expect(await store.locks.renew('nightly', 'run-A', 60_000)).toBe(true);
     expect(await redis.pttl(store.keys.jobLock('nightly'))).toBeGreaterThan(5_000);
-    expect(await store.releaseJobLock('nightly', 'run-A')).toBe(true);
-    expect(await store.acquireJobLock('nightly', 'run-B', 5_000)).toBe(true);
-    expect(await store.jobLockHolder('nightly')).toBe('run-B');
+    expect(await store.locks.release('nightly', 'run-A')).toBe(true);
+    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(true);
+    expect(await store.locks.holder('nightly')).toBe('run-B');
   });
 
   it('lets a new holder in once the lock expires', async () => {
-    expect(await store.acquireJobLock('short', 'run-A', 50)).toBe(true);
+    expect(await store.locks.acquire('short', 'run-A', 50)).toBe(true);
     await new Promise((r) => setTimeout(r, 120));
-    expect(await store.acquireJobLock('short', 'run-B', 5_000)).toBe(true);
-    expect(await store.releaseJobLock('short', 'run-A')).toBe(false);
-    expect(await store.jobLockHolder('short')).toBe('run-B');
+    expect(await store.locks.acquire('short', 'run-B', 5_000)).toBe(true);
+    expect(await store.locks.release('short', 'run-A')).toBe(false);
+    expect(await store.locks.holder('short')).toBe('run-B');
   });
 });
 
@@ -207,13 +207,13 @@ describe('run scratch', () => {
   it('finds identities claimed twice across batches, reporting every row once', async () => {
     const run = 'claims-run';
     expect(
-      await store.claimIdentities(run, [
+      await store.claims.claim(run, [
         { line: 2, keys: ['x:E1', 'a:A1'] },
         { line: 3, keys: ['x:E2'] },
       ]),
     ).toEqual([]);
     // Line 4 repeats line 2's account id; line 5 repeats line 4's external id; line 6 is fine.
-    const second = await store.claimIdentities(run, [
+    const second = await store.claims.claim(run, [
       { line: 4, keys: ['x:E4', 'a:A1'] },
       { line: 5, keys: ['x:E4'] },
       { line: 6, keys: ['x:E6'] },
@@ -224,11 +224,11 @@ describe('run scratch', () => {
       { line: 2, identity: 'a:A1', otherLines: [4], earlier: true },
     ]);
     // A third row with E1: it conflicts; line 2 is not reported again.
-    expect(await store.claimIdentities(run, [{ line: 7, keys: ['x:E1'] }])).toEqual([
+    expect(await store.claims.claim(run, [{ line: 7, keys: ['x:E1'] }])).toEqual([
       { line: 7, identity: 'x:E1', otherLines: [2], earlier: false },
     ]);
     // Re-reading the export (a resumed run) gives the same verdicts for the same rows.
-    const again = await store.claimIdentities(run, [
+    const again = await store.claims.claim(run, [
       { line: 2, keys: ['x:E1', 'a:A1'] },
       { line: 3, keys: ['x:E2'] },
     ]);
@@ -236,7 +236,7 @@ describe('run scratch', () => {
     expect(
       await redis.pttl(store.keys.claimBucket(run, claimNames(['a:A1']).buckets[0]!)),
     ).toBeGreaterThan(0);
-    expect(await store.claimHolders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
+    expect(await store.claims.holders(run, ['a:A1', 'x:E4', 'x:nope'])).toEqual([2, 4, null]);
   });
 
   it('gives a claim bucket its TTL on the next claim when the call that was to give it failed', async () => {
@@ -256,10 +256,10 @@ describe('run scratch', () => {
     const bucketOf = (key: string) => s.keys.claimBucket(run, claimNames([key]).buckets[0]!);
     expect(bucketOf(first)).not.toBe(bucketOf(later));
     // The pass has begun (its first claim set the marker): later buckets get their TTL one by one.
-    await s.claimIdentities(run, [{ line: 2, keys: [first] }]);
+    await s.claims.claim(run, [{ line: 2, keys: [first] }]);
     failNext = true;
-    await expect(s.claimIdentities(run, [{ line: 3, keys: [later] }])).rejects.toThrow();
-    expect(await s.claimIdentities(run, [{ line: 3, keys: [later] }])).toEqual([]);
+    await expect(s.claims.claim(run, [{ line: 3, keys: [later] }])).rejects.toThrow();
+    expect(await s.claims.claim(run, [{ line: 3, keys: [later] }])).toEqual([]);
     expect(await redis.pttl(bucketOf(later))).toBeGreaterThan(0);
   });
 
@@ -277,30 +277,30 @@ describe('run scratch', () => {
           ...(n % 2 ? {} : { platformId: n }),
         }) as WriteAction,
     );
-    await store.savePlannedWrites(run, writes);
-    await store.dropPlannedWrites(run, [2, 3, 4]);
-    expect(await store.countPlannedWrites(run)).toBe(1197);
+    await store.plannedWrites.save(run, writes);
+    await store.plannedWrites.drop(run, [2, 3, 4]);
+    expect(await store.plannedWrites.count(run)).toBe(1197);
     const seen = new Map<number, WriteAction>();
     let cursor = '0';
     do {
-      const page = await store.scanPlannedWrites(run, cursor, 300);
+      const page = await store.plannedWrites.scan(run, cursor, 300);
       cursor = page.cursor;
       for (const w of page.writes) seen.set(w.line, w);
     } while (cursor !== '0');
     expect(seen.size).toBe(1197);
     expect(seen.get(5)).toEqual(writes[3]);
     expect(seen.has(3)).toBe(false);
-    expect(await store.plannedWritesOf(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
-    await store.markSeen(run, [1, 2, 3]);
-    await store.claimIdentities(run, [{ line: 2, keys: ['x:E0'] }]);
-    await store.clearRunScratch(run);
+    expect(await store.plannedWrites.of(run, [7, 3, 6])).toEqual([writes[5], writes[4]]);
+    await store.seen.mark(run, [1, 2, 3]);
+    await store.claims.claim(run, [{ line: 2, keys: ['x:E0'] }]);
+    await store.progress.clear(run);
     expect(await redis.exists(...store.keys.scratch(run))).toBe(0);
   });
 });
 
 /** Settles one write as the write path does (its finish script), committing nothing. */
 function settle(run: string, line: number, outcome: WriteOutcome, failure?: FailureRow) {
-  return store.finishWrites(run, 'companies', [
+  return store.writes.finish(run, 'companies', [
     { line, outcome, keys: [], clearPending: false, ...(failure && { failure }) },
   ]);
 }
@@ -308,7 +308,7 @@ function settle(run: string, line: number, outcome: WriteOutcome, failure?: Fail
 describe('run progress', () => {
   it('settles each write once, counts late answers to unknown creates once, and resets', async () => {
     const run = 'progress-run';
-    await store.createRun({ ...base, id: run, job: 'progress' });
+    await store.runs.create({ ...base, id: run, job: 'progress' });
     await store.progress.setCounts(run, { writesPlanned: 3 });
     expect(await settle(run, 2, 'created')).toEqual({ first: [true], settled: 1, planned: 3 });
     // The same chunk processed again (at-least-once delivery): no second count.
@@ -324,22 +324,22 @@ describe('run progress', () => {
     await settle(run, 6, 'pending');
     await store.progress.confirmCreated(run, [6]);
     await store.progress.confirmCreated(run, [6]);
-    expect((await store.getRun(run))!.counts).toMatchObject({
+    expect((await store.runs.get(run))!.counts).toMatchObject({
       created: 3,
       rejected: 1,
       writesSettled: 4,
     });
-    expect(await store.listFailures(run)).toEqual([failure]);
+    expect(await store.runs.listFailures(run)).toEqual([failure]);
 
     // A create not confirmed is sent again in a new round: its line settles again.
     await store.progress.unsettle(run, [4]);
     expect(await store.progress.isSettled(run, 4)).toBe(false);
-    expect(await store.nextCreateRound(run)).toBe(1);
-    expect(await store.nextCreateRound(run)).toBe(2);
-    expect(await store.countRunRetry(run)).toBe(1);
+    expect(await store.runs.nextCreateRound(run)).toBe(1);
+    expect(await store.runs.nextCreateRound(run)).toBe(2);
+    expect(await store.runs.countRetry(run)).toBe(1);
 
     // Every key of the run is one the layout names.
-    await store.claimIdentities(run, [{ line: 2, keys: ['x:P1'] }]);
+    await store.claims.claim(run, [{ line: 2, keys: ['x:P1'] }]);
     await settle(run, 5, 'pending');
     const named = [
       store.keys.run(run),
@@ -353,13 +353,13 @@ describe('run progress', () => {
 
     // A planning pass started again forgets counters, failures, scratch and settled lines.
     await store.progress.resetPlanning(run);
-    expect((await store.getRun(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
-    expect(await store.countFailures(run)).toBe(0);
+    expect((await store.runs.get(run))!.counts).toMatchObject({ created: 0, writesSettled: 0 });
+    expect(await store.runs.countFailures(run)).toBe(0);
     expect(await redis.exists(...store.keys.progress(run), ...store.keys.scratch(run))).toBe(0);
     await settle(run, 2, 'updated');
     await store.progress.clear(run);
     expect(await redis.exists(...store.keys.progress(run))).toBe(0);
-    expect(await store.getRun(run)).toMatchObject({ counts: { updated: 1 } });
+    expect(await store.runs.get(run)).toMatchObject({ counts: { updated: 1 } });
   });
 });
 

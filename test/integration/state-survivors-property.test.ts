@@ -46,10 +46,10 @@ describe('survivor claims in Redis and in memory', () => {
         const memory = new MemorySurvivors(keep);
         for (let i = 0; i < rows.length; i += batch) {
           const part = rows.slice(i, i + batch);
-          expect(await store.contendIdentities(runId, keep, part)).toEqual(memory.contend(part));
+          expect(await store.survivors.contend(runId, keep, part)).toEqual(memory.contend(part));
         }
         const reported = new Map<number, { line: number; record: string }>();
-        for await (const page of store.duplicateRows(runId))
+        for await (const page of store.survivors.duplicates(runId))
           for (const d of page) reported.set(d.line, d.survivor);
         for (const [line, survivor] of reported) {
           const row = rows.find((r) => r.line === line)!;
@@ -60,7 +60,7 @@ describe('survivor claims in Redis and in memory', () => {
         // Every claim bucket written has its TTL (scratch outlives a crash, not the week).
         const buckets = await redis.keys(`${store.keys.claimBucketPrefix(runId)}*`);
         for (const b of buckets) expect(await redis.pttl(b), b).toBeGreaterThan(0);
-        await store.clearRunScratch(runId);
+        await store.progress.clear(runId);
       }),
       { numRuns: 80 },
     );

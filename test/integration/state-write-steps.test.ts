@@ -7,7 +7,7 @@ const { redis, prefix } = useRedis();
 
 async function storeWithRun(runId: string): Promise<StateStore> {
   const store = new StateStore(redis, { prefix });
-  await store.createRun({
+  await store.runs.create({
     id: runId,
     job: 'companies',
     entity: 'companies',
@@ -15,7 +15,7 @@ async function storeWithRun(runId: string): Promise<StateStore> {
     source: 'companies.csv',
     options: { full: false, force: false, trigger: 'manual' },
   });
-  await store.updateRun(runId, { status: 'writing' });
+  await store.runs.update(runId, { status: 'writing' });
   return store;
 }
 
@@ -31,9 +31,9 @@ describe('WriteSteps: the pending marks of a create', () => {
       createKeys: keys,
     });
     expect(claim).toBe('go');
-    expect(await store.pending('companies', keys)).not.toBeNull();
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
     await store.writes.release('run-release', 'companies', 2, keys);
-    expect(await store.pending('companies', keys)).toBeNull();
+    expect(await store.records.pending('companies', keys)).toBeNull();
   });
 
   it('an attempt that lost its chunk cannot release marks another attempt settled as pending', async () => {
@@ -56,25 +56,25 @@ describe('WriteSteps: the pending marks of a create', () => {
         createKeys: keys,
       }),
     ).toBe('pending');
-    await store.finishWrites('run-zombie', 'companies', [
+    await store.writes.finish('run-zombie', 'companies', [
       { line: 2, outcome: 'pending', keys, clearPending: false },
     ]);
     // A's create is then refused (a 429): releasing, or settling it as not landed, keeps the
     // marks, which are what finalize lists to verify the line.
     await store.writes.release('run-zombie', 'companies', 2, keys);
-    expect(await store.pending('companies', keys)).not.toBeNull();
-    await store.finishWrites('run-zombie', 'companies', [
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
+    await store.writes.finish('run-zombie', 'companies', [
       { line: 2, outcome: 'failed', keys, clearPending: true },
     ]);
-    expect(await store.pending('companies', keys)).not.toBeNull();
+    expect(await store.records.pending('companies', keys)).not.toBeNull();
     // The line settled once: the late answer does not settle it again.
-    expect((await store.getRun('run-zombie'))!.counts.writesSettled).toBe(1);
+    expect((await store.runs.get('run-zombie'))!.counts.writesSettled).toBe(1);
   });
 
   it('a failure row is stored without the secrets its reason carried', async () => {
     const store = await storeWithRun('run-scrub');
     registerSecret('sk-write-steps-secret-0123456789');
-    await store.finishWrites('run-scrub', 'companies', [
+    await store.writes.finish('run-scrub', 'companies', [
       {
         line: 3,
         outcome: 'failed',
@@ -89,7 +89,7 @@ describe('WriteSteps: the pending marks of a create', () => {
         },
       },
     ]);
-    const rows = JSON.stringify(await store.listFailures('run-scrub'));
+    const rows = JSON.stringify(await store.runs.listFailures('run-scrub'));
     expect(rows).toContain('refused');
     expect(rows).not.toContain('sk-write-steps-secret-0123456789');
     expect(rows).not.toContain('abcdefghijklmnop');

@@ -68,18 +68,18 @@ describe('StateStore: record state', () => {
     const rows = Array.from({ length: 1000 }, (_, n) => company(n));
     const records = rows.map((b) => ({ keys: identityKeys('companies', b) }));
     // A lookup writes nothing, not even the layout record (a dry run relies on it).
-    await store.lookup('companies', records.slice(0, 1));
+    await store.records.lookup('companies', records.slice(0, 1));
     expect(await redis.keys(`${prefix}:batch*`)).toEqual([]);
-    await store.commit('companies', []); // records the layout, once per process
+    await store.records.commit('companies', []); // records the layout, once per process
     c.reset();
-    const known = await store.lookup('companies', records);
+    const known = await store.records.lookup('companies', records);
     expect(known).toHaveLength(1000);
     expect(known.every((k) => k.platformId === undefined)).toBe(true);
     // Nothing matched and no index: the identity map read is all it takes.
     expect(c.trips()).toBe(1);
 
     c.reset();
-    await store.commit(
+    await store.records.commit(
       'companies',
       records.map((r, n) => ({
         keys: r.keys,
@@ -93,7 +93,7 @@ describe('StateStore: record state', () => {
     expect(c.trips()).toBe(4);
 
     c.reset();
-    const again = await store.lookup('companies', records);
+    const again = await store.records.lookup('companies', records);
     // Each record's state is read in the same script as the identity map.
     expect(c.trips()).toBe(1);
     expect(again[0]).toEqual({ platformId: 1, storedHash: 'h0', matchedBy: records[0]!.keys[0] });
@@ -102,17 +102,17 @@ describe('StateStore: record state', () => {
       storedHash: 'h999',
       matchedBy: records[999]!.keys[0],
     });
-    expect(await store.stateInfo('companies')).toMatchObject({ records: 1000 });
+    expect(await store.records.info('companies')).toMatchObject({ records: 1000 });
 
     // With an index, half the records known to state and half to the listing only: three.
     const listed = Array.from({ length: 1000 }, (_, n) => ({ id: 5000 + n, ...company(1000 + n) }));
-    await store.replaceIndex('companies', pages(listed, 100));
+    await store.index.replace('companies', pages(listed, 100));
     const mixed = [
       ...records.slice(0, 500),
       ...listed.slice(0, 500).map((r) => ({ keys: identityKeys('companies', r) })),
     ];
     c.reset();
-    const both = await store.lookup('companies', mixed);
+    const both = await store.records.lookup('companies', mixed);
     expect(c.trips()).toBe(3);
     expect(both[0]).toMatchObject({ platformId: 1, storedHash: 'h0' });
     expect(both[500]).toMatchObject({ platformId: 5000, remote: company(1000) });
@@ -120,12 +120,12 @@ describe('StateStore: record state', () => {
 
   it('matches by the first identity key that maps to a platform id, in priority order', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:prio` });
-    expect(await store.stateInfo('companies')).toBeNull();
-    await store.commit('companies', [
+    expect(await store.records.info('companies')).toBeNull();
+    await store.records.commit('companies', [
       { keys: ['a:A1'], platformId: 11, hash: 'h11', runId: 'r', job: 'j' },
       { keys: ['x:E2'], platformId: 22, hash: 'h22', runId: 'r', job: 'j' },
     ]);
-    const [byAccount, byExternal, none] = await store.lookup('companies', [
+    const [byAccount, byExternal, none] = await store.records.lookup('companies', [
       { keys: ['x:E9', 'a:A1'] },
       { keys: ['x:E2', 'a:A1'] },
       { keys: ['x:E3'] },
@@ -133,50 +133,50 @@ describe('StateStore: record state', () => {
     expect(byAccount).toEqual({ platformId: 11, storedHash: 'h11', matchedBy: 'a:A1' });
     expect(byExternal).toEqual({ platformId: 22, storedHash: 'h22', matchedBy: 'x:E2' });
     expect(none).toEqual({});
-    expect(await store.stateInfo('companies')).toMatchObject({ records: 2 });
+    expect(await store.records.info('companies')).toMatchObject({ records: 2 });
   });
 
   it('keeps pending creates until verified, and a commit clears them', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:pending`, now: () => 1234 });
     for (const id of ['run-7', 'run-8']) {
-      await store.createRun({ id, job: 'j', entity: 'members', mode: 'upsert', source: 'u.csv' });
-      await store.updateRun(id, { status: 'writing', phase: 'waiting' });
+      await store.runs.create({ id, job: 'j', entity: 'members', mode: 'upsert', source: 'u.csv' });
+      await store.runs.update(id, { status: 'writing', phase: 'waiting' });
     }
     // The claim before a create marks it pending under every identity key.
     const createKeys = ['x:U1', 'e:ann@example.com'];
     await store.writes.claim({ runId: 'run-7', entity: 'members', line: 2, createKeys });
-    expect(await store.pending('members', ['e:ann@example.com'])).toEqual({
+    expect(await store.records.pending('members', ['e:ann@example.com'])).toEqual({
       runId: 'run-7',
       since: 1234,
     });
-    expect(await store.pending('members', ['x:U2'])).toBeNull();
-    const [k] = await store.lookup('members', [{ keys: ['x:U1'] }]);
+    expect(await store.records.pending('members', ['x:U2'])).toBeNull();
+    const [k] = await store.records.lookup('members', [{ keys: ['x:U1'] }]);
     expect(k).toEqual({ pending: { runId: 'run-7', since: 1234 } });
-    expect(await store.listPending('members')).toHaveLength(2);
+    expect(await store.records.listPending('members')).toHaveLength(2);
 
-    await store.commit('members', [
+    await store.records.commit('members', [
       { keys: ['x:U1', 'e:ann@example.com'], platformId: 5, hash: 'h', runId: 'run-7', job: 'j' },
     ]);
-    expect(await store.pending('members', ['x:U1', 'e:ann@example.com'])).toBeNull();
+    expect(await store.records.pending('members', ['x:U1', 'e:ann@example.com'])).toBeNull();
     await store.writes.claim({ runId: 'run-8', entity: 'members', line: 2, createKeys: ['x:U3'] });
-    expect(await store.listPending('members')).toHaveLength(1);
-    await store.clearPending('members', ['x:U3']);
-    expect(await store.listPending('members')).toEqual([]);
+    expect(await store.records.listPending('members')).toHaveLength(1);
+    await store.records.clearPending('members', ['x:U3']);
+    expect(await store.records.listPending('members')).toEqual([]);
   });
 
   it('looks up keys of any script and length, each pending create under its own key', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:bytes`, now: () => 99 });
-    await store.createRun({
+    await store.runs.create({
       id: 'run-u',
       job: 'j',
       entity: 'members',
       mode: 'upsert',
       source: 's',
     });
-    await store.updateRun('run-u', { status: 'writing', phase: 'waiting' });
+    await store.runs.update('run-u', { status: 'writing', phase: 'waiting' });
     // The lookup sends every key in one argument, each by its length in bytes, not characters.
     const long = `x:${'é'.repeat(70_000)}`;
-    await store.commit('members', [
+    await store.records.commit('members', [
       {
         keys: ['x:Zürich-1', 'e:jürgen@beispiel.de'],
         platformId: 8,
@@ -192,7 +192,7 @@ describe('StateStore: record state', () => {
       line: 4,
       createKeys: ['x:東京-3', 'e:ünal@beispiel.de'],
     });
-    const known = await store.lookup('members', [
+    const known = await store.records.lookup('members', [
       { keys: ['x:東京-3', 'e:ünal@beispiel.de'] },
       { keys: ['x:Zürich-9', 'e:jürgen@beispiel.de'] },
       { keys: [long, 'e:😀@beispiel.de'] },
@@ -209,13 +209,13 @@ describe('StateStore: record state', () => {
   it('says whether a prefix holds state, writing nothing to ask', async () => {
     const fresh = new StateStore(redis, { prefix: `${prefix}:fresh` });
     expect(await fresh.hasState()).toBe(false);
-    await fresh.lookup('companies', [{ keys: ['x:E1'] }]);
+    await fresh.records.lookup('companies', [{ keys: ['x:E1'] }]);
     expect(await fresh.hasState()).toBe(false);
     expect(await redis.keys(`${prefix}:fresh*`)).toEqual([]);
-    await fresh.replaceIndex('companies', pages([{ id: 1, ...company(1) }], 10));
+    await fresh.index.replace('companies', pages([{ id: 1, ...company(1) }], 10));
     expect(await fresh.hasState()).toBe(true);
     const synced = new StateStore(redis, { prefix: `${prefix}:synced` });
-    await synced.commit('companies', [
+    await synced.records.commit('companies', [
       { keys: ['x:E1'], platformId: 1, hash: 'h', runId: 'r', job: 'j' },
     ]);
     expect(await synced.hasState()).toBe(true);
@@ -228,12 +228,12 @@ describe('StateStore: record state', () => {
       line: n + 2,
       keys: identityKeys('companies', company(n)),
     }));
-    expect(await store.claimIdentities('run', rows)).toEqual([]);
+    expect(await store.claims.claim('run', rows)).toEqual([]);
     expect(c.trips()).toBe(1);
     c.reset();
     // Rows 1002 and 1003 repeat rows 2 and 3 of the first batch: both batches' rows are conflicts.
     const again = [1002, 1003].map((line, n) => ({ line, keys: rows[n]!.keys }));
-    const conflicts = await store.claimIdentities('run', [...rows.slice(500), ...again]);
+    const conflicts = await store.claims.claim('run', [...rows.slice(500), ...again]);
     expect(conflicts.map((x) => [x.line, x.earlier])).toEqual([
       [1002, false],
       [1003, false],
@@ -248,7 +248,7 @@ describe('StateStore: record state', () => {
     const store = new StateStore(redis, { prefix: `${prefix}:100%d%%s%` });
     const rows = Array.from({ length: 50 }, (_, n) => company(n));
     const records = rows.map((b) => ({ keys: identityKeys('companies', b) }));
-    await store.commit(
+    await store.records.commit(
       'companies',
       records.map((r, n) => ({
         keys: r.keys,
@@ -258,14 +258,14 @@ describe('StateStore: record state', () => {
         job: 'j',
       })),
     );
-    const known = await store.lookup('companies', records);
+    const known = await store.records.lookup('companies', records);
     expect(known.map((k) => [k.platformId, k.storedHash])).toEqual(
       records.map((_, n) => [n + 7, `h${n}`]),
     );
     const claims = records.map((r, n) => ({ line: n + 2, keys: r.keys }));
-    expect(await store.claimIdentities('run', claims)).toEqual([]);
+    expect(await store.claims.claim('run', claims)).toEqual([]);
     expect(
-      await store.claimHolders(
+      await store.claims.holders(
         'run',
         claims.map((c) => c.keys[0]!),
       ),
@@ -276,9 +276,9 @@ describe('StateStore: record state', () => {
     expect(() => new StateStore(redis, { prefix: 'crm-sync' })).toThrow(/hash tag/);
     expect(() => new StateStore(redis, { prefix: '{}crm' })).toThrow(/hash tag/);
     const p = `${prefix}:layout`;
-    await new StateStore(redis, { prefix: p }).commit('companies', []);
+    await new StateStore(redis, { prefix: p }).records.commit('companies', []);
     const other = new StateStore(redis, { prefix: p, buckets: { ids: 16, records: 16 } });
-    await expect(other.lookup('companies', [])).rejects.toMatchObject({
+    await expect(other.records.lookup('companies', [])).rejects.toMatchObject({
       code: 'state.layout-mismatch',
     });
   });
@@ -288,7 +288,7 @@ describe('StateStore: index of platform records', () => {
   it('adopts listed records by identity, with their values as remote', async () => {
     let clock = 1_000;
     const store = new StateStore(redis, { prefix: `${prefix}:ix`, now: () => clock });
-    expect(await store.indexInfo('companies')).toBeNull();
+    expect(await store.index.info('companies')).toBeNull();
     const listed: PlatformRecord[] = [
       { id: 7, ...company(1), created_at: '2024-01-01T00:00:00Z', avatar: null },
       { id: 8, crm_company_id: 100_002, name: 'Company 2', website: null },
@@ -296,9 +296,9 @@ describe('StateStore: index of platform records', () => {
       { id: 10, external_id: 'E1', name: 'a second E1' },
       { id: 7, ...company(1) }, // a repeat across pages
     ];
-    const info = await store.replaceIndex('companies', pages(listed, 2));
+    const info = await store.index.replace('companies', pages(listed, 2));
     expect(info).toMatchObject({ count: 3, ambiguous: 1, unmatchable: 1, refreshedAt: 1_000 });
-    expect(await store.indexInfo('companies')).toEqual(info);
+    expect(await store.index.info('companies')).toEqual(info);
 
     clock = 2_000;
     const rows = [company(1), { ...company(2), website: 'https://new.example' }, company(3)];
@@ -308,7 +308,7 @@ describe('StateStore: index of platform records', () => {
       keys: identityKeys('companies', body),
       hash: contentHash(body, 'fp'),
     }));
-    const known = await store.lookup('companies', inputs);
+    const known = await store.records.lookup('companies', inputs);
     expect(known[0]).toEqual({ platformId: 7, remote: company(1), matchedBy: inputs[0]!.keys[0] });
     // Record 8 has no external_id on the platform: its crm_company_id finds it.
     expect(known[1]).toEqual({
@@ -321,10 +321,10 @@ describe('StateStore: index of platform records', () => {
     expect(actions.map((a) => a.kind)).toEqual(['adopt', 'update', 'create']);
 
     // After our own write the listing is stale for that record: no remote until the next listing.
-    await store.commit('companies', [
+    await store.records.commit('companies', [
       { keys: inputs[1]!.keys, platformId: 8, hash: inputs[1]!.hash, runId: 'r1', job: 'j' },
     ]);
-    const [, afterWrite] = await store.lookup('companies', inputs);
+    const [, afterWrite] = await store.records.lookup('companies', inputs);
     expect(afterWrite).toEqual({
       platformId: 8,
       storedHash: inputs[1]!.hash,
@@ -339,7 +339,7 @@ describe('StateStore: index of platform records', () => {
     const bodies = [company(1), company(2), company(3)];
     const hashOf = (b: Record<string, unknown>) => contentHash(b, 'fp');
     // Our writes first, then a listing that reflects them: the listed values are fresh.
-    await store.commit(
+    await store.records.commit(
       'companies',
       bodies.map((b, n) => ({
         keys: identityKeys('companies', b),
@@ -350,7 +350,7 @@ describe('StateStore: index of platform records', () => {
       })),
     );
     clock = 1_000;
-    await store.replaceIndex(
+    await store.index.replace(
       'companies',
       pages(
         bodies.map((b, n) => ({ id: n + 1, ...b })),
@@ -368,7 +368,7 @@ describe('StateStore: index of platform records', () => {
     }));
 
     c.reset();
-    const planned = await store.lookup('companies', rows, {
+    const planned = await store.records.lookup('companies', rows, {
       job: 'j',
       planning: { verifyRemote: false },
     });
@@ -381,7 +381,7 @@ describe('StateStore: index of platform records', () => {
     expect(planned[1]).toMatchObject({ platformId: 2, remote: company(2) });
     expect(planned[2]).toMatchObject({ platformId: 3, matchedBy: 'a:A3', remote: company(3) });
     // The plan is the one a full lookup gives.
-    const full = await store.lookup('companies', rows, { job: 'j' });
+    const full = await store.records.lookup('companies', rows, { job: 'j' });
     expect(full[0]).toMatchObject({ remote: company(1) });
     const opts = { entity: 'companies' as const };
     expect(planBatch(rows, planned, opts)).toEqual(planBatch(rows, full, opts));
@@ -393,7 +393,7 @@ describe('StateStore: index of platform records', () => {
 
     // Only unchanged rows matched by their external_id: one round trip, no listed record read.
     c.reset();
-    const quiet = await store.lookup('companies', rows.slice(0, 1), {
+    const quiet = await store.records.lookup('companies', rows.slice(0, 1), {
       job: 'j',
       planning: { verifyRemote: false },
     });
@@ -401,7 +401,7 @@ describe('StateStore: index of platform records', () => {
     expect(c.trips()).toBe(1);
 
     // --full compares every row with the platform's values.
-    const verified = await store.lookup('companies', rows, {
+    const verified = await store.records.lookup('companies', rows, {
       job: 'j',
       planning: { verifyRemote: true },
     });
@@ -411,26 +411,32 @@ describe('StateStore: index of platform records', () => {
   it('never replaces a good index with a half-done listing', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:swap`, indexGraceMs: 60_000 });
     const first = Array.from({ length: 50 }, (_, n) => ({ id: n + 1, external_id: `E${n}` }));
-    const good = await store.replaceIndex('companies', pages(first, 20));
+    const good = await store.index.replace('companies', pages(first, 20));
     expect(good.count).toBe(50);
 
     const second = Array.from({ length: 50 }, (_, n) => ({ id: n + 1000, external_id: `N${n}` }));
-    await expect(store.replaceIndex('companies', pages(second, 20, 40))).rejects.toThrow(
+    await expect(store.index.replace('companies', pages(second, 20, 40))).rejects.toThrow(
       'listing broke off',
     );
-    expect(await store.indexInfo('companies')).toEqual(good);
-    const [old, fresh] = await store.lookup('companies', [{ keys: ['x:E3'] }, { keys: ['x:N3'] }]);
+    expect(await store.index.info('companies')).toEqual(good);
+    const [old, fresh] = await store.records.lookup('companies', [
+      { keys: ['x:E3'] },
+      { keys: ['x:N3'] },
+    ]);
     expect(old?.platformId).toBe(4);
     expect(fresh).toEqual({});
 
     // A build in progress is invisible until committed; then the swap is whole.
-    const build = await store.beginIndex('companies');
-    await store.addToIndex(build, second.slice(0, 25));
-    expect((await store.lookup('companies', [{ keys: ['x:N3'] }]))[0]).toEqual({});
-    await store.addToIndex(build, second.slice(25));
-    const swapped = await store.commitIndex(build);
+    const build = await store.index.begin('companies');
+    await store.index.add(build, second.slice(0, 25));
+    expect((await store.records.lookup('companies', [{ keys: ['x:N3'] }]))[0]).toEqual({});
+    await store.index.add(build, second.slice(25));
+    const swapped = await store.index.commit(build);
     expect(swapped).toMatchObject({ count: 50, generation: good.generation + 2 });
-    const [gone, now] = await store.lookup('companies', [{ keys: ['x:E3'] }, { keys: ['x:N3'] }]);
+    const [gone, now] = await store.records.lookup('companies', [
+      { keys: ['x:E3'] },
+      { keys: ['x:N3'] },
+    ]);
     expect(gone).toEqual({});
     expect(now?.platformId).toBe(1003);
     // The old generation is left to expire (grace period), not deleted under a reader's feet.
@@ -445,7 +451,7 @@ describe('StateStore: index of platform records', () => {
 describe('StateStore: orphans and key layout', () => {
   it('lists records in state that the run neither saw nor wrote', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans` });
-    await store.commit(
+    await store.records.commit(
       'companies',
       [1, 2, 3, 4].map((id) => ({
         keys: [`x:E${id}`],
@@ -456,17 +462,17 @@ describe('StateStore: orphans and key layout', () => {
         at: 5,
       })),
     );
-    await store.markSeen('new', [1, 3]);
-    await store.commit('companies', [
+    await store.seen.mark('new', [1, 3]);
+    await store.records.commit('companies', [
       { keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new', job: 'j' },
     ]);
     const found = [];
-    for await (const batch of store.orphans('companies', { id: 'new', job: 'j' }))
+    for await (const batch of store.records.orphans('companies', { id: 'new', job: 'j' }))
       found.push(...batch);
     expect(found).toEqual([{ platformId: 2, syncedAt: 5 }]);
     // A run that saw nothing and wrote nothing: everything in state is an orphan.
     const all = [];
-    for await (const batch of store.orphans('companies', { id: 'empty-export', job: 'j' }))
+    for await (const batch of store.records.orphans('companies', { id: 'empty-export', job: 'j' }))
       all.push(...batch);
     expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
   });
@@ -474,11 +480,11 @@ describe('StateStore: orphans and key layout', () => {
   it('keeps seen ids in small sets of integers with a TTL, and reads the one set of older runs', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:seen` });
     const ids = Array.from({ length: 3000 }, (_, n) => n + 1);
-    await store.commit(
+    await store.records.commit(
       'companies',
       ids.map((id) => ({ keys: [`x:E${id}`], platformId: id, hash: 'h', runId: 'old', job: 'j' })),
     );
-    await store.markSeen('new', ids.slice(0, 2990));
+    await store.seen.mark('new', ids.slice(0, 2990));
     // Each id in the seen bucket of its record bucket: an intset of a few ids, not one set of all.
     const bucket = store.keys.seenBucket('new', store.keys.recBucketOf(7));
     expect(await redis.sismember(bucket, '7')).toBe(1);
@@ -487,21 +493,21 @@ describe('StateStore: orphans and key layout', () => {
     expect(await redis.exists(store.keys.seen('new'))).toBe(0);
     const orphans = async (id: string) => {
       const found: number[] = [];
-      for await (const batch of store.orphans('companies', { id, job: 'j' }))
+      for await (const batch of store.records.orphans('companies', { id, job: 'j' }))
         found.push(...batch.map((o) => o.platformId));
       return found.sort((a, b) => a - b);
     };
     expect(await orphans('new')).toEqual(ids.slice(2990));
     // A run begun by a release that kept one set: its ids count, beside any in buckets.
     await redis.sadd(store.keys.seen('older'), ...ids.slice(0, 2995).map(String));
-    await store.markSeen('older', [2998]);
+    await store.seen.mark('older', [2998]);
     expect(await orphans('older')).toEqual([2996, 2997, 2999, 3000]);
   });
 
   it("finds the orphans of the run's job by the job that last wrote them, the run long forgotten", async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans-jobs` });
     const commit = (ids: number[], runId: string, job: string) =>
-      store.commit(
+      store.records.commit(
         'companies',
         ids.map((id) => ({ keys: [`x:E${id}`], platformId: id, hash: 'h', runId, job, at: 5 })),
       );
@@ -521,19 +527,22 @@ describe('StateStore: orphans and key layout', () => {
     ] as const) {
       const init = { id: run, entity: 'companies', mode: 'upsert', source: 'a.csv' } as const;
       if (run !== 'legacy-unknown')
-        await store.createRun({ ...init, job: run === 'legacy-mine' ? 'accounts' : 'other' });
+        await store.runs.create({ ...init, job: run === 'legacy-mine' ? 'accounts' : 'other' });
       await commit([id], run, 'accounts');
       const [hash, at, number] = (await redis.hget(bucket(id), String(id)))!.split('.');
       await redis.hset(bucket(id), String(id), `${hash}.${at}.${number}`);
     }
 
     const found = [];
-    for await (const batch of store.orphans('companies', { id: 'run-new', job: 'accounts' }))
+    for await (const batch of store.records.orphans('companies', {
+      id: 'run-new',
+      job: 'accounts',
+    }))
       found.push(...batch);
     expect(found.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 5]);
     // A job that never wrote a record has no orphans.
     const none = [];
-    for await (const batch of store.orphans('companies', { id: 'run-x', job: 'never-ran' }))
+    for await (const batch of store.records.orphans('companies', { id: 'run-x', job: 'never-ran' }))
       none.push(...batch);
     expect(none).toEqual([]);
   });

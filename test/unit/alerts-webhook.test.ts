@@ -91,7 +91,7 @@ describe('a ${NAME} webhook whose variable is not set', () => {
   });
 
   it('is in the problems of the jobs list, the job still listed', async () => {
-    const store = { listRuns: () => Promise.resolve([]) };
+    const store = { runs: { list: () => Promise.resolve([]) } };
     const list = await listJobs({
       store,
       pauseOf: () => Promise.resolve(null),

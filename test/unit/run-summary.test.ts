@@ -68,10 +68,12 @@ describe('waitForRun', () => {
       get reads() {
         return reads;
       },
-      getRun: async (id: string) =>
-        id === 'nope'
-          ? null
-          : record({ status: statuses[Math.min(reads++, statuses.length - 1)]! }),
+      runs: {
+        get: async (id: string) =>
+          id === 'nope'
+            ? null
+            : record({ status: statuses[Math.min(reads++, statuses.length - 1)]! }),
+      },
     };
   };
 

@@ -17,7 +17,7 @@ import {
   PLANNING_BATCH_ROWS,
   planExport,
   type PlanningSink,
-} from '../../src/engine/planning.js';
+} from '../../src/engine/plan-pass.js';
 import { silentLogger } from '../../src/log.js';
 import type { Action } from '../../src/sync/action.js';
 import { MemoryClaims } from '../../src/sync/claims.js';

@@ -1,15 +1,14 @@
 /**
- * Planning data of a run in progress, kept in Redis so a killed run resumes
- * without re-reading its export: which row claimed each identity (to find
- * duplicates across the whole export), the rows found in conflict, the
- * planned writes, and the platform ids the run saw (for orphans). Every key
- * carries a TTL (refreshed on each write; a claim or seen bucket gets its TTL
- * once per planning pass and process): scratch outlives a crash, not the
- * week.
+ * A run's identity claims while it plans, kept in Redis so a killed run
+ * resumes without re-reading its export: which row claimed each identity key
+ * first (to find duplicates across the whole export) and the rows found in
+ * conflict. A job with a survivor rule claims the same buckets its own way
+ * (survivor-claims.ts). Run scratch: every key carries a TTL (a claim bucket
+ * gets it once per planning pass and process), so claims outlive a crash,
+ * not the week.
  */
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
-import type { WriteAction } from '../sync/action.js';
 import {
   decideClaims,
   type Claim,
@@ -19,8 +18,9 @@ import {
 import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
-import { chunks, execAll, unlinks } from './pipeline.js';
-import { PlannedWrites, type LocatedWrite, type PlanPage } from './planned-writes.js';
+import { BucketTtls } from './bucket-ttls.js';
+import { execAll, unlinks } from './pipeline.js';
+import type { PlannedWrites } from './planned-writes.js';
 
 /** Lines a claim layout can carry: five characters of 7 bits. */
 const MAX_LINE = 2 ** 35 - 1;
@@ -63,72 +63,20 @@ export function claimLayout(entries: readonly Claim[], names: ClaimNames): strin
   return codes.toString('latin1', 0, size);
 }
 
-/**
- * The buckets of one kind (claims, seen ids) that this process gave their TTL, for the run it
- * planned last: a bucket's TTL is set once per planning pass and process, not on every write.
- * Calls of one kind go one at a time (a pass sends its batches' claims, and their seen ids, one
- * after the other).
- */
-export class BucketTtls {
-  private runId: string | undefined;
-  private state: Uint8Array;
-
-  constructor(private readonly count: number) {
-    this.state = new Uint8Array(count);
-  }
-
-  /**
-   * For the call about to go: '1' for each bucket it is to give the TTL to (the first time the
-   * bucket appears), '0' for the rest, as text. Those are marked 2 until `sent` or `failed`.
-   */
-  flags(runId: string, buckets: readonly number[]): string {
-    if (this.runId !== runId) {
-      this.runId = runId;
-      this.state = new Uint8Array(this.count);
-    }
-    const given = this.state;
-    const out = Buffer.allocUnsafe(buckets.length);
-    buckets.forEach((b, n) => {
-      const now = given[b] === 0;
-      if (now) given[b] = 2;
-      out[n] = now ? 49 : 48;
-    });
-    return out.toString('latin1');
-  }
-
-  /** The call went through: its buckets have their TTL. */
-  sent(buckets: readonly number[]): void {
-    for (const b of buckets) this.state[b] = 1;
-  }
-
-  /** The call failed: the buckets it was to give the TTL to are flagged again next time. */
-  failed(buckets: readonly number[]): void {
-    for (const b of buckets) if (this.state[b] === 2) this.state[b] = 0;
-  }
-
-  /** A new planning pass began: every bucket is to get its TTL again. */
-  forgetAll(): void {
-    this.state.fill(0);
-  }
-}
-
 /** The claims marker's value once the claims are released. */
 const RELEASED = 'released';
 
-export class RunScratch {
-  private readonly planned: PlannedWrites;
+export class IdentityClaims {
   /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
   readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
-  private readonly seenTtls: BucketTtls;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
     private readonly ttlMs: number,
-  ) {
-    this.planned = new PlannedWrites(redis, keys, ttlMs);
-    this.seenTtls = new BucketTtls(keys.buckets.records);
-  }
+    /** The run's planned writes: where `holders` looks once the claims are released. */
+    private readonly planned: PlannedWrites,
+  ) {}
 
   /**
    * Claims each row's identities for the run and decides its conflicts with
@@ -136,7 +84,7 @@ export class RunScratch {
    * keys (first claimer wins) and reads what the decision needs; a second
    * stores the conflict records, only when the batch found any.
    */
-  async claimIdentities(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
+  async claim(runId: string, entries: readonly Claim[]): Promise<ClaimConflict[]> {
     if (entries.length === 0) return [];
     const conflicted = this.keys.conflicted(runId);
     const keys: string[] = [];
@@ -194,9 +142,9 @@ export class RunScratch {
   /**
    * Frees the run's identity claims once the whole export is planned: only
    * planning decides by them. The marker stays (as `released`), so that
-   * `claimHolders` answers from the planned writes from then on.
+   * `holders` answers from the planned writes from then on.
    */
-  async releaseClaims(runId: string): Promise<void> {
+  async release(runId: string): Promise<void> {
     const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
       this.keys.claimBucket(runId, b),
     );
@@ -217,7 +165,7 @@ export class RunScratch {
    * planned write carrying the key, which is the line that claimed it: a row
    * with a planned write holds every one of its keys.
    */
-  async claimHolders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
+  async holders(runId: string, keys: readonly string[]): Promise<(number | null)[]> {
     if (keys.length === 0) return [];
     const marker: string | null = await redisCall('reading identity claims', () =>
       this.redis.get(this.keys.claims(runId)),
@@ -249,77 +197,6 @@ export class RunScratch {
         for (const key of w.keys) if (wanted.has(key) && !lineOf.has(key)) lineOf.set(key, w.line);
     } while (cursor !== '0');
     return keys.map((key) => lineOf.get(key) ?? null);
-  }
-
-  /** Stores write actions of the run (compactly: see planned-writes.ts). */
-  savePlannedWrites(runId: string, actions: readonly WriteAction[]): Promise<void> {
-    return this.planned.save(runId, actions);
-  }
-
-  /**
-   * A page of planned writes, in line order. Start with cursor `'0'`; the
-   * scan is over when the returned cursor is `'0'` again. `count` is a hint:
-   * whole chunks of planned writes are read.
-   */
-  scanPlannedWrites(runId: string, cursor = '0', count = 500): Promise<PlanPage> {
-    return this.planned.scan(runId, cursor, count);
-  }
-
-  /** The planned writes of these lines (lines without one are left out), in the order given. */
-  plannedWritesOf(runId: string, lines: readonly number[]): Promise<WriteAction[]> {
-    return this.planned.of(runId, lines);
-  }
-
-  /** As `plannedWritesOf`, each with its plan chunk (named when its line settles). */
-  locatePlannedWrites(runId: string, lines: readonly number[]): Promise<LocatedWrite[]> {
-    return this.planned.located(runId, lines);
-  }
-
-  /** Removes planned writes: of rows that turned out to be conflicts, or already enqueued. */
-  dropPlannedWrites(runId: string, lines: readonly number[]): Promise<void> {
-    return this.planned.drop(runId, lines);
-  }
-
-  countPlannedWrites(runId: string): Promise<number> {
-    return this.planned.count(runId);
-  }
-
-  /**
-   * Notes platform ids the run's export maps to (for the orphan report), each in the seen
-   * bucket of its record bucket's number.
-   */
-  async markSeen(runId: string, platformIds: readonly number[]): Promise<void> {
-    if (platformIds.length === 0) return;
-    const count = this.keys.buckets.records;
-    for (const part of chunks(platformIds, 5000)) {
-      const buckets = part.map((id) => this.keys.recBucketOf(id));
-      const expire = this.seenTtls.flags(runId, buckets);
-      try {
-        await redisCall('noting seen records', () =>
-          callScript(
-            this.redis,
-            'mark-seen',
-            this.keys.seenBucket(runId, buckets[0]!),
-            String(this.ttlMs),
-            this.keys.seenBucketPrefix(runId),
-            String(count),
-            expire,
-            ...part.map(String),
-          ),
-        );
-      } catch (err) {
-        this.seenTtls.failed(buckets);
-        throw err;
-      }
-      this.seenTtls.sent(buckets);
-    }
-  }
-
-  /** Deletes every scratch key of the run (at its end). */
-  async clear(runId: string): Promise<void> {
-    const p = this.redis.pipeline();
-    unlinks(p, this.keys.scratch(runId));
-    await execAll(p, 'clearing run scratch');
   }
 }
 

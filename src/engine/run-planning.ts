@@ -1,7 +1,7 @@
 /**
  * A run's planning phase (status `planning`), between `queued` and `writing`:
  * the platform index refreshed when needed, the planning pass (`planExport`,
- * in planning.ts) streamed into the run's scratch in Redis through
+ * in plan-pass.ts) streamed into the run's scratch in Redis through
  * `redisPlanningSink`, the counts published, and the safety thresholds
  * checked before anything is written. Cut off by a crash, it starts again
  * from the top: it has written nothing to the platform. A cancel of the run
@@ -14,8 +14,8 @@ import type { RunRecord } from '../state/runs.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import type { EngineContext } from './context.js';
 import type { RunJobRequest } from './payloads.js';
-import { planExport, type PlanCounts } from './planning.js';
-import { redisPlanningSink } from './planning-sink.js';
+import { planExport, type PlanCounts } from './plan-pass.js';
+import { redisPlanningSink } from './run-planning-sink.js';
 import { refreshIndex } from './reconcile.js';
 import { RunCancelledError } from './run-cancel.js';
 import { endRun } from './run-end.js';
@@ -34,12 +34,13 @@ export async function planRun(
   req: RunJobRequest,
   log: EngineContext['logger'],
 ): Promise<void> {
-  const { store, progress } = ctx;
+  const { store } = ctx;
+  const { progress } = store;
   const runId = run.id;
   const started = Date.now();
   if (run.status === 'planning') log.info('planning was cut off; starting it again');
   await progress.resetPlanning(runId);
-  await store.updateRun(runId, {
+  await store.runs.update(runId, {
     status: 'planning',
     phase: 'checking the platform index',
     startedAt: started,
@@ -47,9 +48,9 @@ export async function planRun(
 
   const entity = def.entity;
   const [index, previous, pending] = await Promise.all([
-    store.indexInfo(entity),
-    store.listRuns({ job: def.name, limit: 50 }),
-    store.listPending(entity),
+    store.index.info(entity),
+    store.runs.list({ job: def.name, limit: 50 }),
+    store.records.listPending(entity),
   ]);
   // The change share says nothing on a job's first sync: everything is new to it.
   const lastCompleted = previous.find((r) => r.status === 'completed');
@@ -62,7 +63,7 @@ export async function planRun(
     pending.length > 0 && 'creates to verify',
   ].filter(Boolean);
   if (reasons.length > 0) {
-    await store.updateRun(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
+    await store.runs.update(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
     await refreshIndex(ctx, entity);
     if (pending.length > 0) await resolveForeignPending(ctx, entity);
   }
@@ -70,7 +71,7 @@ export async function planRun(
   // `{{since}}` in the URL: only what changed since the last run that left nothing to retry.
   const since = pullSince(def, req, previous);
   const reading = since ? `reading the changes since ${sinceText(since)}` : 'reading the export';
-  await store.updateRun(runId, { phase: reading });
+  await store.runs.update(runId, { phase: reading });
   const sink = redisPlanningSink(ctx.store, runId, entity, def.name, {
     verifyRemote: req.full,
     duplicates: def.mapping.duplicates,
@@ -95,7 +96,7 @@ export async function planRun(
       lastFlush = Date.now();
       await progress.setCounts(runId, runCountsOf(c));
       // A cancel stops planning here: nothing has been written.
-      if ((await store.getRun(runId))?.cancelRequested !== undefined)
+      if ((await store.runs.get(runId))?.cancelRequested !== undefined)
         throw new RunCancelledError(runId, 'planning');
     },
     checkPaths: (coverage) => {
@@ -109,7 +110,7 @@ export async function planRun(
       return pathStop;
     },
   });
-  const planned = await store.countPlannedWrites(runId);
+  const planned = await store.plannedWrites.count(runId);
   await progress.setCounts(runId, {
     ...runCountsOf(counts),
     writesPlanned: planned,
@@ -144,7 +145,7 @@ export async function planRun(
     log.warn({ reason: verdict.reason }, 'run stopped before writing');
     return;
   }
-  await store.updateRun(runId, { status: 'writing', phase: 'enqueueing', timings });
+  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', timings });
 }
 
 /** Planning counts under the run record's counter names. */
@@ -181,13 +182,13 @@ async function resolveForeignPending(
   ctx: EngineContext,
   entity: JobDefinition['entity'],
 ): Promise<void> {
-  const pending = await ctx.store.listPending(entity);
+  const pending = await ctx.store.records.listPending(entity);
   const live = new Set<string>();
   for (const id of new Set(pending.map((p) => p.runId))) {
-    const owner = await ctx.store.getRun(id);
+    const owner = await ctx.store.runs.get(id);
     if (owner && !hasEnded(owner)) live.add(id);
   }
-  await ctx.store.clearPending(
+  await ctx.store.records.clearPending(
     entity,
     pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
   );

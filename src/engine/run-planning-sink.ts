@@ -10,7 +10,7 @@ import type { FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { DuplicatesRule } from '../crm/duplicates.js';
 import { describeRule, duplicateAction, isWrite, type WriteAction } from '../sync/action.js';
-import type { PlanningSink } from './planning.js';
+import type { PlanningSink } from './plan-pass.js';
 
 /** The planning sink of a real run: scratch, failures and adoptions go to Redis. */
 export function redisPlanningSink(
@@ -27,9 +27,9 @@ export function redisPlanningSink(
 ): PlanningSink {
   const planning = { verifyRemote: opts.verifyRemote === true };
   return {
-    claim: (entries) => store.claimIdentities(runId, entries),
-    contend: (keep, entries) => store.contendIdentities(runId, keep, entries),
-    lookup: (records) => store.lookup(entity, records, { job, planning }),
+    claim: (entries) => store.claims.claim(runId, entries),
+    contend: (keep, entries) => store.survivors.contend(runId, keep, entries),
+    lookup: (records) => store.records.lookup(entity, records, { job, planning }),
     async accept(actions, warnings) {
       const writes: WriteAction[] = [];
       const failures: FailureRow[] = [];
@@ -101,10 +101,10 @@ export function redisPlanningSink(
         failures.sort((x, y) => x.line - y.line);
       }
       await Promise.all([
-        store.savePlannedWrites(runId, writes),
-        store.addFailures(runId, failures),
-        store.markSeen(runId, seen),
-        store.commit(entity, adopted),
+        store.plannedWrites.save(runId, writes),
+        store.runs.addFailures(runId, failures),
+        store.seen.mark(runId, seen),
+        store.records.commit(entity, adopted),
       ]);
     },
     // Duplicates are decided: each is reported with its survivor, then the claims' memory is
@@ -112,8 +112,8 @@ export function redisPlanningSink(
     async finish() {
       if (opts.duplicates !== undefined && opts.duplicates.keep !== 'none') {
         const rule = describeRule(opts.duplicates.keep, opts.duplicates.by);
-        for await (const page of store.duplicateRows(runId)) {
-          await store.addFailures(
+        for await (const page of store.survivors.duplicates(runId)) {
+          await store.runs.addFailures(
             runId,
             page.map((d) => {
               const a = duplicateAction(entity, { ...d, keys: [] }, d.identity, d.survivor, rule);
@@ -129,10 +129,10 @@ export function redisPlanningSink(
           );
         }
       }
-      await store.releaseClaims(runId);
+      await store.claims.release(runId);
     },
     async withdraw(rows) {
-      await store.dropPlannedWrites(
+      await store.plannedWrites.drop(
         runId,
         rows.filter((r) => r.was === 'create' || r.was === 'update').map((r) => r.action.line),
       );
@@ -145,7 +145,7 @@ export function redisPlanningSink(
             reason: a.reason,
             identity: a.identity,
           });
-      await store.addFailures(runId, conflicts);
+      await store.runs.addFailures(runId, conflicts);
     },
   };
 }
