@@ -4,13 +4,14 @@
  * sent again in a new round), orphans are counted, and the run completes.
  */
 import type { JobDefinition } from '../jobs/definition.js';
+import { addInTurn } from '../queue/fair-share-store.js';
 import { RUN_OUTCOMES, type RunRecord } from '../state/runs.js';
 import type { WriteAction } from '../sync/action.js';
 import { foreignRecordReason } from '../sync/match.js';
 import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
-import { writeChunks } from './payloads.js';
+import { shareOf, writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
 
 /**
@@ -76,13 +77,16 @@ export async function finalize(
           missing.map((a) => a.line),
         );
         await store.incrementRun(run.id, { writesPlanned: missing.length });
-        await ctx.writeQueue.addBulk(
+        const size = ctx.settings.writeChunk;
+        await addInTurn(
+          ctx.writeQueue,
+          shareOf(run, def, size),
           writeChunks(
             run,
             def,
             missing.map((a) => a.line),
             round,
-            ctx.settings.writeChunk,
+            size,
           ),
         );
         await store.updateRun(run.id, { status: 'writing', phase: 'waiting' });

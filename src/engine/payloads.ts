@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { JOB_NAME, type JobDefinition } from '../jobs/definition.js';
+import type { ShareOf } from '../queue/fair-share-store.js';
 import { RUN_ID, type RunRecord } from '../state/runs.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -108,6 +109,15 @@ export function writeChunksOfPage(
       size,
     ),
   );
+}
+
+/** The share of the write queue a run's chunks take: its job's `priority` is its weight. */
+export function shareOf(
+  run: Pick<RunRecord, 'id'>,
+  def: Pick<JobDefinition, 'priority'>,
+  chunkSize: number,
+): ShareOf {
+  return { runId: run.id, weight: def.priority, chunkSize };
 }
 
 function digest(lines: readonly number[]): string {
