@@ -104,4 +104,26 @@ describe('engine: runs of different jobs share the writes', () => {
     const dump = await h.dump();
     expect(dump.companies).toHaveLength(done.counts.created + SMALL);
   });
+
+  it("keeps a run's own waiting writes under maxWaitingWrites, a page of 500 more at most", async () => {
+    const h = await engine({ settings: { maxWaitingWrites: 50 } });
+    const path = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(1_000).map(hubspotCells));
+    h.writeJob('backfill', hubspotJob(path));
+    const service = await h.startWorkers();
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        most = Math.max(most, await service.writeQueue.getPrioritizedCount());
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const run = await h.runJob('backfill');
+    sampling = false;
+    await sampler;
+    expect(run.counts).toMatchObject({ created: 1_000, failed: 0 });
+    // 20 chunks in all; the run adds a page (10 chunks) only while 50 writes or fewer wait.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(1 + 10);
+  });
 });
