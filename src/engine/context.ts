@@ -21,7 +21,7 @@ import type { RunRecord } from '../state/runs.js';
 export interface EngineSettings {
   /** Rows per planning batch (src/engine/plan-pass.ts says why PLANNING_BATCH_ROWS). */
   batchSize: number;
-  /** The run waits before enqueueing more while this many writes are waiting (in chunks). */
+  /** A run waits before enqueueing more while this many of its own writes are waiting (in chunks). */
   maxWaitingWrites: number;
   /** Planned writes per `platform-writes` job. */
   writeChunk: number;

@@ -13,13 +13,14 @@
  * cancel is refused and the run ends completed; before it the cancel wins.
  */
 import type { JobDefinition } from '../jobs/definition.js';
+import { addInTurn } from '../queue/fair-share-store.js';
 import { RUN_OUTCOMES, type RunRecord } from '../state/runs.js';
 import type { WriteAction } from '../sync/action.js';
 import { foreignRecordReason } from '../sync/match.js';
 import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
-import { writeChunks } from './payloads.js';
+import { shareOf, writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
 import { RunCancelledError, watchCancel } from './run-cancel.js';
 
@@ -109,13 +110,16 @@ async function verifyAndComplete(
           missing.map((a) => a.line),
         );
         await store.runs.increment(run.id, { writesPlanned: missing.length });
-        await ctx.writeQueue.addBulk(
+        const size = ctx.settings.writeChunk;
+        await addInTurn(
+          ctx.writeQueue,
+          shareOf(run, def, size),
           writeChunks(
             run,
             def,
             missing.map((a) => a.line),
             round,
-            ctx.settings.writeChunk,
+            size,
           ),
         );
         await store.runs.update(run.id, { status: 'writing', phase: 'waiting' });

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { JOB_NAME, type JobDefinition } from '../jobs/definition.js';
+import type { ShareOf } from '../queue/fair-share-store.js';
 import { RUN_ID, type RunRecord } from '../state/runs.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -120,6 +121,15 @@ const CHUNK_ID_TAIL = /^\d+-\d+-[0-9a-f]{10}$/;
  */
 export function isWriteChunkOf(jobId: string, runId: string): boolean {
   return jobId.startsWith(`${runId}-`) && CHUNK_ID_TAIL.test(jobId.slice(runId.length + 1));
+}
+
+/** The share of the write queue a run's chunks take: its job's `priority` is its weight. */
+export function shareOf(
+  run: Pick<RunRecord, 'id'>,
+  def: Pick<JobDefinition, 'priority'>,
+  chunkSize: number,
+): ShareOf {
+  return { runId: run.id, weight: def.priority, chunkSize };
 }
 
 function digest(lines: readonly number[]): string {

@@ -56,11 +56,14 @@ export async function planRun(
   const lastCompleted = previous.find((r) => r.status === 'completed');
   const firstSync = lastCompleted === undefined;
   const maxAge = def.indexMaxAgeHours * 3_600_000;
+  // Creates a run that has ended left unverified: the listing tells which landed.
+  const live = await liveRunsOf(ctx, pending);
+  const toVerify = pending.some((p) => !live.has(p.runId));
   const reasons = [
     !index && 'first listing',
     req.full && '--full',
     index && Date.now() - index.refreshedAt > maxAge && 'index older than indexMaxAgeHours',
-    pending.length > 0 && 'creates to verify',
+    toVerify && 'creates to verify',
   ].filter(Boolean);
   if (reasons.length > 0) {
     await store.runs.update(runId, { phase: `listing platform ${entity} (${reasons.join(', ')})` });
@@ -183,13 +186,27 @@ async function resolveForeignPending(
   entity: JobDefinition['entity'],
 ): Promise<void> {
   const pending = await ctx.store.records.listPending(entity);
+  const live = await liveRunsOf(ctx, pending);
+  await ctx.store.records.clearPending(
+    entity,
+    pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
+  );
+}
+
+/**
+ * The runs still going among the owners of pending creates. Their creates
+ * are theirs to verify: a run that finds only those lists nothing for them
+ * (a job started while another is writing would otherwise list the whole
+ * entity before its first write).
+ */
+async function liveRunsOf(
+  ctx: EngineContext,
+  pending: readonly { runId: string }[],
+): Promise<Set<string>> {
   const live = new Set<string>();
   for (const id of new Set(pending.map((p) => p.runId))) {
     const owner = await ctx.store.runs.get(id);
     if (owner && !hasEnded(owner)) live.add(id);
   }
-  await ctx.store.records.clearPending(
-    entity,
-    pending.filter((p) => !live.has(p.runId)).map((p) => p.key),
-  );
+  return live;
 }

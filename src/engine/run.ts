@@ -32,11 +32,12 @@ import type { JobDefinition } from '../jobs/definition.js';
 import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
 import { removeWaitingJobs } from '../queue/queues.js';
+import { addInTurn, writesWaiting } from '../queue/fair-share-store.js';
 import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { isWriteChunkOf, RunJobData, writeChunksOfPage, type RunJobRequest } from './payloads.js';
+import { isWriteChunkOf, RunJobData, shareOf, writeChunksOfPage, type RunJobRequest } from './payloads.js';
 import { planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
@@ -237,8 +238,9 @@ async function onRunError(
 /**
  * Enqueues the planned writes in chunk jobs of up to `writeChunk` lines, cut
  * within each plan chunk (only the lines travel; the bodies stay in the
- * run's plan), a page at a time, while
- * the writes waiting in the queue stay under `maxWaitingWrites`.
+ * run's plan), a page at a time, each chunk in the run's turn among the runs
+ * writing (src/queue/fair-share.ts), while the run's own writes waiting in
+ * the queue stay under `maxWaitingWrites`.
  */
 async function enqueueWrites(
   ctx: EngineContext,
@@ -247,9 +249,10 @@ async function enqueueWrites(
   round = 0,
 ): Promise<void> {
   const size = ctx.settings.writeChunk;
+  const share = shareOf(run, def, size);
   let cursor = '0';
   do {
-    while ((await ctx.writeQueue.getWaitingCount()) * size > ctx.settings.maxWaitingWrites) {
+    while ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
       await sleep(ctx.settings.pollMs);
     }
     // A cancel: the chunks not enqueued yet would only be skipped.
@@ -257,7 +260,7 @@ async function enqueueWrites(
     const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
     const jobs = writeChunksOfPage(run, def, page, round, size);
-    if (jobs.length > 0) await ctx.writeQueue.addBulk(jobs);
+    await addInTurn(ctx.writeQueue, share, jobs);
   } while (cursor !== '0');
 }
 

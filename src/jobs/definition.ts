@@ -21,6 +21,7 @@ import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
 import { loadMapping, readYamlFile } from '../crm/presets.js';
 import { JobSourceSchema } from '../crm/source-spec.js';
+import { MAX_WEIGHT } from '../queue/fair-share.js';
 import { isTimeZone } from '../time-zone.js';
 
 export class JobError extends Error {
@@ -72,6 +73,17 @@ export const JobSchema = z
       })
       .prefault({}),
     indexMaxAgeHours: z.number().positive().default(24),
+    /**
+     * The weight of this job's runs in the write queue's round robin
+     * (src/queue/fair-share.ts): a run of priority 2 sends twice as many
+     * writes as one of priority 1 while both have writes waiting.
+     */
+    priority: z
+      .number()
+      .int('a whole number')
+      .min(1, 'at least 1')
+      .max(MAX_WEIGHT, `at most ${MAX_WEIGHT}`)
+      .default(1),
     /** Turns skip rules of the mapping off (`merged: false`) or keeps them (`true`), by name. */
     skip: z.record(z.string(), z.boolean()).optional(),
     /** Which row keeps a record several rows claim; replaces the mapping's `duplicates`. */

@@ -131,4 +131,24 @@ describe('engine: pending creates of a run that died', () => {
     expect(dump.companies).toHaveLength(20);
     expect(new Set(dump.companies.map((c) => c.crm_company_id)).size).toBe(20);
   });
+
+  it('lists nothing for them when the index is fresh: a job started during another waits for no listing', async () => {
+    const h = await engine();
+    const rows = companyRows(30);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.slice(0, 10).map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    expect((await h.runJob('companies')).counts).toMatchObject({ created: 10 });
+    // Another job on the same entity is mid-write: its creates of rows 10-12 are in flight.
+    await claimCreates(h, 'run-live', rows.slice(10, 13));
+    const before = await h.stats();
+
+    h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    // Two thirds of the rows are new: past the change share, hence --force.
+    const run = await h.runJob('companies', { force: true });
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 30, unchanged: 10, created: 17, skipped: 3 });
+    const during = statsSince(before, await h.stats());
+    expect(countRequests(during, 'GET', '/companies', 200)).toBe(0);
+    expect(countRequests(during, 'POST', '/companies', 200)).toBe(17);
+  });
 });

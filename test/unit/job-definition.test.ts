@@ -52,6 +52,7 @@ describe('loadJob', () => {
       fullSnapshot: true,
       thresholds: { maxInvalidShare: 0.1, maxChangeShare: 0.5, minRows: 20 },
       indexMaxAgeHours: 24,
+      priority: 1,
     });
     expect(job.mapping.fingerprint).toBe('hubspot-companies@1');
   });
@@ -133,6 +134,31 @@ surprise: true
     expect(p).toContain(`${file}: schedule: not a valid cron expression`);
     expect(p).toContain(`${file}: timezone: not an IANA time zone (e.g. Europe/Berlin)`);
     expect(p).toContain(`${file}: source: give exactly one of path or url`);
+  });
+
+  it('takes a priority (the weight of its runs among the runs writing): a whole number 1 to 100', () => {
+    const job = (priority: string): string =>
+      `entity: companies\nsource: { path: a.csv }\nmapping: hubspot-companies\npriority: ${priority}\n`;
+    const dir = jobsDir({
+      'heavy.yaml': job('3'),
+      'most.yaml': job('100'),
+      'zero.yaml': job('0'),
+      'half.yaml': job('1.5'),
+      'many.yaml': job('101'),
+      'word.yaml': job('high'),
+    });
+    expect(loadJob(dir, 'heavy').priority).toBe(3);
+    expect(loadJob(dir, 'most').priority).toBe(100);
+    expect(problemsOf(() => loadJob(dir, 'zero'))).toEqual([
+      `${join(dir, 'zero.yaml')}: priority: at least 1`,
+    ]);
+    expect(problemsOf(() => loadJob(dir, 'half'))).toEqual([
+      `${join(dir, 'half.yaml')}: priority: a whole number`,
+    ]);
+    expect(problemsOf(() => loadJob(dir, 'many'))).toEqual([
+      `${join(dir, 'many.yaml')}: priority: at most 100`,
+    ]);
+    expect(problemsOf(() => loadJob(dir, 'word'))).toHaveLength(1);
   });
 
   it('refuses literal credentials in a job file', () => {

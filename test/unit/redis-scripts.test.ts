@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deflateRawSync } from 'node:zlib';
 import { RECENT_SLOT_MS } from '../../src/platform/rate-learner.js';
+import { PRIORITY_LIMIT, REBASE_AT, REBASE_IDLE_MS, ROUND } from '../../src/queue/fair-share.js';
 import { HORIZON_MS, LOG_SLOTS, RECENT_SLOTS, STATE_FIELDS } from '../../src/queue/pacer-store.js';
 import { MAX_UNKNOWN_READ } from '../../src/state/planned-writes.js';
 import { allScripts, commandOf, readScripts } from '../../src/redis/scripts.js';
@@ -88,6 +89,14 @@ describe('Lua scripts', () => {
     expect(lua).toContain(`local slot = sec % ${LOG_SLOTS}\n`);
     expect(lua).toContain(`local ds = math.floor(now / ${RECENT_SLOT_MS})\n`);
     expect(lua).toContain(`local dslot = 'd' .. (ds % ${RECENT_SLOTS})\n`);
+  });
+
+  it("writes out the write queue share's constants as fair-share.ts has them", () => {
+    const lua = allScripts().get('fair-share')!.lua;
+    expect(lua).toContain(
+      `local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS = ${ROUND}, ${PRIORITY_LIMIT}, ${REBASE_AT}, ${REBASE_IDLE_MS}\n`,
+    );
+    expect(allScripts().get('fair-share')?.numberOfKeys).toBe(5);
   });
 
   it("writes out the plan's empty chunk and unknown-read bound as planned-writes.ts has them", () => {

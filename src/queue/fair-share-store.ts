@@ -1,0 +1,74 @@
+/**
+ * The share of the write queue between runs, in Redis: a run's chunk jobs
+ * are added with the priorities the share gives them (src/queue/fair-share.ts
+ * holds the rules, lua/fair-share-5.lua runs them on the state together with
+ * the reading of the queue), and a run asks how many of its writes still
+ * wait before it enqueues more.
+ *
+ * `<prefix>:fair-share` (a hash): `v` (the current round), `at` (when a
+ * chunk was last tagged), `r:<runId>` per run with chunks waiting (the tag
+ * after its last chunk).
+ */
+import type { RedisClient } from '../redis/connection.js';
+import { callScript } from '../redis/scripts.js';
+import { DEFAULT_PREFIX } from '../defaults.js';
+import { chunkCost, waitingWrites } from './fair-share.js';
+import type { TypedQueue } from './queues.js';
+
+export const fairShareKey = (prefix: string): string => `${prefix}:fair-share`;
+
+/** A chunk job as `writeChunks` builds it: its lines travel in its data. */
+export interface ChunkJob<D extends { lines: readonly number[] }> {
+  name: string;
+  data: D;
+  opts: { jobId: string };
+}
+
+/** Whose chunks: the run, and its weight (its job's `priority`). */
+export interface ShareOf {
+  runId: string;
+  weight: number;
+  /** Lines of a full chunk (`writeChunk`). */
+  chunkSize: number;
+}
+
+async function share<D>(queue: TypedQueue<D>, ...args: (string | number)[]): Promise<unknown> {
+  // The Redis backend's client is the ioredis connection we gave the queue.
+  const client = (await queue.backend.client) as unknown as RedisClient;
+  const k = queue.keys;
+  return callScript(
+    client,
+    'fair-share',
+    fairShareKey(queue.opts.prefix ?? DEFAULT_PREFIX),
+    k.prioritized!,
+    k.delayed!,
+    k.wait!,
+    k.active!,
+    ...args,
+  );
+}
+
+/**
+ * Adds a run's chunk jobs to the write queue in its turn: each with the
+ * priority (round) the share gives it. A job already in the queue (the same
+ * chunk enqueued again after a crash) stays as it is; the run's next chunks
+ * then come a little later, by what it would have cost.
+ */
+export async function addInTurn<D extends { lines: readonly number[] }>(
+  queue: TypedQueue<D>,
+  of: ShareOf,
+  jobs: readonly ChunkJob<D>[],
+): Promise<void> {
+  if (jobs.length === 0) return;
+  const costs = jobs.map((j) => chunkCost(j.data.lines.length, of.chunkSize, of.weight));
+  const priorities = (await share(queue, 'assign', of.runId, ...costs)) as number[];
+  await queue.addBulk(
+    jobs.map((j, n) => ({ ...j, opts: { ...j.opts, priority: Number(priorities[n]) } })),
+  );
+}
+
+/** About how many of a run's writes wait in the queue (its chunks in rounds not served yet). */
+export async function writesWaiting<D>(queue: TypedQueue<D>, of: ShareOf): Promise<number> {
+  const units = Number(await share(queue, 'backlog', of.runId));
+  return waitingWrites(units, of.weight, of.chunkSize);
+}

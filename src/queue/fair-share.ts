@@ -1,0 +1,115 @@
+/**
+ * Who goes next among the runs writing at once, pure: weighted round robin
+ * by run, each run's chunk jobs placed in rounds that the write queue serves
+ * in order (BullMQ priorities: the lowest first, first come first served
+ * within one). A run of weight `w` (its job's `priority`) has `w` full
+ * chunks in each round, a shorter chunk less; so runs with writes waiting
+ * share the queue in proportion to their weights, whatever each has already
+ * enqueued, and a run that starts while another has thousands of writes
+ * waiting has its first chunk in the round served next.
+ *
+ * This is start-time fair queuing with rounds for virtual time. Tags are
+ * kept in thousandths of a round (`ROUND` units): a chunk's tag is where its
+ * run's last chunk ended, or the current round `v` when that is earlier (a
+ * run that waited earns no credit); its priority is the round its tag falls
+ * in. `v` is the round of the first chunk waiting in the queue, never going
+ * back (a retried chunk returns with its old, earlier round and goes first);
+ * when no chunk waits, every run's work has been served and all start level
+ * at the latest tag.
+ *
+ * The state lives in Redis and the same rules run there, atomically with
+ * the reading of the queue (src/queue/lua/fair-share-5.lua, the store in
+ * fair-share-store.ts; a test keeps both equal): every worker process and
+ * every run decides from one state.
+ */
+
+/** Units of one round: tags are whole numbers of them. */
+export const ROUND = 1_000;
+/** BullMQ's highest priority; a later round is written as this one (first come, first served). */
+export const PRIORITY_LIMIT = 2_097_151;
+/**
+ * Rounds are numbered again from 1 once this many have passed and the
+ * queue has been idle for REBASE_IDLE_MS: nothing waiting, delayed or
+ * active, and no chunk tagged since (one tagged may be on its way to the
+ * queue). Until then a queue never idle reaches PRIORITY_LIMIT after
+ * about a million more rounds (50 million writes or more) and serves
+ * first come, first served from there.
+ */
+export const REBASE_AT = 1_048_576;
+export const REBASE_IDLE_MS = 60_000;
+/** The highest weight a job's `priority` may give its runs. */
+export const MAX_WEIGHT = 100;
+
+/** The share's state: all tags in units. */
+export interface FairState {
+  /** The current round's start: no new chunk is tagged earlier. */
+  v: number;
+  /** Per run, the tag after its last chunk (runs whose tag `v` has passed are forgotten). */
+  runs: Record<string, number>;
+  /** When a chunk was last tagged (ms). */
+  at: number;
+}
+
+/** What the write queue holds, as the share reads it before each decision. */
+export interface QueueView {
+  /** The priority of the first chunk waiting, if any waits. */
+  head?: number;
+  /** Nothing waiting, delayed or active at all. */
+  idle: boolean;
+  /** ms (Redis' clock). */
+  now: number;
+}
+
+export function initialState(): FairState {
+  return { v: ROUND, runs: {}, at: 0 };
+}
+
+/** The state brought up to what the queue holds. */
+export function observe(state: FairState, queue: QueueView): FairState {
+  if (queue.head !== undefined) {
+    const v = Math.max(state.v, queue.head * ROUND);
+    const runs: Record<string, number> = {};
+    for (const [run, tag] of Object.entries(state.runs)) if (tag > v) runs[run] = tag;
+    return { ...state, v, runs };
+  }
+  // Nothing waits: every chunk tagged has been served (or is delayed with its own priority).
+  let v = Math.max(state.v, ...Object.values(state.runs));
+  if (queue.idle && v >= REBASE_AT * ROUND && queue.now - state.at >= REBASE_IDLE_MS) v = ROUND;
+  return { ...state, v, runs: {} };
+}
+
+/** The units a chunk of `lines` costs a run of weight `weight`, chunks being `chunkSize` lines. */
+export function chunkCost(lines: number, chunkSize: number, weight: number): number {
+  return Math.max(1, Math.ceil((lines * ROUND) / (chunkSize * weight)));
+}
+
+/** The priority (BullMQ: lowest first) of a chunk tagged `tag`. */
+export function priorityOf(tag: number): number {
+  return Math.min(Math.max(1, Math.floor(tag / ROUND)), PRIORITY_LIMIT);
+}
+
+/** Tags a run's next chunks, of the costs given, in order: their priorities and the new state. */
+export function assign(
+  state: FairState,
+  runId: string,
+  costs: readonly number[],
+  now: number,
+): { state: FairState; priorities: number[] } {
+  let tag = Math.max(state.v, state.runs[runId] ?? 0);
+  const priorities: number[] = [];
+  for (const cost of costs) {
+    priorities.push(priorityOf(tag));
+    tag += cost;
+  }
+  return { state: { ...state, runs: { ...state.runs, [runId]: tag }, at: now }, priorities };
+}
+
+/** How far (units) a run's chunks reach past the current round: its writes still waiting. */
+export function backlog(state: FairState, runId: string): number {
+  return Math.max(0, (state.runs[runId] ?? 0) - state.v);
+}
+
+/** A backlog in writes: a run has `weight` chunks of `chunkSize` lines in each round. */
+export function waitingWrites(units: number, weight: number, chunkSize: number): number {
+  return Math.ceil((units / ROUND) * weight * chunkSize);
+}

@@ -1,0 +1,133 @@
+/**
+ * Runs of different jobs share the write queue (src/queue/fair-share.ts),
+ * through the whole engine: a small job started while a backfill has all
+ * its writes queued completes while most of the backfill is still to be
+ * written, and a plan of a job (the console's, on the worker's own client)
+ * is made meanwhile without waiting for any write. Counts, not clocks: what
+ * is left of the backfill when each of the two ends.
+ */
+import { describe, expect, it } from 'vitest';
+import { planJob } from '../../src/engine/dry-run.js';
+import { cancelRun, jobLoader } from '../../src/engine/run-service.js';
+import type { RunRecord } from '../../src/state/runs.js';
+import {
+  companyRows,
+  hubspotCells,
+  hubspotJob,
+  HUBSPOT_HEADER,
+  useEngines,
+} from '../harness/engine.js';
+
+const engine = useEngines();
+
+const BACKFILL = 1_200;
+const SMALL = 40;
+const PREVIEW = 30;
+
+describe('engine: runs of different jobs share the writes', () => {
+  it('completes a small job and a plan while a backfill still has most of its writes to make', async () => {
+    // 300/s (paced at 270): the backfill's writes take about 4.5 s, every one queued at once.
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: '300' } });
+    const big = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(BACKFILL).map(hubspotCells));
+    const small = h.writeCsv(
+      'small.csv',
+      HUBSPOT_HEADER,
+      companyRows(SMALL, 7_000_001).map(hubspotCells),
+    );
+    const preview = h.writeCsv(
+      'preview.csv',
+      HUBSPOT_HEADER,
+      companyRows(PREVIEW, 8_000_001).map(hubspotCells),
+    );
+    h.writeJob('backfill', hubspotJob(big));
+    h.writeJob('small', hubspotJob(small));
+    h.writeJob('preview', hubspotJob(preview));
+    const service = await h.startWorkers();
+
+    const backfillId = await h.enqueue('backfill');
+    let backfill: RunRecord | undefined;
+    const backfillDone = h.waitForRun(backfillId, {
+      timeoutMs: 60_000,
+      onPoll: (r) => {
+        backfill = r;
+      },
+    });
+    // Awaited at the end; a failure before then must not leave it unhandled.
+    backfillDone.catch(() => undefined);
+    // Under way: writing, its chunks all in the queue (they are 1,200 writes, the bound 5,000).
+    while (!backfill || backfill.status !== 'writing' || backfill.counts.writesSettled < 50) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    expect(backfill.counts.writesPlanned).toBe(BACKFILL);
+    const left = async () => {
+      const r = (await h.store.runs.get(backfillId))!;
+      return r.counts.writesPlanned - r.counts.writesSettled;
+    };
+
+    const smallRun = (async () => {
+      const run = await h.runJob('small', { timeoutMs: 60_000 });
+      return { run, left: await left() };
+    })();
+    // The console's plan: the worker's own client, whose pacer the backfill's writes queue on.
+    const plan = (async () => {
+      const result = await planJob(
+        {
+          store: h.store,
+          client: service.ctx.client,
+          logger: h.logger,
+          loadJob: jobLoader(h.config, h.jobsDir),
+          sourceEnv: h.config.sourceEnv,
+        },
+        'preview',
+        { full: true },
+      );
+      return { result, left: await left() };
+    })();
+
+    const [s, p] = await Promise.all([smallRun, plan]);
+    expect(s.run.status).toBe('completed');
+    expect(s.run.counts).toMatchObject({ created: SMALL, failed: 0 });
+    expect(p.result.counts.create).toBe(PREVIEW);
+    expect(p.result.indexSource).toBe('listed');
+    // Queued behind the backfill, the small job's writes would come after every one of its
+    // writes. Shared, it ends with most of them still to make; so does the plan, which makes
+    // none. (The backfill goes on meanwhile, slowed by the small job's planning on its CPU:
+    // about 500 of its writes settled while the small job ran, on a loaded two-core machine.)
+    expect(s.left).toBeGreaterThan(BACKFILL / 4);
+    expect(p.left).toBeGreaterThan(BACKFILL / 4);
+
+    // The rest of the backfill is not the point: it is cancelled, and ends with what it sent.
+    await cancelRun({ store: h.store }, backfillId);
+    const done = await backfillDone;
+    expect(done.status).toBe('cancelled');
+    expect(done.counts.created).toBe(done.counts.writesSettled);
+    const dump = await h.dump();
+    expect(dump.companies).toHaveLength(done.counts.created + SMALL);
+  });
+
+  it("keeps a run's own waiting writes under maxWaitingWrites, a page of 500 more at most", async () => {
+    const h = await engine({ settings: { maxWaitingWrites: 50 } });
+    const path = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(1_000).map(hubspotCells));
+    h.writeJob('backfill', hubspotJob(path));
+    const service = await h.startWorkers();
+    let most = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const waiting = await service.writeQueue.getPrioritized(0, -1);
+        most = Math.max(
+          most,
+          waiting.reduce((n, j) => n + j.data.lines.length, 0),
+        );
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const run = await h.runJob('backfill');
+    sampling = false;
+    await sampler;
+    expect(run.counts).toMatchObject({ created: 1_000, failed: 0 });
+    // The run adds a page (500 writes, in chunks cut within the plan's) only while 50 or fewer wait.
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(50 + 500);
+  });
+});

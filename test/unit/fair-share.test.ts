@@ -1,0 +1,321 @@
+/**
+ * The write queue's share between runs (src/queue/fair-share.ts), pure: its
+ * steps, and a property test of whole schedules. The simulation is a queue
+ * served as BullMQ serves prioritized jobs (the lowest priority first, the
+ * first added first within one), one chunk a tick, fed by runs that arrive
+ * at random ticks with random sizes, chunk lengths and weights, each
+ * enqueuing a page of chunks whenever its own writes waiting are under the
+ * bound (as src/engine/run.ts does). The bounds checked are those of
+ * start-time fair queuing over whole rounds, worked out below, not read
+ * from the code.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  assign,
+  backlog,
+  chunkCost,
+  initialState,
+  observe,
+  PRIORITY_LIMIT,
+  priorityOf,
+  REBASE_AT,
+  REBASE_IDLE_MS,
+  ROUND,
+  waitingWrites,
+  type FairState,
+} from '../../src/queue/fair-share.js';
+
+const idle = (now = 0) => ({ idle: true, now });
+const busy = (head: number, now = 0) => ({ head, idle: false, now });
+
+describe('steps', () => {
+  it('tags a run from the current round, or from where its last chunk ended', () => {
+    let s = observe(initialState(), idle());
+    const a = assign(s, 'A', [ROUND, ROUND, ROUND], 5);
+    expect(a.priorities).toEqual([1, 2, 3]);
+    s = observe(a.state, busy(1));
+    // B arrives while A's three chunks wait: B's first is in round 1, with A's first.
+    const b = assign(s, 'B', [ROUND, ROUND], 6);
+    expect(b.priorities).toEqual([1, 2]);
+    // A's next chunks go on from round 4.
+    expect(assign(b.state, 'A', [ROUND], 7).priorities).toEqual([4]);
+    // Round 1 is not served yet: A's three chunks and B's two wait.
+    expect(backlog(b.state, 'A')).toBe(3 * ROUND);
+    expect(backlog(b.state, 'B')).toBe(2 * ROUND);
+    expect(backlog(b.state, 'C')).toBe(0);
+  });
+
+  it('gives a run of weight w w full chunks a round, and a short chunk its share of one', () => {
+    expect(chunkCost(50, 50, 1)).toBe(ROUND);
+    expect(chunkCost(50, 50, 4)).toBe(ROUND / 4);
+    expect(chunkCost(25, 50, 1)).toBe(ROUND / 2);
+    // Rounded up to whole units, never 0.
+    expect(chunkCost(1, 50, 100)).toBe(1);
+    expect(chunkCost(50, 50, 3)).toBe(334);
+    const { priorities } = assign(initialState(), 'A', Array(6).fill(chunkCost(50, 50, 3)), 0);
+    expect(priorities).toEqual([1, 1, 1, 2, 2, 2]);
+  });
+
+  it('lets no run earn credit by waiting: a run idle behind the current round starts at it', () => {
+    let s = assign(initialState(), 'A', [ROUND], 0).state;
+    s = assign(s, 'B', Array(10).fill(ROUND), 0).state;
+    // A's chunk served; B's chunks wait from round 4 on.
+    s = observe(s, busy(4));
+    expect(s.runs).toEqual({ B: 11 * ROUND });
+    expect(assign(s, 'A', [ROUND], 0).priorities).toEqual([4]);
+  });
+
+  it('never moves the round back for a chunk returning with an earlier priority (a retry)', () => {
+    let s = observe(initialState(), busy(40));
+    s = observe(s, busy(3));
+    expect(s.v).toBe(40 * ROUND);
+  });
+
+  it('starts every run level once nothing waits, at the latest tag', () => {
+    let s = assign(initialState(), 'A', Array(5).fill(ROUND), 0).state;
+    s = assign(s, 'B', [ROUND], 0).state;
+    s = observe(s, { idle: false, now: 0 });
+    expect(s).toMatchObject({ v: 6 * ROUND, runs: {} });
+    expect(assign(s, 'B', [ROUND], 0).priorities).toEqual([6]);
+  });
+
+  it('numbers rounds from 1 again only after REBASE_AT rounds and REBASE_IDLE_MS with nothing in the queue', () => {
+    const late: FairState = { v: REBASE_AT * ROUND, runs: {}, at: 1_000 };
+    const at = 1_000 + REBASE_IDLE_MS;
+    expect(observe(late, idle(at)).v).toBe(ROUND);
+    // A chunk tagged within the idle time may be on its way to the queue.
+    expect(observe(late, idle(at - 1)).v).toBe(REBASE_AT * ROUND);
+    // Something delayed or active carries a priority of the old numbering.
+    expect(observe(late, { idle: false, now: at }).v).toBe(REBASE_AT * ROUND);
+    expect(observe({ ...late, v: late.v - 1 }, idle(at)).v).toBe(late.v - 1);
+  });
+
+  it('writes rounds past BullMQ priority limit as the limit', () => {
+    expect(priorityOf(0)).toBe(1);
+    expect(priorityOf(PRIORITY_LIMIT * ROUND + 5 * ROUND)).toBe(PRIORITY_LIMIT);
+    const s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, runs: {}, at: 0 };
+    expect(assign(s, 'A', [ROUND, ROUND, ROUND], 0).priorities).toEqual([
+      PRIORITY_LIMIT - 1,
+      PRIORITY_LIMIT,
+      PRIORITY_LIMIT,
+    ]);
+  });
+
+  it('reads a backlog as writes: a run has `weight` chunks a round', () => {
+    expect(waitingWrites(100 * ROUND, 1, 50)).toBe(5_000);
+    expect(waitingWrites(25 * ROUND, 4, 50)).toBe(5_000);
+    expect(waitingWrites(0, 3, 50)).toBe(0);
+  });
+});
+
+// ---- whole schedules -------------------------------------------------------
+
+interface RunSpec {
+  arrive: number;
+  weight: number;
+  /** Lines of each of its chunks, in order. */
+  chunks: number[];
+}
+
+interface Chunk {
+  run: number;
+  lines: number;
+  cost: number;
+  priority: number;
+  seq: number;
+}
+
+interface Schedule {
+  /** Per tick: the chunk served (undefined: the queue was empty). */
+  served: (Chunk | undefined)[];
+  /** Per tick: which runs had chunks waiting before it was served. */
+  waiting: Set<number>[];
+  /** Per run: the tick its first chunk was tagged, and the runs with chunks waiting then. */
+  firstTagged: { tick: number; others: Set<number> }[];
+  /** Per run: the ticks its chunks were served, in order, and their priorities as tagged. */
+  servedTicks: number[][];
+  tagged: number[][];
+}
+
+function simulate(specs: RunSpec[], size: number, page: number, bound: number): Schedule {
+  let state = initialState();
+  const queue: Chunk[] = [];
+  const left = specs.map((r) => [...r.chunks]);
+  const out: Schedule = {
+    served: [],
+    waiting: [],
+    firstTagged: [],
+    servedTicks: specs.map(() => []),
+    tagged: specs.map(() => []),
+  };
+  let seq = 0;
+  const view = (now: number) => {
+    let head: number | undefined;
+    for (const c of queue) head = head === undefined ? c.priority : Math.min(head, c.priority);
+    return head === undefined ? { idle: true, now } : { head, idle: false, now };
+  };
+  for (let tick = 0; tick < 100_000; tick++) {
+    const now = tick * 10;
+    specs.forEach((r, i) => {
+      if (tick < r.arrive || left[i]!.length === 0) return;
+      state = observe(state, view(now));
+      if (waitingWrites(backlog(state, String(i)), r.weight, size) > bound) return;
+      const lines = left[i]!.splice(0, page);
+      const costs = lines.map((n) => chunkCost(n, size, r.weight));
+      if (out.firstTagged[i] === undefined)
+        out.firstTagged[i] = { tick, others: new Set(queue.map((c) => c.run)) };
+      const a = assign(state, String(i), costs, now);
+      state = a.state;
+      lines.forEach((n, k) => {
+        const chunk = { run: i, lines: n, cost: costs[k]!, priority: a.priorities[k]!, seq: seq++ };
+        queue.push(chunk);
+        out.tagged[i]!.push(chunk.priority);
+      });
+    });
+    out.waiting.push(new Set(queue.map((c) => c.run)));
+    if (queue.length === 0) {
+      out.served.push(undefined);
+      if (left.every((l) => l.length === 0)) break;
+      continue;
+    }
+    let next = 0;
+    for (let k = 1; k < queue.length; k++) {
+      const a = queue[k]!;
+      const b = queue[next]!;
+      if (a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq)) next = k;
+    }
+    const [chunk] = queue.splice(next, 1);
+    out.served.push(chunk);
+    out.servedTicks[chunk!.run]!.push(tick);
+  }
+  return out;
+}
+
+const SIZE = 50;
+
+const specArb = fc.record({
+  arrive: fc.integer({ min: 0, max: 150 }),
+  weight: fc.integer({ min: 1, max: 4 }),
+  chunks: fc.array(fc.oneof(fc.constant(SIZE), fc.integer({ min: 1, max: SIZE })), {
+    minLength: 1,
+    maxLength: 60,
+  }),
+});
+const caseArb = fc.record({
+  runs: fc.array(specArb, { minLength: 1, maxLength: 5 }),
+  page: fc.integer({ min: 1, max: 12 }),
+  bound: fc.integer({ min: SIZE, max: 30 * SIZE }),
+});
+
+describe('schedules (property)', () => {
+  it('serves every chunk once, each run in the order it tagged them, priorities within BullMQ range', () => {
+    fc.assert(
+      fc.property(caseArb, ({ runs, page, bound }) => {
+        const s = simulate(runs, SIZE, page, bound);
+        runs.forEach((r, i) => {
+          const lines = s.served.filter((c) => c?.run === i).map((c) => c!.lines);
+          expect(lines).toEqual(r.chunks);
+          const p = s.tagged[i]!;
+          expect(
+            p.every((x, k) => x >= 1 && x <= PRIORITY_LIMIT && (k === 0 || x >= p[k - 1]!)),
+          ).toBe(true);
+        });
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  /*
+   * Normalised service: a chunk served counts its cost in rounds (lines /
+   * (chunk size × weight)). While two runs both have chunks waiting, each
+   * has a chunk in every round between its first waiting and its last
+   * (its tags are contiguous, steps of at most a round), and rounds are
+   * served in order. Over any stretch of ticks, a run's normalised service
+   * is then the rounds the stretch covered, give or take the part of the
+   * first and last round it was served in (at most one round and one chunk
+   * each side): two runs differ by at most 2 + the largest normalised
+   * chunk of each.
+   */
+  it('keeps the weighted shares of runs writing at once within two rounds and a chunk each', () => {
+    fc.assert(
+      fc.property(caseArb, ({ runs, page, bound }) => {
+        const s = simulate(runs, SIZE, page, bound);
+        const T = s.served.length;
+        const maxCost = runs.map((r) => Math.max(...r.chunks.map((n) => n / (SIZE * r.weight))));
+        for (let i = 0; i < runs.length; i++) {
+          for (let j = i + 1; j < runs.length; j++) {
+            const limit = 2 + maxCost[i]! + maxCost[j]! + 0.01;
+            // D(t): i's normalised service less j's, before tick t; within a stretch both wait.
+            let lo = 0;
+            let hi = 0;
+            let d = 0;
+            for (let t = 0; t < T; t++) {
+              const both = s.waiting[t]!.has(i) && s.waiting[t]!.has(j);
+              if (!both) {
+                lo = hi = d = 0;
+                continue;
+              }
+              const c = s.served[t];
+              if (c?.run === i) d += c.lines / (SIZE * runs[i]!.weight);
+              if (c?.run === j) d -= c.lines / (SIZE * runs[j]!.weight);
+              lo = Math.min(lo, d);
+              hi = Math.max(hi, d);
+              expect(hi - lo, `runs ${i} and ${j} by tick ${t}`).toBeLessThanOrEqual(limit);
+            }
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  /*
+   * A run's first chunk is tagged in the round of the first chunk waiting
+   * (no earlier round holds one), after every chunk already in that round:
+   * at most, of each other run with chunks waiting, tags from the round's
+   * start to its end plus one chunk, w + 1 chunks' lines (w its weight).
+   */
+  it('serves a run that starts during others within one round of theirs', () => {
+    fc.assert(
+      fc.property(caseArb, ({ runs, page, bound }) => {
+        const s = simulate(runs, SIZE, page, bound);
+        runs.forEach((_, i) => {
+          const first = s.firstTagged[i]!;
+          const servedAt = s.servedTicks[i]![0]!;
+          let before = 0;
+          for (let t = first.tick; t < servedAt; t++) before += s.served[t]?.lines ?? 0;
+          let limit = 0;
+          for (const j of first.others) if (j !== i) limit += SIZE * (runs[j]!.weight + 1);
+          expect(before, `run ${i}`).toBeLessThanOrEqual(limit);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('lets a small run started during a backfill finish first, the backfill later only by the small run', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 100, max: 400 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.integer({ min: 1, max: 3 }),
+        (big, small, arrive, weight) => {
+          const backfill = { arrive: 0, weight: 1, chunks: Array<number>(big).fill(SIZE) };
+          const late = { arrive, weight, chunks: Array<number>(small).fill(SIZE) };
+          const alone = simulate([backfill], SIZE, 10, 5_000);
+          const both = simulate([backfill, late], SIZE, 10, 5_000);
+          const end = (s: Schedule, i: number) => s.servedTicks[i]!.at(-1)!;
+          expect(end(both, 1)).toBeLessThan(end(both, 0));
+          expect(end(both, 0)).toBeLessThanOrEqual(end(alone, 0) + small);
+          // The small run's chunks each wait at most one of the backfill's per round.
+          expect(end(both, 1) - both.firstTagged[1]!.tick).toBeLessThanOrEqual(
+            small + Math.ceil(small / weight) + 1,
+          );
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
