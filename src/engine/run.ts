@@ -37,7 +37,13 @@ import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import { isWriteChunkOf, RunJobData, shareOf, writeChunksOfPage, type RunJobRequest } from './payloads.js';
+import {
+  isWriteChunkOf,
+  RunJobData,
+  shareOf,
+  writeChunksOfPage,
+  type RunJobRequest,
+} from './payloads.js';
 import { planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
