@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
 import { ensureData } from '../crm-data.js';
 import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
-import { PLAN_RUN_ID } from '../lib/plan-pass.js';
+import { benchDuplicatesText, PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
@@ -182,6 +182,7 @@ const scenario: Scenario = {
         ],
         rows,
         notes: [
+          `Planned with ${benchDuplicatesText()}.`,
           `Passes per size: ${RUNS} (BENCH_PLAN_RUNS), each in a new child against the same loaded state, the run's scratch cleared between them; every column but "rows/s of each pass" is the median pass by wall time (of an even count, the slower middle one), peak RSS the median of the passes.`,
           `Each plan runs in its own \`node --import tsx\` child (tsx adds about 30 MiB to every peak: see docs/BENCHMARKS.md, plan-scale); peak from process.resourceUsage().maxRSS, and the V8 heap committed (process.memoryUsage().heapTotal) at the highest RSS sampled every 50 ms, both medians of the passes; batches of ${BATCH} rows (BENCH_PLAN_BATCH); redis-server is private.`,
           'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
