@@ -2,7 +2,7 @@
  * Identity claims of a run whose job keeps one survivor of its duplicates
  * (a `duplicates` rule other than `none`): the same claim buckets as the
  * conflict claims (scratch.ts), each key's claim holding its holder's line,
- * whether it is sticky, its rank and its CRM record
+ * whether it is sticky, its rank (`rankText`) and its CRM record
  * (`<line>|<sticky>|<rank>|<record>`). One Lua script decides a batch by the
  * rules of `decideSurvivors` (src/sync/survivors.ts) and moves each key to
  * its winner; the rows that lost are kept in the run's `duplicates` hash
@@ -18,6 +18,28 @@ import { parseStored, redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
 import { claimLayout, type BucketTtls } from './scratch.js';
+
+/** The digits of a rank in a claim, 0 to 63; none is `|` (lua/contend-survivors-1.lua reads them). */
+export const RANK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
+
+/**
+ * A rank as a claim holds it: a whole number from 0 to 2^53 - 1 (a time in
+ * ms, mostly) as `~` and its digits in base 64 (8 characters for a time of
+ * this century, against 13 in decimal: the claims of a row are the largest
+ * part of a planning pass's Redis), any other number as its decimal text,
+ * none as nothing. The script reads both forms back to the same number.
+ */
+export function rankText(rank: number | undefined): string {
+  if (rank === undefined) return '';
+  if (!Number.isSafeInteger(rank) || rank < 0) return String(rank);
+  let text = '';
+  let n = rank;
+  do {
+    text = RANK_DIGITS[n % 64]! + text;
+    n = Math.floor(n / 64);
+  } while (n > 0);
+  return `~${text}`;
+}
 
 /** A row kept in the `duplicates` hash: its record and the key it lost on. */
 interface LostRow {
@@ -55,9 +77,7 @@ export class SurvivorClaims {
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
     const expire = this.ttls.flags(runId, names.buckets);
-    const tails = entries.map(
-      (e) => `${e.sticky ? 1 : 0}|${e.rank === undefined ? '' : String(e.rank)}|${e.ref}`,
-    );
+    const tails = entries.map((e) => `${e.sticky ? 1 : 0}|${rankText(e.rank)}|${e.ref}`);
     let out: (string | number)[];
     let unset: number[];
     let fresh: number;
@@ -72,6 +92,7 @@ export class SurvivorClaims {
           this.keys.claimBucketPrefix(runId),
           layout,
           keep,
+          RANK_DIGITS,
           ...tails,
         ),
       )) as [(string | number)[], number[], number];

@@ -1,10 +1,11 @@
 /**
  * The survivor claims in Redis (one Lua script) and the dry run's in memory
  * (`decideSurvivors`) decide alike: for random exports read in batches, rows
- * with overlapping keys, ranks (some missing, some tied), sticky rows and
- * records whose text holds the separator, both report the same losers in the
- * same order, batch after batch, and name the same survivor of each key at
- * the end; every claim bucket written has its TTL.
+ * with overlapping keys, ranks (some missing, some tied, whole and not,
+ * small and near 2^53), sticky rows and records whose text holds the
+ * separator, both report the same losers in the same order, batch after
+ * batch, and name the same survivor of each key at the end; every claim
+ * bucket written has its TTL.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -21,9 +22,21 @@ const schedule = fc
   .array(
     fc.record({
       keys: fc.uniqueArray(fc.constantFrom(...KEYS), { minLength: 1, maxLength: 3 }),
-      rank: fc.option(fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(1_767_225_600_000.5)), {
-        nil: undefined,
-      }),
+      // Small and large whole ranks (a claim holds them in base 64), and others (in decimal).
+      rank: fc.option(
+        fc.oneof(
+          fc.integer({ min: 0, max: 3 }),
+          fc.constantFrom(
+            1_767_225_600_000,
+            1_767_225_600_001,
+            1_767_225_600_064,
+            Number.MAX_SAFE_INTEGER,
+            Number.MAX_SAFE_INTEGER - 1,
+          ),
+          fc.constantFrom(1_767_225_600_000.5, -1, -1.5, 2 ** 60),
+        ),
+        { nil: undefined },
+      ),
       sticky: fc.boolean(),
       ref: fc.constantFrom('x:salesforce:003A', 'x:a|b', 'e:z@x.io'),
     }),

@@ -5,7 +5,8 @@
   holds is claimed at once (HSETNX, the usual row), and given back if the
   row loses on another key. The script names the claim buckets itself: they
   share the prefix's hash tag, so on a cluster they are in the slot of
-  KEYS[1]. A claim's value is `<line>|<sticky>|<rank>|<record>`.
+  KEYS[1]. A claim's value is `<line>|<sticky>|<rank>|<record>`, the rank
+  empty (none), decimal text, or `~` and its base-64 digits (ARGV[6]).
 
   Input:
     KEYS[1]  the run's claims marker
@@ -15,7 +16,8 @@
     ARGV[4]  the batch's layout, as claim-identities-2.lua's: per row its
              line, its number of keys, and per key its bucket and claim field
     ARGV[5]  the rule: newest, oldest, first or last
-    ARGV[6…] per row the rest of its claim value, `<sticky>|<rank>|<record>`
+    ARGV[6]  the 64 digits of a rank in base 64, 0 first
+    ARGV[7…] per row the rest of its claim value, `<sticky>|<rank>|<record>`
 
   Output:
     {lost, unset, fresh}: per row that lost, five values (its line, its
@@ -32,9 +34,18 @@ if fresh then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
 local ttl, expire, layout, keep = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local format, byte, sub, match = string.format, string.byte, string.sub, string.match
 local bucketName = bucketPattern(ARGV[3])
+local digit = {}
+for i = 1, 64 do digit[byte(ARGV[6], i)] = i - 1 end
+-- A whole rank below 2^53 is exact in a Lua number: n * 64 + d never rounds.
+local function rankOf(t)
+  if byte(t, 1) ~= 126 then return tonumber(t) end
+  local n = 0
+  for i = 2, #t do n = n * 64 + digit[byte(t, i)] end
+  return n
+end
 local function parse(v)
   local line, s, rank, ref = match(v, '^(%d+)|(%d)|([^|]*)|(.*)$')
-  return { line = tonumber(line), s = tonumber(s), rank = tonumber(rank), ref = ref }
+  return { line = tonumber(line), s = tonumber(s), rank = rankOf(rank), ref = ref }
 end
 local function beats(c, h)
   if c.s ~= h.s then return c.s > h.s end
@@ -54,7 +65,7 @@ while at <= #layout do
   local line = (((l1 * 128 + l2) * 128 + l3) * 128 + l4) * 128 + l5
   at = at + 6
   row = row + 1
-  local tail = ARGV[5 + row]
+  local tail = ARGV[6 + row]
   local value = format('%d', line) .. '|' .. tail
   local numbers, buckets, fields, fresh, held, others = {}, {}, {}, {}, {}, {}
   for j = 1, n do
