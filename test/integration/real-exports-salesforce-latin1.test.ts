@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { pathReport } from '../../src/cli/validate-paths.js';
-import { REAL, failureLines, syncTwice, useRealEngine } from './real-exports-harness.js';
+import { REAL, syncTwice, useRealEngine } from './real-exports-harness.js';
 
 const engine = useRealEngine();
 
@@ -125,7 +125,6 @@ describe('a real Salesforce Data Export in ISO-8859-1', () => {
         `decoded as windows-1252: not UTF-8 at byte ${r.badAt} of the export`,
       ]),
     );
-    expect(failureLines(failures).filter((l) => !l.startsWith('warning'))).toEqual([]);
 
     // Every account once, its name and city as the oracle read them.
     const companies = new Map(
