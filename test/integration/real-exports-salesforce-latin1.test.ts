@@ -18,11 +18,12 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { pathReport } from '../../src/cli/validate-paths.js';
-import { REAL, syncTwice, useRealEngine } from './real-exports-harness.js';
+import { REAL, expectOnPlatform, syncTwice, useRealEngine } from './real-exports-harness.js';
 
 const engine = useRealEngine();
 
 const FILE = 'salesforce/accounts-data-export-latin1.csv';
+const USERS = 'salesforce/users-data-export-latin1.csv';
 
 /** Where the first byte of `bytes` that starts no valid UTF-8 sequence is, or -1. */
 function firstNotUtf8(bytes: Uint8Array): number {
@@ -60,9 +61,9 @@ interface Line {
   cells: Record<string, string>;
 }
 
-/** Every row of the fixture, read line by line from its bytes. */
-function readFixture(): Line[] {
-  const bytes = readFileSync(join(REAL, FILE));
+/** Every row of a fixture, read line by line from its bytes. */
+function readFixture(file = FILE): Line[] {
+  const bytes = readFileSync(join(REAL, file));
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const cp1252 = new TextDecoder('windows-1252');
   const texts: string[] = [];
@@ -177,5 +178,92 @@ describe('a real Salesforce Data Export in ISO-8859-1', () => {
         .map((r) => r.line)
         .join(', ')}, …)`,
     ]);
+  });
+});
+
+describe('the users file of the same export', () => {
+  it("syncs the org's people: Salesforce's users skipped, a shared address kept by the newest, the Integration User's Latin-1 name read and skipped", async () => {
+    const h = engine();
+    const rows = readFixture(USERS);
+    expect(rows).toHaveLength(45);
+    const byId = (id: string) => rows.find((r) => r.cells.Id === id)!;
+    // By hand from the fixture: the Standard users that are Salesforce's own, on the org's domain.
+    const integration = byId('0058a00000M08bhAAB');
+    const internal = [
+      byId('0058a00000LLuwkAAD'), // Insights Integration, …@00d8a000001qcrveag.ext
+      integration, // Integración Usuario, integration@00d8a000001qcrveag.com
+      byId('0058a00000M08biAAB'), // Seguridad Usuario, insightssecurity@00d8a000001qcrveag.com
+      byId('0058a00000MHwaoAAD'), // SalesforceIQ Integration, …@00d8a000001qcrveag.ext
+    ];
+    // Two users share developers@example.com: the one modified last keeps the member.
+    const shared = rows.filter((r) => r.cells.Email === 'developers@example.com');
+    expect(shared.map((r) => [r.cells.LastName, r.cells.LastModifiedDate])).toEqual([
+      ['place', '2023-08-01 15:10:47'],
+      ['Thirteen', '2023-08-28 20:31:33'],
+    ]);
+    const [duplicate, survivor] = shared as [Line, Line];
+    const robots = rows.filter((r) => r.cells.UserType !== 'Standard');
+    const live = rows.filter(
+      (r) => r.cells.UserType === 'Standard' && !internal.includes(r) && r !== duplicate,
+    );
+    expect([robots.length, live.length]).toEqual([27, 13]);
+    // The Integration User's Spanish name is the file's one row that is not UTF-8.
+    expect(rows.filter((r) => r.kind !== 'ascii')).toEqual([integration]);
+    expect(integration.cells.FirstName).toBe('Integración');
+
+    const { first, failures } = await syncTwice(h, {
+      job: 'sf-users-latin1',
+      preset: 'salesforce-users',
+      entity: 'members',
+      file: USERS,
+    });
+    // A skipped row is reported for its skip, not for how its bytes were read.
+    expect(first.counts).toMatchObject({
+      read: 45,
+      created: 13,
+      skipped: 31,
+      duplicates: 1,
+      invalid: 0,
+      conflict: 0,
+      warnings: 0,
+    });
+    const id = (r: Line) => `x:salesforce:${r.cells.Id}`;
+    // Duplicates are reported once the export is planned, after the rows skipped on the way.
+    const byLine = [...failures].sort((a, b) => a.line - b.line);
+    expect(byLine.map((f) => [f.line, f.kind, f.field, f.identity])).toEqual(
+      [
+        ...robots.map((r) => [r.line, 'skipped', 'skip.not-a-person', id(r)]),
+        ...internal.map((r) => [r.line, 'skipped', 'skip.internal-username', id(r)]),
+        [duplicate.line, 'duplicate', undefined, 'e:developers@example.com'],
+      ].sort((a, b) => Number(a[0]) - Number(b[0])),
+    );
+    expect(failures.find((f) => f.line === integration.line)?.reason).toBe(
+      "a Salesforce system user: Username integration@00d8a000001qcrveag.com is on the org's internal domain",
+    );
+    expect(failures.find((f) => f.kind === 'duplicate')).toMatchObject({
+      record: id(duplicate),
+      survivor: { line: survivor.line, record: id(survivor) },
+      reason: `duplicate of line ${survivor.line} (salesforce:${survivor.cells.Id}), which keeps the record: both have email "developers@example.com" (keep: newest by LastModifiedDate, SystemModstamp)`,
+    });
+    await expectOnPlatform(
+      h,
+      'members',
+      live.map((r) => ({
+        external_id: `salesforce:${r.cells.Id}`,
+        email: r.cells.Email,
+        first_name: r.cells.FirstName,
+        last_name: r.cells.LastName,
+      })),
+    );
+
+    const job = h.writeJob('sf-users-latin1-validate', {
+      entity: 'members',
+      source: { path: join(REAL, USERS) },
+      mapping: 'salesforce-users',
+    });
+    const report = await pathReport(job, { fetch: false, env: {} });
+    expect(report.lines[0]).toBe(
+      `export ${job.name}: ${join(REAL, USERS)}: 45 rows (utf-8 44 rows, windows-1252 1 row)`,
+    );
   });
 });
