@@ -3,7 +3,10 @@
  * (a `duplicates` rule other than `none`): the same claim buckets as the
  * conflict claims (scratch.ts), each key's claim holding its holder's line,
  * whether it is sticky, its rank (`rankText`) and its CRM record
- * (`<line>|<sticky>|<rank>|<record>`). One Lua script decides a batch by the
+ * (`<line>|<sticky>|<rank>|<record>`). The record is most often one of the
+ * row's own keys (its strongest): the claim of that key leaves the record
+ * out (`<line>|<sticky + 2>|<rank>|`), since whoever reads the claim knows
+ * the key's text. One Lua script decides a batch by the
  * rules of `decideSurvivors` (src/sync/survivors.ts) and moves each key to
  * its winner; the rows that lost are kept in the run's `duplicates` hash
  * (line → its record and the key it lost on) until the export is planned,
@@ -77,7 +80,10 @@ export class SurvivorClaims {
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
     const expire = this.ttls.flags(runId, names.buckets);
-    const tails = entries.map((e) => `${e.sticky ? 1 : 0}|${rankText(e.rank)}|${e.ref}`);
+    // Per row: which of its keys (1-based, 0 for none) is its record, then its claim's tail.
+    const tails = entries.map(
+      (e) => `${e.keys.indexOf(e.ref) + 1}|${e.sticky ? 1 : 0}|${rankText(e.rank)}|${e.ref}`,
+    );
     let out: (string | number)[];
     let unset: number[];
     let fresh: number;
@@ -111,12 +117,16 @@ export class SurvivorClaims {
     const lost: Loss[] = [];
     for (let i = 0; i < reply.length; i += 5) {
       const line = Number(reply[i]);
+      const identity = keys[Number(reply[i + 4])]!;
+      // 0: the record of a claim that left it out, the shared key itself.
+      const ref = (v: string | number | undefined): string =>
+        typeof v === 'number' ? identity : String(v);
       lost.push({
         line,
-        ref: String(reply[i + 1]),
+        ref: ref(reply[i + 1]),
         winner: Number(reply[i + 2]),
-        winnerRef: String(reply[i + 3]),
-        identity: keys[Number(reply[i + 4])]!,
+        winnerRef: ref(reply[i + 3]),
+        identity,
         earlier: !lines.has(line),
       });
     }
@@ -165,7 +175,9 @@ export class SurvivorClaims {
         .map((r, i) => {
           const v = values[i] ?? '';
           const bar = v.indexOf('|');
-          const ref = v.split('|').slice(3).join('|');
+          const parts = v.split('|');
+          // A claim whose record is its own key leaves the record out (sticky + 2).
+          const ref = Number(parts[1]) >= 2 ? r.lost.identity : parts.slice(3).join('|');
           return {
             line: r.line,
             record: r.lost.record,

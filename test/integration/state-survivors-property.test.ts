@@ -3,9 +3,9 @@
  * (`decideSurvivors`) decide alike: for random exports read in batches, rows
  * with overlapping keys, ranks (some missing, some tied, whole and not,
  * small and near 2^53), sticky rows and records whose text holds the
- * separator, both report the same losers in the same order, batch after
- * batch, and name the same survivor of each key at the end; every claim
- * bucket written has its TTL.
+ * separator or is one of the row's keys, both report the same losers in the
+ * same order, batch after batch, and name the same survivor of each key at
+ * the end; every claim bucket written has its TTL.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -38,13 +38,23 @@ const schedule = fc
         { nil: undefined },
       ),
       sticky: fc.boolean(),
-      ref: fc.constantFrom('x:salesforce:003A', 'x:a|b', 'e:z@x.io'),
+      // The record: another text, or one of the row's keys (the planner's is its first).
+      ref: fc.oneof(
+        fc.constantFrom('x:salesforce:003A', 'x:a|b', 'e:z@x.io'),
+        fc.nat({ max: 2 }).map((n) => -1 - n),
+      ),
     }),
     { minLength: 1, maxLength: 24 },
   )
   .chain((rows) =>
     fc.record({
-      rows: fc.constant(rows.map((r, i): Entrant => ({ ...r, line: i + 2 }))),
+      rows: fc.constant(
+        rows.map((r, i): Entrant => ({
+          ...r,
+          ref: typeof r.ref === 'number' ? r.keys[(-1 - r.ref) % r.keys.length]! : r.ref,
+          line: i + 2,
+        })),
+      ),
       batch: fc.integer({ min: 1, max: 6 }),
       keep: fc.constantFrom<KeepRule>('newest', 'oldest', 'first', 'last'),
     }),
