@@ -89,3 +89,25 @@ describe('survivor claims in Redis and in memory', () => {
     );
   });
 });
+
+describe('survivor claims and the TTL of their buckets', () => {
+  it('a bucket gets its TTL the first time a planning pass touches it, not on every batch', async () => {
+    const runId = 'survivors-ttl';
+    const row = (line: number): Entrant => ({
+      line,
+      keys: ['x:A'],
+      sticky: false,
+      rank: undefined,
+      ref: 'x:A',
+    });
+    expect(await store.contendIdentities(runId, 'last', [row(2)])).toEqual([]);
+    const [bucket] = await redis.keys(`${store.keys.claimBucketPrefix(runId)}*`);
+    expect(await redis.pttl(bucket!)).toBeGreaterThan(60_000);
+    // Shorter by hand: a later batch of the same pass leaves the bucket's TTL as it is.
+    await redis.pexpire(bucket!, 30_000);
+    const lost = await store.contendIdentities(runId, 'last', [row(3)]);
+    expect(lost.map((l) => [l.line, l.winner])).toEqual([[2, 3]]);
+    expect(await redis.pttl(bucket!)).toBeLessThanOrEqual(30_000);
+    await store.clearRunScratch(runId);
+  });
+});

@@ -80,7 +80,7 @@ while at <= #layout do
     local s, rank = match(tail, '^(%d)|([^|]*)|')
     ownValue = format('%d|%d|', line, tonumber(s) + 2) .. rank .. '|'
   end
-  local numbers, buckets, fields, fresh, held, others = {}, {}, {}, {}, {}, {}
+  local numbers, buckets, fields, taken, held, others = {}, {}, {}, {}, {}, {}
   for j = 1, n do
     local b1, b2 = byte(layout, at, at + 1)
     numbers[j] = b1 * 128 + b2
@@ -89,7 +89,7 @@ while at <= #layout do
     at = at + 12
     if fresh or byte(expire, k + j) == 49 then want[numbers[j]] = true end
     if redis.call('HSETNX', buckets[j], fields[j], j == own and ownValue or value) == 1 then
-      fresh[j] = true
+      taken[j] = true
     else
       local h = parse(redis.call('HGET', buckets[j], fields[j]))
       if h.line ~= line then
@@ -109,7 +109,7 @@ while at <= #layout do
   end
   if over then
     for j = 1, n do
-      if fresh[j] then redis.call('HDEL', buckets[j], fields[j]) end
+      if taken[j] then redis.call('HDEL', buckets[j], fields[j]) end
     end
     out[#out + 1] = line; out[#out + 1] = match(tail, '^%d|[^|]*|(.*)$')
     out[#out + 1] = over.h.line; out[#out + 1] = over.h.ref; out[#out + 1] = over.key
