@@ -6,9 +6,9 @@
  * (`<line>|<sticky>|<rank>|<record>`). The record is most often one of the
  * row's own keys (its strongest): the claim of that key leaves the record
  * out (`<line>|<sticky + 2>|<rank>|`), since whoever reads the claim knows
- * the key's text. One Lua script decides a batch by the
- * rules of `decideSurvivors` (src/sync/survivors.ts) and moves each key to
- * its winner; the rows that lost are kept in the run's `duplicates` hash
+ * the key's text. One Lua script decides a batch by the rules of
+ * `decideSurvivors` (src/sync/survivors.ts) and moves each key to its
+ * winner; the rows that lost are kept in the run's `duplicates` hash
  * (line → its record and the key it lost on) until the export is planned,
  * then reported, each naming the row that holds that key at the end: the
  * survivor.
