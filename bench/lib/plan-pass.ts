@@ -17,17 +17,29 @@ import { KEEP_RULES, type KeepRule } from '../../src/sync/survivors.js';
 export const PLAN_RUN_ID = 'bench-plan-run';
 
 /**
+ * The survivor rules a list names (`none,newest`; empty: none), each checked:
+ * none, newest, oldest, first or last.
+ */
+export function benchRules(list: string | undefined): string[] {
+  const rules = (list || 'none').split(',').map((r) => r.trim());
+  for (const rule of rules)
+    if (!(KEEP_RULES as readonly string[]).includes(rule))
+      throw new Error(`BENCH_DUPLICATES: ${rule} is none of ${KEEP_RULES.join(', ')}`);
+  return rules;
+}
+
+/**
  * The survivor rule of the passes: none (the default), or BENCH_DUPLICATES
  * (newest, oldest, first or last) with the generated rows' `Create Date` as
  * `by`, so that each row has a rank. The generated rows share no identity:
  * every row wins its claims, as in an export without duplicates.
  */
 export function benchDuplicates(): DuplicatesRule {
-  const keep = process.env.BENCH_DUPLICATES ?? 'none';
-  if (!(KEEP_RULES as readonly string[]).includes(keep))
-    throw new Error(`BENCH_DUPLICATES: ${keep} is none of ${KEEP_RULES.join(', ')}`);
+  const rules = benchRules(process.env.BENCH_DUPLICATES);
+  if (rules.length !== 1) throw new Error('BENCH_DUPLICATES: one rule here, not a list');
+  const keep = rules[0] as KeepRule;
   if (keep === 'none') return NO_DUPLICATE_RULE;
-  return compileDuplicates({ keep: keep as KeepRule, by: ['Create Date'] });
+  return compileDuplicates({ keep, by: ['Create Date'] });
 }
 
 /** The rule as the benchmarks' notes name it. */
