@@ -38,7 +38,7 @@ import { CLAIM_BUCKETS } from '../../src/state/keys.js';
 import { StateStore } from '../../src/state/store.js';
 import type { FinishedWrite } from '../../src/state/write-steps.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
-import { planGeneratedCompanies } from './plan-pass.js';
+import { benchDuplicates, planGeneratedCompanies } from './plan-pass.js';
 
 export interface FirstSyncMemory {
   rows: number;
@@ -106,7 +106,9 @@ export async function firstSyncMemory(rows: number, freePlan: boolean): Promise<
     const k = store.keys;
     const claimKeys = Array.from({ length: CLAIM_BUCKETS }, (_, b) => k.claimBucket(runId, b));
     // The claims at their largest: measured as planning ends, before the sink frees them.
-    const real = redisPlanningSink(store, runId, 'companies', 'bench');
+    const real = redisPlanningSink(store, runId, 'companies', 'bench', {
+      duplicates: benchDuplicates(),
+    });
     let claims = 0;
     const sink: PlanningSink = {
       ...real,

@@ -11,7 +11,7 @@
 import { Redis } from 'ioredis';
 import { redisPlanningSink } from '../../src/engine/run-planning-sink.js';
 import { StateStore } from '../../src/state/store.js';
-import { PLAN_RUN_ID, planGeneratedCompanies } from './plan-pass.js';
+import { benchDuplicates, PLAN_RUN_ID, planGeneratedCompanies } from './plan-pass.js';
 
 const [path, redisUrl, prefix, batch] = process.argv.slice(2);
 if (path === undefined || redisUrl === undefined || prefix === undefined)
@@ -22,7 +22,9 @@ const store = new StateStore(redis, { prefix });
 const runId = PLAN_RUN_ID;
 
 // The sink a real run plans with (adoptions cannot occur here: every record is in state).
-const sink = redisPlanningSink(store, runId, 'companies', 'bench');
+const sink = redisPlanningSink(store, runId, 'companies', 'bench', {
+  duplicates: benchDuplicates(),
+});
 
 // RSS every 50 ms, and the committed V8 heap whenever the RSS is the highest seen.
 let peakRss = 0;

@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import type { BenchTable, Scenario } from '../run.js';
 import { ensureData } from '../crm-data.js';
 import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
-import { PLAN_RUN_ID } from '../lib/plan-pass.js';
+import { benchRules, PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
 import { readRows } from '../../src/crm/read.js';
@@ -33,6 +33,13 @@ const SIZES = (process.env.BENCH_PLAN_SIZES ?? '10000,100000,1000000').split(','
  * table shows the median pass (by wall time) and every pass's rows/s.
  */
 const RUNS = Math.max(1, Number(process.env.BENCH_PLAN_RUNS ?? 1));
+/**
+ * Survivor rules planned (BENCH_DUPLICATES, e.g. `none,newest`; default
+ * none): each round of passes runs one pass per rule, in turn, against the
+ * same loaded state, so that the rules meet the same load. One table row
+ * per size and rule.
+ */
+const RULES = benchRules(process.env.BENCH_DUPLICATES);
 /** Rows per batch (BENCH_PLAN_BATCH), handed to each child; the planner's default when unset. */
 const BATCH = Number(process.env.BENCH_PLAN_BATCH || PLANNING_BATCH_ROWS);
 /** Planning rows per second (wall) the issue asks for. */
@@ -79,7 +86,12 @@ async function syncIntoState(store: StateStore, path: string): Promise<number> {
   return n;
 }
 
-async function planInChild(path: string, url: string, prefix: string): Promise<ChildResult> {
+async function planInChild(
+  path: string,
+  url: string,
+  prefix: string,
+  rule: string,
+): Promise<ChildResult> {
   const { stdout } = await run(
     process.execPath,
     [
@@ -91,14 +103,19 @@ async function planInChild(path: string, url: string, prefix: string): Promise<C
       prefix,
       String(BATCH),
     ],
-    { cwd: ROOT, maxBuffer: 1 << 20, timeout: 600_000 },
+    {
+      cwd: ROOT,
+      maxBuffer: 1 << 20,
+      timeout: 600_000,
+      env: { ...process.env, BENCH_DUPLICATES: rule },
+    },
   );
   return JSON.parse(stdout.trim().split('\n').pop()!) as ChildResult;
 }
 
 const scenario: Scenario = {
   name: 'plan-scale',
-  description: `planning pass with the Redis sink (every row unchanged) and peak RSS at ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} rows, one child process per pass (${RUNS} per size)`,
+  description: `planning pass with the Redis sink (every row unchanged) and peak RSS at ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} rows, one child process per pass (${RUNS} per size and survivor rule: ${RULES.join(', ')})`,
   async run(): Promise<BenchTable[]> {
     // Checked here, not on import: every scenario module is imported, whichever runs.
     if (!Number.isInteger(BATCH) || BATCH < 1)
@@ -109,7 +126,8 @@ const scenario: Scenario = {
     const redisServer = await openBenchRedis();
     const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
     const rows: (string | number)[][] = [];
-    const rss: number[] = [];
+    // Peak RSS of the first size, per rule (the "peak vs" column's base).
+    const firstRss = new Map<string, number>();
     try {
       for (const size of SIZES) {
         const path = await ensureData('csv', size);
@@ -118,43 +136,53 @@ const scenario: Scenario = {
         const t0 = performance.now();
         const synced = await syncIntoState(store, path);
         const loadMs = performance.now() - t0;
-        const passes: { r: ChildResult; redisCpu: number; calls: number; scratch: number }[] = [];
+        type Pass = { r: ChildResult; redisCpu: number; calls: number; scratch: number };
+        const passes = new Map<string, Pass[]>(RULES.map((rule) => [rule, []]));
+        let first = true;
         for (let n = 0; n < RUNS; n++) {
-          if (n > 0) await store.progress.clear(PLAN_RUN_ID);
-          const redis0 = await redisCounters(redisServer.url);
-          const r = await planInChild(path, redisServer.url, prefix);
-          const redis1 = await redisCounters(redisServer.url);
-          if (r.counts.read !== size || r.counts.unchanged !== size)
-            throw new Error(
-              `plan of ${size} rows: read ${r.counts.read}, unchanged ${r.counts.unchanged}`,
-            );
-          passes.push({
-            r,
-            redisCpu: redis1.cpuS - redis0.cpuS,
-            calls: redis1.calls - redis0.calls,
-            // What the pass leaves in Redis until the run ends: its seen ids, mostly.
-            scratch: redis1.usedMemory - redis0.usedMemory,
-          });
+          for (const rule of RULES) {
+            if (!first) await store.progress.clear(PLAN_RUN_ID);
+            first = false;
+            const redis0 = await redisCounters(redisServer.url);
+            const r = await planInChild(path, redisServer.url, prefix, rule);
+            const redis1 = await redisCounters(redisServer.url);
+            if (r.counts.read !== size || r.counts.unchanged !== size)
+              throw new Error(
+                `plan of ${size} rows (${rule}): read ${r.counts.read}, unchanged ${r.counts.unchanged}`,
+              );
+            passes.get(rule)!.push({
+              r,
+              redisCpu: redis1.cpuS - redis0.cpuS,
+              calls: redis1.calls - redis0.calls,
+              // What the pass leaves in Redis until the run ends: its seen ids, mostly.
+              scratch: redis1.usedMemory - redis0.usedMemory,
+            });
+          }
         }
-        const { r, redisCpu, calls, scratch } = medianBy(passes, (p) => p.r.wallMs);
-        const perPass = passes.map((p) => size / (p.r.wallMs / 1000));
-        rss.push(median(passes.map((p) => p.r.maxRssKb)));
-        const heapKb = median(passes.map((p) => p.r.heapAtPeakKb));
-        rows.push([
-          int(size),
-          int(size / (r.wallMs / 1000)),
-          ratio(size / (r.wallMs / 1000) / TARGET),
-          RUNS > 1 ? perPass.map(int).join(', ') : '-',
-          int(size / (r.cpuMs / 1000)),
-          int(size / redisCpu),
-          (calls / size).toFixed(1),
-          `${(scratch / size).toFixed(1)} B`,
-          seconds(r.wallMs),
-          `${(rss.at(-1)! / 1024).toFixed(0)} MiB`,
-          `${(heapKb / 1024).toFixed(0)} MiB`,
-          ratio(rss.at(-1)! / rss[0]!),
-          `${int(synced)} in ${seconds(loadMs)}`,
-        ]);
+        for (const rule of RULES) {
+          const ofRule = passes.get(rule)!;
+          const { r, redisCpu, calls, scratch } = medianBy(ofRule, (p) => p.r.wallMs);
+          const perPass = ofRule.map((p) => size / (p.r.wallMs / 1000));
+          const rss = median(ofRule.map((p) => p.r.maxRssKb));
+          if (!firstRss.has(rule)) firstRss.set(rule, rss);
+          const heapKb = median(ofRule.map((p) => p.r.heapAtPeakKb));
+          rows.push([
+            int(size),
+            rule,
+            int(size / (r.wallMs / 1000)),
+            ratio(size / (r.wallMs / 1000) / TARGET),
+            RUNS > 1 ? perPass.map(int).join(', ') : '-',
+            int(size / (r.cpuMs / 1000)),
+            int(size / redisCpu),
+            (calls / size).toFixed(1),
+            `${(scratch / size).toFixed(1)} B`,
+            seconds(r.wallMs),
+            `${(rss / 1024).toFixed(0)} MiB`,
+            `${(heapKb / 1024).toFixed(0)} MiB`,
+            ratio(rss / firstRss.get(rule)!),
+            `${int(synced)} in ${seconds(loadMs)}`,
+          ]);
+        }
       }
     } finally {
       redis.disconnect();
@@ -167,6 +195,7 @@ const scenario: Scenario = {
           'Planning pass (read, map, validate, identify, hash, claim, look up), all rows unchanged',
         columns: [
           'rows',
+          'survivor rule',
           'rows/s (wall)',
           `vs ${int(TARGET)}/s`,
           'rows/s of each pass, in order',
@@ -182,7 +211,8 @@ const scenario: Scenario = {
         ],
         rows,
         notes: [
-          `Passes per size: ${RUNS} (BENCH_PLAN_RUNS), each in a new child against the same loaded state, the run's scratch cleared between them; every column but "rows/s of each pass" is the median pass by wall time (of an even count, the slower middle one), peak RSS the median of the passes.`,
+          `Survivor rule: none (every shared identity a conflict), or duplicates: {keep: <rule>, by: Create Date} (BENCH_DUPLICATES, a comma list); the generated rows share no identity, so every row keeps its claims.`,
+          `Passes per size and rule: ${RUNS} (BENCH_PLAN_RUNS), each in a new child against the same loaded state, the rules in turn in each round, the run's scratch cleared between passes; every column but "rows/s of each pass" is the median pass by wall time (of an even count, the slower middle one), peak RSS the median of the passes.`,
           `Each plan runs in its own \`node --import tsx\` child (tsx adds about 30 MiB to every peak: see docs/BENCHMARKS.md, plan-scale); peak from process.resourceUsage().maxRSS, and the V8 heap committed (process.memoryUsage().heapTotal) at the highest RSS sampled every 50 ms, both medians of the passes; batches of ${BATCH} rows (BENCH_PLAN_BATCH); redis-server is private.`,
           'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis commands per row: the sum of INFO commandstats around the child (commands run by Lua scripts counted, as in the sync tables).',

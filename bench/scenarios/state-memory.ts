@@ -11,11 +11,16 @@ import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys, type Entity } from '../../src/sync/identity.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 import { firstSyncMemory, type FirstSyncMemory } from '../lib/first-sync-memory.js';
+import { benchDuplicatesText } from '../lib/plan-pass.js';
 
 const N = 100_000;
 const BATCH = 1000;
-/** Rows of the first-sync case, and its target: Redis bytes per planned row at peak. */
-const FIRST_SYNC_ROWS = 100_000;
+/**
+ * Rows of the first-sync case (BENCH_FIRST_SYNC_ROWS, default 100,000), and
+ * its target: Redis bytes per planned row at peak. BENCH_DUPLICATES plans it
+ * under a survivor rule (bench/lib/plan-pass.ts).
+ */
+const FIRST_SYNC_ROWS = Number(process.env.BENCH_FIRST_SYNC_ROWS || 100_000);
 const FIRST_SYNC_TARGET = 200;
 
 function sfId(n: number): string {
@@ -285,7 +290,7 @@ const scenario: Scenario = {
           columns: ['moment', 'Redis', 'bytes / planned row', 'vs target'],
           rows: firstSyncRows(keep, freed),
           notes: [
-            `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
+            `Planning pass of the generated HubSpot export into empty state with the run's Redis sink (${keep.planned.toLocaleString('en-US')} planned creates, ${(keep.planMs / 1000).toFixed(1)} s, ${benchDuplicatesText()}), on a private redis-server ${keep.redisVersion} holding nothing else; baseline = used_memory of the empty server after CONFIG RESETSTAT; peak = INFO used_memory_peak.`,
             'Queue window: the chunk jobs the enqueuer keeps waiting at most (maxWaitingWrites / writeChunk) plus as many as the write queue retains completed (RETENTION.writes.completed.count), added as waiting jobs with the payload writeChunks builds.',
             "Write phase: every planned line then claimed and settled through the worker's Redis steps (plannedWrites.located, writes.claimAll, writes.finish with the record committed, platform ids made up), a chunk job's 50 lines at a time, the run's scratch, progress keys and the queue window still there; 'kept' settles without naming the plan chunks, so none is freed (the write path before it freed them).",
           ],

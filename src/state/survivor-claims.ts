@@ -2,10 +2,13 @@
  * Identity claims of a run whose job keeps one survivor of its duplicates
  * (a `duplicates` rule other than `none`): the same claim buckets as the
  * conflict claims (identity-claims.ts), each key's claim holding its holder's line,
- * whether it is sticky, its rank and its CRM record
- * (`<line>|<sticky>|<rank>|<record>`). One Lua script decides a batch by the
- * rules of `decideSurvivors` (src/sync/survivors.ts) and moves each key to
- * its winner; the rows that lost are kept in the run's `duplicates` hash
+ * whether it is sticky, its rank (`rankText`) and its CRM record
+ * (`<line>|<sticky>|<rank>|<record>`). The record is most often one of the
+ * row's own keys (its strongest): the claim of that key leaves the record
+ * out (`<line>|<sticky + 2>|<rank>|`), since whoever reads the claim knows
+ * the key's text. One Lua script decides a batch by the rules of
+ * `decideSurvivors` (src/sync/survivors.ts) and moves each key to its
+ * winner; the rows that lost are kept in the run's `duplicates` hash
  * (line → its record and the key it lost on) until the export is planned,
  * then reported, each naming the row that holds that key at the end: the
  * survivor.
@@ -19,6 +22,28 @@ import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
 import type { BucketTtls } from './bucket-ttls.js';
 import { claimLayout } from './identity-claims.js';
+
+/** The digits of a rank in a claim, 0 to 63; none is `|` (lua/contend-survivors-1.lua reads them). */
+export const RANK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_';
+
+/**
+ * A rank as a claim holds it: a whole number from 0 to 2^53 - 1 (a time in
+ * ms, mostly) as `~` and its digits in base 64 (8 characters for a time of
+ * this century, against 13 in decimal: the claims of a row are the largest
+ * part of a planning pass's Redis), any other number as its decimal text,
+ * none as nothing. The script reads both forms back to the same number.
+ */
+export function rankText(rank: number | undefined): string {
+  if (rank === undefined) return '';
+  if (!Number.isSafeInteger(rank) || rank < 0) return String(rank);
+  let text = '';
+  let n = rank;
+  do {
+    text = RANK_DIGITS[n % 64]! + text;
+    n = Math.floor(n / 64);
+  } while (n > 0);
+  return `~${text}`;
+}
 
 /** A row kept in the `duplicates` hash: its record and the key it lost on. */
 interface LostRow {
@@ -56,8 +81,9 @@ export class SurvivorClaims {
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
     const expire = this.ttls.flags(runId, names.buckets);
+    // Per row: which of its keys (1-based, 0 for none) is its record, then its claim's tail.
     const tails = entries.map(
-      (e) => `${e.sticky ? 1 : 0}|${e.rank === undefined ? '' : String(e.rank)}|${e.ref}`,
+      (e) => `${e.keys.indexOf(e.ref) + 1}|${e.sticky ? 1 : 0}|${rankText(e.rank)}|${e.ref}`,
     );
     let out: (string | number)[];
     let unset: number[];
@@ -73,6 +99,7 @@ export class SurvivorClaims {
           this.keys.claimBucketPrefix(runId),
           layout,
           keep,
+          RANK_DIGITS,
           ...tails,
         ),
       )) as [(string | number)[], number[], number];
@@ -91,12 +118,16 @@ export class SurvivorClaims {
     const lost: Loss[] = [];
     for (let i = 0; i < reply.length; i += 5) {
       const line = Number(reply[i]);
+      const identity = keys[Number(reply[i + 4])]!;
+      // 0: the record of a claim that left it out, the shared key itself.
+      const ref = (v: string | number | undefined): string =>
+        typeof v === 'number' ? identity : String(v);
       lost.push({
         line,
-        ref: String(reply[i + 1]),
+        ref: ref(reply[i + 1]),
         winner: Number(reply[i + 2]),
-        winnerRef: String(reply[i + 3]),
-        identity: keys[Number(reply[i + 4])]!,
+        winnerRef: ref(reply[i + 3]),
+        identity,
         earlier: !lines.has(line),
       });
     }
@@ -145,7 +176,9 @@ export class SurvivorClaims {
         .map((r, i) => {
           const v = values[i] ?? '';
           const bar = v.indexOf('|');
-          const ref = v.split('|').slice(3).join('|');
+          const parts = v.split('|');
+          // A claim whose record is its own key leaves the record out (sticky + 2).
+          const ref = Number(parts[1]) >= 2 ? r.lost.identity : parts.slice(3).join('|');
           return {
             line: r.line,
             record: r.lost.record,
