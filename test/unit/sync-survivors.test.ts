@@ -83,6 +83,18 @@ describe('decideSurvivors', () => {
     expect([...d.taken.keys()]).toEqual(['x:B', 'a:7', 'c:1']);
   });
 
+  it('reports every distinct holder a winning row beat', () => {
+    const holders = new Map([
+      ['a:7', { line: 2, sticky: false, rank: undefined, ref: 'x:R2' }],
+      ['c:1', { line: 3, sticky: false, rank: undefined, ref: 'x:R3' }],
+    ]);
+    const d = decideSurvivors('last', holders, [row(5, ['x:B', 'a:7', 'c:1'])]);
+    expect(d.lost).toEqual([
+      { line: 2, ref: 'x:R2', winner: 5, winnerRef: 'x:R5', identity: 'a:7', earlier: true },
+      { line: 3, ref: 'x:R3', winner: 5, winnerRef: 'x:R5', identity: 'c:1', earlier: true },
+    ]);
+  });
+
   it('a row read again (a resumed batch) does not lose to itself', () => {
     const me = { line: 4, sticky: false, rank: 1, ref: 'x:R4' };
     for (const keep of ['first', 'last', 'newest', 'oldest'] as KeepRule[]) {

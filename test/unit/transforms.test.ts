@@ -343,6 +343,7 @@ describe('buildTransform', () => {
     [{ truncate: 0 }, 'truncate: expected a positive whole number'],
     [{ truncate: 2.5 }, 'truncate: expected a positive whole number'],
     [{ list: '' }, 'list: expected a separator such as ";"'],
+    [{ list: 5 }, 'list: expected a separator such as ";"'],
     [{}, 'got keys (none)'],
     [{ a: 1, b: 2 }, 'got keys a, b'],
     ['domian', '(known: trim, lower, upper, integer,'],
