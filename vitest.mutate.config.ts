@@ -8,8 +8,15 @@ export default defineConfig({
   ...root,
   test: {
     ...root.test,
-    projects: (root.test?.projects ?? []).filter(
-      (p) => typeof p === 'object' && 'test' in p && p.test?.name === 'unit',
-    ),
+    // Stryker's instrumented code runs slower than the plain build, and the
+    // machine it runs on may be shared: a generous per-test limit, so that a
+    // slow property test does not fail the initial run.
+    projects: (root.test?.projects ?? [])
+      .filter((p) => typeof p === 'object' && 'test' in p && p.test?.name === 'unit')
+      .map((p) =>
+        typeof p === 'object' && 'test' in p
+          ? { ...p, test: { ...p.test, testTimeout: 60_000 } }
+          : p,
+      ),
   },
 });

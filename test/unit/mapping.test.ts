@@ -587,6 +587,47 @@ describe('skip rules', () => {
     });
   });
 
+  it('gives an absent value to present: false as absent, transforms or not', () => {
+    const noEmail = compileMapping({
+      ...users,
+      skip: {
+        'no-email': {
+          from: 'Email',
+          transforms: ['trim'],
+          present: false,
+          reason: 'no address ({value})',
+        },
+      },
+    });
+    expect(noEmail.map(row({ Id: '5', Email: '' }))).toEqual({
+      ok: false,
+      skip: true,
+      line: 2,
+      rule: 'no-email',
+      field: 'skip.no-email',
+      reason: 'no address ()',
+      identity: 'x:salesforce:5',
+    });
+  });
+
+  it('tests a JSON object or list as its JSON text', () => {
+    const owners = compileMapping({
+      ...users,
+      skip: {
+        archived: { from: 'meta', matches: '"state":"archived"', reason: 'archived' },
+        bots: { from: 'teams', in: ['["bots"]'], reason: 'a bot' },
+      },
+      fields: { external_id: { template: 'hubspot:owner:{id}' }, email: 'email' },
+    });
+    const owner = { id: '1', email: 'a@b.co' };
+    expect(owners.map(row({ ...owner, meta: { state: 'archived' } }))).toMatchObject({
+      rule: 'archived',
+    });
+    expect(owners.map(row({ ...owner, meta: { state: 'active' } }))).toMatchObject({ ok: true });
+    expect(owners.map(row({ ...owner, teams: ['Bots'] }))).toMatchObject({ rule: 'bots' });
+    expect(owners.map(row({ ...owner, teams: ['bots', 'sales'] }))).toMatchObject({ ok: true });
+  });
+
   it('does not match when the rule transform fails', () => {
     expect(m.map(row({ ...live, IsDeleted: 'perhaps' }))).toMatchObject({ ok: true });
   });

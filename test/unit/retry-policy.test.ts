@@ -225,6 +225,25 @@ describe('decide: the reasons', () => {
     });
   });
 
+  it('says a record is gone only for a 404 of an update, and joins every field message', () => {
+    const invalid = errorFromResponse({
+      ...put,
+      status: 400,
+      headers: {},
+      body: '{"name":["This field is required.","Too short."],"website":["Enter a valid URL."]}',
+    });
+    expect(decide(invalid, { operation: 'update', platformId: 42 }, S)).toEqual({
+      action: 'reject',
+      reason:
+        'platform said 400: name: This field is required. Too short.; website: Enter a valid URL.',
+      field: 'name',
+    });
+    expect(decide(ERRORS['404 not found']!(), { operation: 'create' }, S)).toEqual({
+      action: 'reject',
+      reason: 'platform said 404: Not found.',
+    });
+  });
+
   it('fails the run on a 401 naming the API key, wherever it comes', () => {
     for (const operation of ['create', 'update', 'list', 'run'] as const) {
       expect(decide(ERRORS['401 unauthorized']!(), { operation }, S)).toEqual({
@@ -294,6 +313,13 @@ describe('decide: delays', () => {
     ).toEqual({ action: 'retry-later', delayMs: writeRetryDelay(3, S, 0.5) });
   });
 
+  it('draws the jitter as FNV-1a (32 bits) of the key over 2^32', () => {
+    // The published FNV-1a test vectors.
+    expect(jitterOf('')).toBe(0x811c9dc5 / 2 ** 32);
+    expect(jitterOf('a')).toBe(0xe40c292c / 2 ** 32);
+    expect(jitterOf('foobar')).toBe(0xbf9cf968 / 2 ** 32);
+  });
+
   it('draws a write job jitter from its id and attempt: same key, same draw; in [0, 1)', () => {
     expect(jitterOf('run-1-2-0:3')).toBe(jitterOf('run-1-2-0:3'));
     expect(jitterOf('run-1-2-0:3')).not.toBe(jitterOf('run-1-2-0:4'));
@@ -333,6 +359,13 @@ describe('decide: a CRM page (read-page)', () => {
     expect(d(fault(true, 300), 1)).toEqual({ action: 'retry-now', delayMs: 300 + 100 });
     expect(d(fault(true, 60_000), 2)).toEqual({ action: 'retry-now', delayMs: 1_000 + 200 });
     expect(d(fault(true), 2)).toEqual({ action: 'retry-now', delayMs: 200 });
+  });
+
+  it('fails the run on a thrown null, without reading it', () => {
+    expect(decide(null, { operation: 'read-page', attempt: 1, page }, S)).toEqual({
+      action: 'fail-run',
+      reason: 'null',
+    });
   });
 
   it("takes settings.page when the source gives no retry, and ends with the fault's detail", () => {

@@ -118,6 +118,40 @@ describe('auditListing', () => {
     expect(report.problems).toBe(2);
   });
 
+  it('tracks a record when any one of its keys maps to it', () => {
+    const records = [listed('companies', 1, { external_id: 'hs:1', crm_company_id: 7 })];
+    const report = auditListing('companies', records, stateOf({ 'x:hs:1': 1 }));
+    expect(report.tracked).toBe(1);
+    expect(report.untracked).toEqual([]);
+  });
+
+  it("tells a lost record from another source's by external_id, whatever key our state knows", () => {
+    const records = [
+      // Our state gives x:hs:1 to record 2, whose external_id was edited on the platform.
+      listed('companies', 1, { external_id: 'hs:1' }),
+      listed('companies', 2, { external_id: 'hs:1b' }),
+      // Our state gives c:7 to record 9, which is not listed: nothing says it is another source's.
+      listed('companies', 3, { external_id: 'hs:3', crm_company_id: 7 }),
+      // Our state gives c:8 to record 5, of the same external_id: a copy.
+      listed('companies', 4, { external_id: 'hs:4', crm_company_id: 8 }),
+      listed('companies', 5, { external_id: 'hs:4', crm_company_id: 80 }),
+    ];
+    const state = stateOf({ 'x:hs:1': 2, 'c:7': 9, 'c:8': 5, 'c:80': 5 });
+    const report = auditListing('companies', records, state);
+    expect(report.untracked.map((u) => [u.platformId, u.kind, u.key, u.stateId])).toEqual([
+      [1, 'lost', 'x:hs:1', 2],
+      [3, 'lost', 'c:7', 9],
+      [4, 'lost', 'c:8', 5],
+      [2, 'untracked', 'x:hs:1b', undefined],
+    ]);
+  });
+
+  it('lists untracked records of one kind by id, whatever the listing order', () => {
+    const records = [9, 3, 5].map((id) => listed('companies', id, { external_id: `hs:${id}` }));
+    const report = auditListing('companies', records, stateOf({}));
+    expect(report.untracked.map((u) => u.platformId)).toEqual([3, 5, 9]);
+  });
+
   it('tells pending creates, records our API account made, and the rest apart', () => {
     const records = [
       listed('companies', 1, { external_id: 'hs:1' }, 'crm-sync'),

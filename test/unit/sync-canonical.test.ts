@@ -25,8 +25,14 @@ describe('canonicalJson', () => {
     [{ nan: Number.NaN }, '{"nan":null}'],
     ['x', '"x"'],
     [undefined, 'null'],
+    // A Date by its toJSON, as JSON.stringify writes it: two dates never hash alike.
+    [{ at: new Date(Date.UTC(2024, 0, 5, 10)) }, '{"at":"2024-01-05T10:00:00.000Z"}'],
   ])('%j → %s', (input, expected) => {
     expect(canonicalJson(input)).toBe(expected);
+  });
+
+  it('writes a bigint as its digits: no body holds one (zod refuses it), but a hash must not crash', () => {
+    expect(canonicalJson({ n: 12345678901234567890n })).toBe('{"n":12345678901234567890}');
   });
 
   it('parses back to the same value as JSON.stringify gives', () => {

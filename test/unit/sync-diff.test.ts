@@ -20,6 +20,12 @@ describe('canonicalWebsite', () => {
     ['https://bücher.de', 'xn--bcher-kva.de'],
     ['https://www.expressl&t.net', 'expressl&t.net'],
     ['https://acme.com.', 'acme.com'],
+    [' https://www.acme.com/ ', 'acme.com'],
+    // A colon in the path is no scheme.
+    ['www.ACME.com/wiki/Help:Contents', 'acme.com/wiki/Help:Contents'],
+    // User and password lead elsewhere than the host alone: they stay.
+    ['https://u:p@www.acme.com/', 'u:p@acme.com'],
+    ['https://u@acme.com', 'u@acme.com'],
   ])('%j → %j', (input, out) => expect(canonicalWebsite(input)).toBe(out));
 
   it('leaves other schemes and text that is no URL as they are', () => {
@@ -57,6 +63,11 @@ describe('diffFields with canonical forms', () => {
     ).toEqual([]);
     expect(diffFields({ email: 'jane@example.com' }, { email: 'Jane.Roe@example.com' })).toEqual([
       { field: 'email', from: 'jane@example.com', to: 'Jane.Roe@example.com' },
+    ]);
+    expect(diffFields({ email: 'jane@example.com ' }, { email: 'Jane@example.com' })).toEqual([]);
+    // Lower case, not upper: "ß" and "ss" are two addresses (upper case spells both SS).
+    expect(diffFields({ email: 'strasse@example.de' }, { email: 'straße@example.de' })).toEqual([
+      { field: 'email', from: 'strasse@example.de', to: 'straße@example.de' },
     ]);
   });
 

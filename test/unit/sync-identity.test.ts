@@ -64,6 +64,8 @@ describe('identityKeys', () => {
     expect(noIdentityReason('members')).toBe('no identity: external_id and email are both empty');
     expect(describeIdentity('companies', 'a:0015g00000XyZ')).toBe('crm_account_id "0015g00000XyZ"');
     expect(describeIdentity('members', 'e:a:b@c.d')).toBe('email "a:b@c.d"');
+    // A tag the entity does not have is named as it is.
+    expect(describeIdentity('companies', 'e:a@b.c')).toBe('e "a@b.c"');
   });
 });
 
@@ -81,6 +83,10 @@ describe('diffFields', () => {
     expect(diffFields(undefined, { name: 'A', website: undefined })).toEqual([
       { field: 'name', from: null, to: 'A' },
     ]);
+    // A field the body leaves undefined is not sent, so the platform's value is no change.
+    expect(diffFields({ name: 'A', website: 'https://acme.test' }, { website: undefined })).toEqual(
+      [],
+    );
   });
 
   it('finds no change between a body and itself', () => {
@@ -101,9 +107,12 @@ describe('remoteValues', () => {
       created_at: '2024-01-01T00:00:00Z',
       avatar: 'https://x/y.png',
       icon: 'https://x/icon.png',
+      icon_base64: 'aWNvbg==',
+      icon_delete: false,
       crm_company_id: 42,
     };
-    expect(remoteValues('companies', listed)).toEqual({
+    // Strict: a request field the listing left out is no key at all.
+    expect(remoteValues('companies', listed)).toStrictEqual({
       name: 'Acme',
       website: null,
       crm_company_id: 42,

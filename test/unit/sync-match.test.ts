@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foreignRecordReason, strongestMatch } from '../../src/sync/match.js';
+import { foreignRecordReason, foundByExternalId, strongestMatch } from '../../src/sync/match.js';
 import { planRecord } from '../../src/sync/plan.js';
 
 describe('strongestMatch', () => {
@@ -20,6 +20,16 @@ describe('strongestMatch', () => {
       platformId: 7,
       key: 'x:odoo:1',
     });
+  });
+});
+
+describe('foundByExternalId', () => {
+  it("is the row's own record when found through its external_id, or when nothing says how", () => {
+    expect(foundByExternalId(['x:E1', 'c:1'], 'x:E1')).toBe(true);
+    expect(foundByExternalId(['x:E1', 'c:1'], undefined)).toBe(true);
+    expect(foundByExternalId(['x:E1', 'c:1'], 'c:1')).toBe(false);
+    expect(foundByExternalId(['c:1'], undefined)).toBe(false);
+    expect(foundByExternalId([], undefined)).toBe(true);
   });
 });
 
@@ -44,6 +54,19 @@ describe('foreignRecordReason', () => {
       'platform record 4 was written by job "pd" (found through crm_company_id "1", not through ' +
         'this row\'s external_id "odoo:res.partner:1"); left untouched: two jobs share a record only through the same external_id',
     );
+    // The record's own external_id differs too: both are named.
+    expect(
+      foreignRecordReason('companies', keys, {
+        platformId: 4,
+        matchedBy: 'c:1',
+        writtenBy: 'pd',
+        remote: { external_id: 'pipedrive:org:1' },
+      }),
+    ).toBe(
+      'platform record 4 was written by job "pd" (found through crm_company_id "1", its ' +
+        'external_id is "pipedrive:org:1" and this row\'s "odoo:res.partner:1"); left untouched: ' +
+        'two jobs share a record only through the same external_id',
+    );
     // A row without external_id: its strongest key is weaker than any external_id.
     expect(foreignRecordReason('companies', ['c:1'], { platformId: 4, writtenBy: 'pd' })).toContain(
       'written by job "pd" (found through crm_company_id "1")',
@@ -65,6 +88,13 @@ describe('foreignRecordReason', () => {
       foreignRecordReason('companies', keys, { ...hand, remote: { external_id: null } }),
     ).toBeUndefined();
     expect(foreignRecordReason('companies', keys, hand)).toBeUndefined();
+    // Found through a weaker key, but carrying this row's external_id: the row's own record.
+    expect(
+      foreignRecordReason('companies', keys, {
+        ...hand,
+        remote: { external_id: ' odoo:res.partner:1 ' },
+      }),
+    ).toBeUndefined();
     // A row with no external_id contradicts no one's.
     expect(
       foreignRecordReason('companies', ['c:1'], { ...hand, remote: { external_id: 'sf:001' } }),

@@ -9,7 +9,13 @@ import {
 } from '../../src/sync/action.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys } from '../../src/sync/identity.js';
-import { planBatch, planRecord, type Known, type PlanInput } from '../../src/sync/plan.js';
+import {
+  planBatch,
+  planRecord,
+  remoteMatters,
+  type Known,
+  type PlanInput,
+} from '../../src/sync/plan.js';
 
 const FP = 'mapping-v1';
 
@@ -133,6 +139,26 @@ describe('planRecord', () => {
       ['unchanged', 3],
     ]);
     expect(() => planBatch(rows, [{}], { entity: 'companies' })).toThrow(RangeError);
+  });
+});
+
+describe('remoteMatters', () => {
+  const row = { keys: ['x:E1', 'c:7'], hash: 'h1' };
+
+  it('is false only for an unchanged row found through its own external_id, without verifyRemote', () => {
+    expect(remoteMatters(row, { storedHash: 'h1', matchedBy: 'x:E1' }, false)).toBe(false);
+    expect(remoteMatters(row, { storedHash: 'h1' }, false)).toBe(false);
+  });
+
+  it('is true where the platform values can change the action', () => {
+    // verifyRemote: drift is looked for on every row.
+    expect(remoteMatters(row, { storedHash: 'h1', matchedBy: 'x:E1' }, true)).toBe(true);
+    // A changed or new row: adoption and the field diff read them.
+    expect(remoteMatters(row, { storedHash: 'h0', matchedBy: 'x:E1' }, false)).toBe(true);
+    expect(remoteMatters(row, { matchedBy: 'x:E1' }, false)).toBe(true);
+    // Found through a weaker key: the ownership rules read the record's external_id.
+    expect(remoteMatters(row, { storedHash: 'h1', matchedBy: 'c:7' }, false)).toBe(true);
+    expect(remoteMatters({ keys: ['c:7'], hash: 'h1' }, { storedHash: 'h1' }, false)).toBe(true);
   });
 });
 

@@ -63,6 +63,47 @@ describe('decideSurvivors', () => {
     expect(s.holder('x:A')?.line).toBe(2);
   });
 
+  it('reports a loser of the same batch as not earlier: it has no planned write yet', () => {
+    const d = decideSurvivors('last', new Map(), [row(2, ['x:A', 'c:1']), row(3, ['x:B', 'c:1'])]);
+    expect(d.lost).toEqual([
+      { line: 2, ref: 'x:R2', winner: 3, winnerRef: 'x:R3', identity: 'c:1', earlier: false },
+    ]);
+  });
+
+  it("reports a holder of several of the row's keys once, on the first key shared", () => {
+    const holder = { line: 2, sticky: false, rank: undefined, ref: 'x:R2' };
+    const holders = new Map([
+      ['a:7', holder],
+      ['c:1', holder],
+    ]);
+    const d = decideSurvivors('last', holders, [row(5, ['x:B', 'a:7', 'c:1'])]);
+    expect(d.lost).toEqual([
+      { line: 2, ref: 'x:R2', winner: 5, winnerRef: 'x:R5', identity: 'a:7', earlier: true },
+    ]);
+    expect([...d.taken.keys()]).toEqual(['x:B', 'a:7', 'c:1']);
+  });
+
+  it('reports every distinct holder a winning row beat', () => {
+    const holders = new Map([
+      ['a:7', { line: 2, sticky: false, rank: undefined, ref: 'x:R2' }],
+      ['c:1', { line: 3, sticky: false, rank: undefined, ref: 'x:R3' }],
+    ]);
+    const d = decideSurvivors('last', holders, [row(5, ['x:B', 'a:7', 'c:1'])]);
+    expect(d.lost).toEqual([
+      { line: 2, ref: 'x:R2', winner: 5, winnerRef: 'x:R5', identity: 'a:7', earlier: true },
+      { line: 3, ref: 'x:R3', winner: 5, winnerRef: 'x:R5', identity: 'c:1', earlier: true },
+    ]);
+  });
+
+  it('a row read again (a resumed batch) does not lose to itself', () => {
+    const me = { line: 4, sticky: false, rank: 1, ref: 'x:R4' };
+    for (const keep of ['first', 'last', 'newest', 'oldest'] as KeepRule[]) {
+      const d = decideSurvivors(keep, new Map([['c:1', me]]), [row(4, ['x:D', 'c:1'], 1)]);
+      expect(d.lost).toEqual([]);
+      expect(d.taken.get('c:1')?.line).toBe(4);
+    }
+  });
+
   it('a loser takes no key, and a winner takes every key it carries', () => {
     const holders = new Map([['e:m', { line: 2, sticky: false, rank: 9, ref: 'x:A' }]]);
     const d = decideSurvivors('first', holders, [row(3, ['x:B', 'e:m']), row(4, ['x:B'])]);
@@ -136,9 +177,37 @@ describe('rankOf', () => {
     expect(rankOf('2024-01-05 10:00')).toBe(Date.UTC(2024, 0, 5, 10));
     expect(rankOf('2024-01-05 10:00:30')).toBe(Date.UTC(2024, 0, 5, 10, 0, 30));
     expect(rankOf('2024-01-05')).toBe(Date.UTC(2024, 0, 5));
+    expect(rankOf('2024-01-05T10:00:00+0200')).toBe(Date.UTC(2024, 0, 5, 8));
+    expect(rankOf('-3')).toBe(-3);
+    expect(rankOf('+5')).toBe(5);
+    expect(rankOf('1.25')).toBe(1.25);
+  });
+
+  it('reads a date without a zone as UTC whatever the local zone', () => {
+    const zone = process.env.TZ;
+    process.env.TZ = 'America/New_York';
+    try {
+      expect(rankOf('2024-01-05 10:00')).toBe(Date.UTC(2024, 0, 5, 10));
+      expect(rankOf('2024-01-05')).toBe(Date.UTC(2024, 0, 5));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
   });
   it('has no rank for anything else', () => {
-    for (const v of ['', '  ', 'yesterday', '05/01/2024', null, true, {}, Number.NaN, undefined])
+    for (const v of [
+      '',
+      '  ',
+      'yesterday',
+      '05/01/2024',
+      'x2024-01-05',
+      '2024-01-05 10:00 PST',
+      null,
+      true,
+      {},
+      Number.NaN,
+      undefined,
+    ])
       expect(rankOf(v)).toBeUndefined();
   });
 });

@@ -40,6 +40,11 @@ describe('checkThresholds', () => {
     const r = checkThresholds(counts({ invalid: 104 }), limits);
     expect(r.ok).toBe(false);
     expect(!r.ok && r.reason).toMatch(/^10\.4% of rows are invalid \(104 of 1,000\)/);
+    // Beyond two decimals: three.
+    const thin = checkThresholds(counts({ read: 100_000, invalid: 10_001 }), limits);
+    expect(!thin.ok && thin.reason).toMatch(/^10\.001% of rows are invalid \(10,001 of 100,000\)/);
+    // The change share too passes at its limit.
+    expect(checkThresholds(counts({ creates: 200, updates: 300 }), limits)).toEqual({ ok: true });
   });
 
   it('stops when too many records would change', () => {
