@@ -40,6 +40,8 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 export const API_KEY = 'engine-test-key';
 
 export interface EngineOptions {
+  /** The key prefix (CRM_SYNC_PREFIX), with its `{…}` hash tag; a random one unless given. */
+  prefix?: string;
   /** Sandbox options beside the API key (faults, page size, extensions, seed). */
   sandbox?: Omit<SandboxOptions, 'apiKey' | 'port'>;
   /** Extra environment for `loadConfig` (e.g. PLATFORM_RATE_LIMIT, WRITE_CONCURRENCY). */
@@ -120,7 +122,7 @@ export interface EngineHarness {
 }
 
 export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarness> {
-  const prefix = randomPrefix();
+  const prefix = opts.prefix ?? randomPrefix();
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-engine-'));
   const jobsDir = join(dir, 'jobs');
   mkdirSync(jobsDir);
