@@ -5,7 +5,7 @@
  * Runs against a private redis-server (never a shared one).
  */
 import { Redis } from 'ioredis';
-import type { BenchTable, Scenario } from '../run.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys, type Entity } from '../../src/sync/identity.js';
@@ -76,11 +76,19 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function stateMemory(
+interface CommitMemory {
+  keysPerRecord: number;
+  bytesPerRecord: number;
+  perSecond: number;
+  encodings: Record<string, number>;
+}
+
+/** Commits N records of `entity` into `store`: Redis bytes per record (used_memory delta). */
+async function commitMemory(
   redis: Redis,
   store: StateStore,
   entity: Entity,
-): Promise<(string | number)[]> {
+): Promise<CommitMemory> {
   const body = entity === 'companies' ? companyBody : memberBody;
   const before = await settle(redis);
   const t0 = performance.now();
@@ -103,14 +111,27 @@ async function stateMemory(
   }
   const commitMs = performance.now() - t0;
   const after = await settle(redis);
-  const enc = await encodings(redis, `${store.keys.prefix}:${entity}:*`);
+  return {
+    keysPerRecord: keyCount / N,
+    bytesPerRecord: (after - before) / N,
+    perSecond: N / (commitMs / 1000),
+    encodings: await encodings(redis, `${store.keys.prefix}:${entity}:*`),
+  };
+}
+
+async function stateMemory(
+  redis: Redis,
+  store: StateStore,
+  entity: Entity,
+): Promise<(string | number)[]> {
+  const m = await commitMemory(redis, store, entity);
   return [
     entity,
     N.toLocaleString('en-US'),
-    (keyCount / N).toFixed(1),
-    ((after - before) / N).toFixed(1),
-    Math.round(N / (commitMs / 1000)).toLocaleString('en-US'),
-    Object.entries(enc)
+    m.keysPerRecord.toFixed(1),
+    m.bytesPerRecord.toFixed(1),
+    Math.round(m.perSecond).toLocaleString('en-US'),
+    Object.entries(m.encodings)
       .map(([e, c]) => `${e} ${c}`)
       .join(', '),
   ];
@@ -231,6 +252,31 @@ function firstSyncRows(keep: FirstSyncMemory, freed: FirstSyncMemory): (string |
     row('… of it, settled lines (set)', freed.settledAtEnd, freed.rows),
   ];
 }
+
+/**
+ * The check's short form: the first sync's peak (plan chunks freed as their
+ * lines settle, as the write path does) and the record state of 100,000
+ * companies, each on a private redis-server of its own.
+ */
+export const shortForm: ShortForm = {
+  what: `a first sync of ${FIRST_SYNC_ROWS.toLocaleString('en-US')} companies; ${N.toLocaleString('en-US')} companies' record state`,
+  async measure() {
+    const freed = await firstSyncMemory(FIRST_SYNC_ROWS, true);
+    const server = await startRedisServer();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    try {
+      const companies = await commitMemory(redis, new StateStore(redis), 'companies');
+      return {
+        firstSyncPeakBytesPerRow: freed.peakAtEnd / freed.rows,
+        companyStateBytesPerRecord: companies.bytesPerRecord,
+      };
+    } finally {
+      await redis.quit();
+      await server.stop();
+      removeDir(server.dir);
+    }
+  },
+};
 
 const scenario: Scenario = {
   name: 'state-memory',
