@@ -1,7 +1,8 @@
 /**
- * Memory per synced record in Redis (identity map + record state), memory per
- * record of the platform index, lookup throughput, and the per-row cost of
- * identity + content hash (budget: 50,000 rows/s for the whole pipeline).
+ * Memory per synced record in Redis (identity map + record state; at
+ * BENCH_STATE_RECORDS records of each entity), memory per record of the
+ * platform index, lookup throughput, and the per-row cost of identity +
+ * content hash (budget: 50,000 rows/s for the whole pipeline).
  * Runs against a private redis-server (never a shared one).
  */
 import { Redis } from 'ioredis';
@@ -13,6 +14,13 @@ import { removeDir, startRedisServer } from '../../test/harness/redis-server.js'
 import { firstSyncMemory, type FirstSyncMemory } from '../lib/first-sync-memory.js';
 
 const N = 100_000;
+/**
+ * Records of each entity committed for the record-state rows (BENCH_STATE_RECORDS,
+ * default N): past about 1.4 million companies (three identity keys each) the
+ * identity buckets, past about 2 million records the record buckets, outgrow
+ * Redis' listpack limit. Lookups and the index stay at N.
+ */
+const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? N);
 const BATCH = 1000;
 /** Rows of the first-sync case, and its target: Redis bytes per planned row at peak. */
 const FIRST_SYNC_ROWS = 100_000;
@@ -83,17 +91,18 @@ interface CommitMemory {
   encodings: Record<string, number>;
 }
 
-/** Commits N records of `entity` into `store`: Redis bytes per record (used_memory delta). */
+/** Commits `count` records of `entity` into `store`: Redis bytes per record (used_memory delta). */
 async function commitMemory(
   redis: Redis,
   store: StateStore,
   entity: Entity,
+  count: number,
 ): Promise<CommitMemory> {
   const body = entity === 'companies' ? companyBody : memberBody;
   const before = await settle(redis);
   const t0 = performance.now();
   let keyCount = 0;
-  for (let start = 0; start < N; start += BATCH) {
+  for (let start = 0; start < count; start += BATCH) {
     const entries = [];
     for (let n = start; n < start + BATCH; n++) {
       const b = body(n);
@@ -112,9 +121,9 @@ async function commitMemory(
   const commitMs = performance.now() - t0;
   const after = await settle(redis);
   return {
-    keysPerRecord: keyCount / N,
-    bytesPerRecord: (after - before) / N,
-    perSecond: N / (commitMs / 1000),
+    keysPerRecord: keyCount / count,
+    bytesPerRecord: (after - before) / count,
+    perSecond: count / (commitMs / 1000),
     encodings: await encodings(redis, `${store.keys.prefix}:${entity}:*`),
   };
 }
@@ -124,10 +133,10 @@ async function stateMemory(
   store: StateStore,
   entity: Entity,
 ): Promise<(string | number)[]> {
-  const m = await commitMemory(redis, store, entity);
+  const m = await commitMemory(redis, store, entity, RECORDS);
   return [
     entity,
-    N.toLocaleString('en-US'),
+    RECORDS.toLocaleString('en-US'),
     m.keysPerRecord.toFixed(1),
     m.bytesPerRecord.toFixed(1),
     Math.round(m.perSecond).toLocaleString('en-US'),
@@ -265,7 +274,7 @@ export const shortForm: ShortForm = {
     const server = await startRedisServer();
     const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     try {
-      const companies = await commitMemory(redis, new StateStore(redis), 'companies');
+      const companies = await commitMemory(redis, new StateStore(redis), 'companies', N);
       return {
         firstSyncPeakBytesPerRow: freed.peakAtEnd / freed.rows,
         companyStateBytesPerRecord: companies.bytesPerRecord,
@@ -283,6 +292,11 @@ const scenario: Scenario = {
   description:
     'Redis memory per synced record, per indexed platform record and per planned row of a first sync; lookup and hash throughput',
   async run(): Promise<BenchTable[]> {
+    // Checked here, not on import: every scenario module is imported, whichever runs.
+    if (!Number.isInteger(RECORDS) || RECORDS < N || RECORDS % BATCH !== 0)
+      throw new Error(
+        `BENCH_STATE_RECORDS: ${process.env.BENCH_STATE_RECORDS} is not a multiple of ${BATCH} of at least ${N}`,
+      );
     // Each on a server of its own, so that its peak is its own.
     const keep = await firstSyncMemory(FIRST_SYNC_ROWS, false);
     const freed = await firstSyncMemory(FIRST_SYNC_ROWS, true);
@@ -310,7 +324,7 @@ const scenario: Scenario = {
       );
       return [
         {
-          title: `Redis memory per record (${N.toLocaleString('en-US')} synthetic records, INFO used_memory delta)`,
+          title: `Redis memory per record (${RECORDS.toLocaleString('en-US')} synthetic records of each entity, an index of ${N.toLocaleString('en-US')}; INFO used_memory delta)`,
           columns: [
             'map',
             'records',
