@@ -94,9 +94,9 @@ export async function startCommandClock(url: string, shared: boolean): Promise<C
   };
 }
 
-/** "812 µs mean, 2.1 ms at 99.9%; longest 4.2 ms (evalsha)", or why not measured. */
+/** "4,012 script calls, 812 µs mean, 2.1 ms at 99.9%; longest 4.2 ms (evalsha)", or why not measured. */
 export function describeTime(t: CommandTime | undefined): string {
   if (t === undefined) return 'n/a (shared Redis)';
   const ms = (us: number): string => (Number.isFinite(us) ? `${(us / 1000).toFixed(1)} ms` : 'n/a');
-  return `${Number.isFinite(t.scriptMeanUs) ? Math.round(t.scriptMeanUs) : 'n/a'} µs mean, ${ms(t.scriptP999Us)} at 99.9%; longest ${ms(t.longestUs)} (${t.longestCommand})`;
+  return `${t.scriptCalls.toLocaleString('en-US')} script calls, ${Number.isFinite(t.scriptMeanUs) ? Math.round(t.scriptMeanUs) : 'n/a'} µs mean, ${ms(t.scriptP999Us)} at 99.9%; longest ${ms(t.longestUs)} (${t.longestCommand})`;
 }
