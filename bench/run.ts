@@ -26,7 +26,8 @@ export interface Scenario {
 /**
  * A scenario's short form, for `npm run bench -- check` (bench/scenarios/check.ts):
  * its figures by metric name (the `metric` of a target in bench/targets.json),
- * measured in a few minutes at most, whatever the BENCH_* settings.
+ * measured in a few minutes at most, at sizes of its own (not the scenario's
+ * BENCH_* size settings).
  */
 export interface ShortForm {
   /** What it runs, in a few words (printed beside its figures). */
