@@ -54,27 +54,29 @@ export async function checkTargets(
   const notes: string[] = [];
   for (const name of new Set(targets.map((t) => t.scenario))) {
     const mine = targets.filter((t) => t.scenario === name);
-    const load = forms[name];
+    const load = Object.hasOwn(forms, name) ? forms[name] : undefined;
     if (load === undefined) {
       const why = `no short form of ${name} in this build (bench/lib/short-forms.ts)`;
       verdicts.push(...notAvailable(mine, why));
       notes.push(`${name}: not available, ${why}.`);
       continue;
     }
-    const form = await load();
-    log(`${name} (${form.what}) …`);
     const t0 = performance.now();
+    let what = name;
     let judged: Verdict[];
     try {
+      const form = await load();
+      what = `${name}: ${form.what}`;
+      log(`${what} …`);
       const measures = await form.measure();
       judged = mine.map((t) => judge(t, measures));
-      notes.push(`${name}: ${form.what}, ${seconds(performance.now() - t0)}.`);
+      notes.push(`${what}, ${seconds(performance.now() - t0)}.`);
       for (const v of judged)
         if (v.result === 'not available') notes.push(`${v.target.name}: ${v.why}.`);
     } catch (err) {
       judged = failed(mine, err);
       const message = err instanceof Error ? err.message : String(err);
-      notes.push(`${name}: ${form.what}, failed: ${message.split('\n')[0]}`);
+      notes.push(`${what}, failed: ${message.split('\n')[0]}`);
     }
     for (const v of judged) log(row(v).slice(0, 5).join(' | '));
     verdicts.push(...judged);

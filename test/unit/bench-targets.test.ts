@@ -167,6 +167,16 @@ describe('checkTargets', () => {
     expect(notes[0]).toBe('plan-scale: short, failed: run ended failed');
   });
 
+  it('misses the targets of a short form that cannot be loaded', async () => {
+    const { verdicts, notes } = await checkTargets([floor], {
+      'plan-scale': async () => {
+        throw new Error('Cannot find module');
+      },
+    });
+    expect(verdicts.map((v) => v.result)).toEqual(['miss']);
+    expect(notes).toEqual(['plan-scale, failed: Cannot find module']);
+  });
+
   it('not available alone is no miss, even under --strict', async () => {
     const { verdicts } = await checkTargets([fair], {});
     expect(exitCodeOf(verdicts, true)).toBe(0);
