@@ -1,7 +1,7 @@
 /**
  * The whole sync engine in one test process: a sandbox on port 0, a config
- * on the harness Redis under a random `{…}` prefix, a temporary folder for
- * job files and exports written by the test, the worker service in-process
+ * on the harness Redis under a random `{…}` prefix (or the test's own), a
+ * temporary folder for job files and exports written by the test, the worker service in-process
  * (short locks and polls), and `runJob`, which starts a run with the same
  * `startRun` as `crm-sync run` and waits for its end (`waitForRun`). `close()` stops everything and
  * deletes every key of the prefix.
