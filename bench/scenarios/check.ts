@@ -34,7 +34,8 @@ function row(v: Verdict): string[] {
     t.name,
     `${figure(v.measured)} ${t.unit}`,
     wanted,
-    v.ratio === undefined ? '-' : ratio(v.ratio),
+    // Three digits: 0.998 is a miss that two would print as 1.00.
+    v.ratio === undefined ? '-' : ratio(v.ratio, 3),
     v.result,
     t.issueTarget,
   ];
