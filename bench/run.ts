@@ -2,7 +2,8 @@
  * `npm run bench [-- NAME ...]`: runs the benchmark scenarios in
  * bench/scenarios/ (all, or those named) and prints one markdown table per
  * scenario, with the machine it ran on. Figures go to docs/BENCHMARKS.md by
- * hand, with the command that produced them.
+ * hand, with the command that produced them. Arguments starting with `-`
+ * are left to the scenarios (`check --strict`).
  */
 import { readdirSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -20,6 +21,18 @@ export interface Scenario {
   name: string;
   description: string;
   run(): Promise<BenchTable[]>;
+}
+
+/**
+ * A scenario's short form, for `npm run bench -- check` (bench/scenarios/check.ts):
+ * its figures by metric name (the `metric` of a target in bench/targets.json),
+ * measured in a few minutes at most, at sizes of its own (not the scenario's
+ * BENCH_* size settings).
+ */
+export interface ShortForm {
+  /** What it runs, in a few words (printed beside its figures). */
+  what: string;
+  measure(): Promise<Record<string, number>>;
 }
 
 function formatTable(t: BenchTable): string {

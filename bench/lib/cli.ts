@@ -34,6 +34,8 @@ export function requireBuild(): void {
 /** A Redis for one scenario: a private server, or REDIS_URL with a prefix of our own. */
 export interface BenchRedis {
   url: string;
+  /** REDIS_URL's server, which others may use: no CONFIG or statistics resets there. */
+  shared: boolean;
   /** A fresh `{…}` prefix for one sync (its keys are deleted by `close`). */
   prefix(name: string): string;
   close(): Promise<void>;
@@ -47,6 +49,7 @@ export async function openBenchRedis(): Promise<BenchRedis> {
   const tag = Math.random().toString(36).slice(2, 8);
   return {
     url,
+    shared: given !== undefined,
     prefix(name) {
       const p = `{crm-sync-bench-${tag}-${name}}`;
       used.push(p);

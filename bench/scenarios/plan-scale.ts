@@ -12,9 +12,10 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import type { BenchTable, Scenario } from '../run.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
 import { ensureData } from '../crm-data.js';
-import { openBenchRedis, redisCounters, ROOT } from '../lib/cli.js';
+import { openBenchRedis, redisCounters, ROOT, type BenchRedis } from '../lib/cli.js';
+import { describeTime, startCommandClock, type CommandTime } from '../lib/command-time.js';
 import { benchRules, PLAN_RUN_ID } from '../lib/plan-pass.js';
 import { int, loadAverage, median, medianBy, ratio, seconds } from '../lib/measure.js';
 import { loadMapping } from '../../src/crm/presets.js';
@@ -90,6 +91,7 @@ async function planInChild(
   path: string,
   url: string,
   prefix: string,
+  batch: number,
   rule: string,
 ): Promise<ChildResult> {
   const { stdout } = await run(
@@ -101,7 +103,7 @@ async function planInChild(
       path,
       url,
       prefix,
-      String(BATCH),
+      String(batch),
     ],
     {
       cwd: ROOT,
@@ -113,6 +115,104 @@ async function planInChild(
   return JSON.parse(stdout.trim().split('\n').pop()!) as ChildResult;
 }
 
+interface Pass {
+  r: ChildResult;
+  redisCpu: number;
+  calls: number;
+  scratch: number;
+  time: CommandTime | undefined;
+}
+
+interface SizeResult {
+  size: number;
+  rule: string;
+  synced: number;
+  loadMs: number;
+  passes: Pass[];
+  /** The median pass by wall time (of an even count, the slower middle one). */
+  median: Pass;
+  rssKb: number;
+  heapKb: number;
+}
+
+/**
+ * Loads `size` rows into state under a fresh prefix, then plans them `runs`
+ * times under each survivor rule, the rules in turn in each round, each pass
+ * in a new child (the run's scratch cleared between them). One result per rule.
+ */
+async function measureSize(
+  server: BenchRedis,
+  redis: Redis,
+  size: number,
+  runs: number,
+  batch: number,
+  rules: string[] = ['none'],
+): Promise<SizeResult[]> {
+  const path = await ensureData('csv', size);
+  const prefix = server.prefix(`plan-${size}`);
+  const store = new StateStore(redis, { prefix });
+  const t0 = performance.now();
+  const synced = await syncIntoState(store, path);
+  const loadMs = performance.now() - t0;
+  const passes = new Map<string, Pass[]>(rules.map((rule) => [rule, []]));
+  let first = true;
+  for (let n = 0; n < runs; n++) {
+    for (const rule of rules) {
+      if (!first) await store.progress.clear(PLAN_RUN_ID);
+      first = false;
+      const clock = await startCommandClock(server.url, server.shared);
+      const redis0 = await redisCounters(server.url);
+      const r = await planInChild(path, server.url, prefix, batch, rule);
+      const redis1 = await redisCounters(server.url);
+      if (r.counts.read !== size || r.counts.unchanged !== size)
+        throw new Error(
+          `plan of ${size} rows (${rule}): read ${r.counts.read}, unchanged ${r.counts.unchanged}`,
+        );
+      passes.get(rule)!.push({
+        r,
+        redisCpu: redis1.cpuS - redis0.cpuS,
+        calls: redis1.calls - redis0.calls,
+        // What the pass leaves in Redis until the run ends: its seen ids, mostly.
+        scratch: redis1.usedMemory - redis0.usedMemory,
+        time: await clock.read(),
+      });
+    }
+  }
+  return rules.map((rule) => {
+    const ofRule = passes.get(rule)!;
+    return {
+      size,
+      rule,
+      synced,
+      loadMs,
+      passes: ofRule,
+      median: medianBy(ofRule, (p) => p.r.wallMs),
+      rssKb: median(ofRule.map((p) => p.r.maxRssKb)),
+      heapKb: median(ofRule.map((p) => p.r.heapAtPeakKb)),
+    };
+  });
+}
+
+/** The check's short form: 200,000 unchanged rows, the median of three passes. */
+export const shortForm: ShortForm = {
+  what: '200,000 unchanged rows, median of 3 passes',
+  async measure() {
+    const size = 200_000;
+    const server = await openBenchRedis();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    try {
+      const { median: m } = (await measureSize(server, redis, size, 3, PLANNING_BATCH_ROWS))[0]!;
+      return {
+        rowsPerSecond: size / (m.r.wallMs / 1000),
+        redisRowsPerCpuSecond: size / m.redisCpu,
+      };
+    } finally {
+      redis.disconnect();
+      await server.close();
+    }
+  },
+};
+
 const scenario: Scenario = {
   name: 'plan-scale',
   description: `planning pass with the Redis sink (every row unchanged) and peak RSS at ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} rows, one child process per pass (${RUNS} per size and survivor rule: ${RULES.join(', ')})`,
@@ -123,70 +223,38 @@ const scenario: Scenario = {
         `BENCH_PLAN_BATCH: ${process.env.BENCH_PLAN_BATCH} is not a whole number of rows above 0`,
       );
     const load0 = await loadAverage();
-    const redisServer = await openBenchRedis();
-    const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+    const server = await openBenchRedis();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
     const rows: (string | number)[][] = [];
     // Peak RSS of the first size, per rule (the "peak vs" column's base).
     const firstRss = new Map<string, number>();
     try {
       for (const size of SIZES) {
-        const path = await ensureData('csv', size);
-        const prefix = redisServer.prefix(`plan-${size}`);
-        const store = new StateStore(redis, { prefix });
-        const t0 = performance.now();
-        const synced = await syncIntoState(store, path);
-        const loadMs = performance.now() - t0;
-        type Pass = { r: ChildResult; redisCpu: number; calls: number; scratch: number };
-        const passes = new Map<string, Pass[]>(RULES.map((rule) => [rule, []]));
-        let first = true;
-        for (let n = 0; n < RUNS; n++) {
-          for (const rule of RULES) {
-            if (!first) await store.progress.clear(PLAN_RUN_ID);
-            first = false;
-            const redis0 = await redisCounters(redisServer.url);
-            const r = await planInChild(path, redisServer.url, prefix, rule);
-            const redis1 = await redisCounters(redisServer.url);
-            if (r.counts.read !== size || r.counts.unchanged !== size)
-              throw new Error(
-                `plan of ${size} rows (${rule}): read ${r.counts.read}, unchanged ${r.counts.unchanged}`,
-              );
-            passes.get(rule)!.push({
-              r,
-              redisCpu: redis1.cpuS - redis0.cpuS,
-              calls: redis1.calls - redis0.calls,
-              // What the pass leaves in Redis until the run ends: its seen ids, mostly.
-              scratch: redis1.usedMemory - redis0.usedMemory,
-            });
-          }
-        }
-        for (const rule of RULES) {
-          const ofRule = passes.get(rule)!;
-          const { r, redisCpu, calls, scratch } = medianBy(ofRule, (p) => p.r.wallMs);
-          const perPass = ofRule.map((p) => size / (p.r.wallMs / 1000));
-          const rss = median(ofRule.map((p) => p.r.maxRssKb));
-          if (!firstRss.has(rule)) firstRss.set(rule, rss);
-          const heapKb = median(ofRule.map((p) => p.r.heapAtPeakKb));
+        for (const s of await measureSize(server, redis, size, RUNS, BATCH, RULES)) {
+          const { r, redisCpu, calls, scratch, time } = s.median;
+          if (!firstRss.has(s.rule)) firstRss.set(s.rule, s.rssKb);
           rows.push([
             int(size),
-            rule,
+            s.rule,
             int(size / (r.wallMs / 1000)),
             ratio(size / (r.wallMs / 1000) / TARGET),
-            RUNS > 1 ? perPass.map(int).join(', ') : '-',
+            RUNS > 1 ? s.passes.map((p) => int(size / (p.r.wallMs / 1000))).join(', ') : '-',
             int(size / (r.cpuMs / 1000)),
             int(size / redisCpu),
             (calls / size).toFixed(1),
+            describeTime(time),
             `${(scratch / size).toFixed(1)} B`,
             seconds(r.wallMs),
-            `${(rss / 1024).toFixed(0)} MiB`,
-            `${(heapKb / 1024).toFixed(0)} MiB`,
-            ratio(rss / firstRss.get(rule)!),
-            `${int(synced)} in ${seconds(loadMs)}`,
+            `${(s.rssKb / 1024).toFixed(0)} MiB`,
+            `${(s.heapKb / 1024).toFixed(0)} MiB`,
+            ratio(s.rssKb / firstRss.get(s.rule)!),
+            `${int(s.synced)} in ${seconds(s.loadMs)}`,
           ]);
         }
       }
     } finally {
       redis.disconnect();
-      await redisServer.close();
+      await server.close();
     }
     const load1 = await loadAverage();
     return [
@@ -202,6 +270,7 @@ const scenario: Scenario = {
           'rows per CPU-s of the planner',
           'rows per CPU-s of redis-server',
           'Redis commands per row',
+          'Redis time per script call',
           'run scratch left in Redis per row',
           'wall',
           'peak RSS',
@@ -216,6 +285,7 @@ const scenario: Scenario = {
           `Each plan runs in its own \`node --import tsx\` child (tsx adds about 30 MiB to every peak: see docs/BENCHMARKS.md, plan-scale); peak from process.resourceUsage().maxRSS, and the V8 heap committed (process.memoryUsage().heapTotal) at the highest RSS sampled every 50 ms, both medians of the passes; batches of ${BATCH} rows (BENCH_PLAN_BATCH); redis-server is private.`,
           'The planner maps and hashes a batch while the ones before it are with Redis (up to BATCHES_UNDER_WAY of them under way: the lookup of each, record states included, and its claims, then its planned writes and seen ids), so wall-clock rows/s also depends on redis-server getting CPU; rows per CPU-second of the planner is the child process alone, of redis-server from its INFO cpu around the child.',
           'Redis commands per row: the sum of INFO commandstats around the child (commands run by Lua scripts counted, as in the sync tables).',
+          "Redis time per script call: the pass's own INFO commandstats (EVALSHA and EVAL: mean) and INFO latencystats (99.9th percentile of script calls; the longest call of any command), statistics reset before the child: how long one planning pass holds the server, call by call (a private redis-server only).",
           "Run scratch left in Redis per row: used_memory after the child less before it, over the rows: what the pass keeps until the run ends (the platform ids it saw, for the orphan report; its claims are freed at the pass's end).",
           'Redis bytes per synced record: see the state-memory section (131 bytes per company: identity map + record state).',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,

@@ -24,8 +24,16 @@
  * and the pacer's state.
  */
 import { Redis } from 'ioredis';
-import type { BenchTable, Scenario } from '../run.js';
-import { cliEnv, jobsDir, openBenchRedis, requireBuild, syncRun } from '../lib/cli.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
+import {
+  cliEnv,
+  jobsDir,
+  openBenchRedis,
+  requireBuild,
+  syncRun,
+  type BenchRedis,
+  type JobsDir,
+} from '../lib/cli.js';
 import { ensureSyncExport } from '../lib/exports.js';
 import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox, writePhase, type Sample } from '../lib/meter.js';
@@ -107,6 +115,21 @@ CASES.push(
   },
 );
 
+/** One run of a case, as the platform and the run record saw it. */
+interface Result {
+  size: number;
+  /** Rows over the run's duration (startedAt to finishedAt), over the limit. */
+  wholeShare: number;
+  /** First write to last at the platform (its stats sampled every 200 ms), over the limit. */
+  writingShare: number;
+  steadyShare: number;
+  steadyRate: number;
+  wallMs: number;
+  limited: number;
+  requests: number;
+  end: string;
+}
+
 export default {
   name: 'rate',
   description:
@@ -121,66 +144,20 @@ export default {
     const rows: (string | number)[][] = [];
     try {
       for (const c of CASES.filter((x) => wanted.includes(x.id))) {
-        const size = ROWS ?? c.rows;
-        jobs.write('companies', await ensureSyncExport(size, false));
-        const sandbox = await startMeteredSandbox({
-          rateLimit: c.limit,
-          rateLimitMode: c.mode,
-          latencyMs: c.latencyMs,
-        });
-        try {
-          const prefix = redis.prefix(`rate-${c.id}`);
-          const env = cliEnv({
-            redisUrl: redis.url,
-            prefix,
-            baseUrl: sandbox.url,
-            apiKey: BENCH_API_KEY,
-            rateLimit: 0,
-            jobs: jobs.dir,
-            extra: {
-              PLATFORM_RATE_LIMIT: c.setting,
-              PLATFORM_LATENCY_HINT_MS: String(c.latencyMs),
-              ...(c.max && { PLATFORM_RATE_LIMIT_MAX: String(c.max) }),
-              ...(process.env.BENCH_RATE_CONCURRENCY && {
-                WRITE_CONCURRENCY: process.env.BENCH_RATE_CONCURRENCY,
-              }),
-            },
-          });
-          const before = await sandbox.totals();
-          const rec = sandbox.record(200);
-          const trace = process.env.BENCH_RATE_TRACE ? tracePacer(admin, prefix) : undefined;
-          const summary = await syncRun('companies', env, {
-            withWorker: true,
-            timeoutMs: Math.max(300_000, (size / c.perSecond) * 4_000),
-          });
-          const samples = await rec.stop();
-          if (trace)
-            writeTrace(`${process.env.BENCH_RATE_TRACE}-${c.id}.tsv`, samples, await trace.stop());
-          const after = await sandbox.totals();
-          const phase = writePhase(samples);
-          const requests = after.requests - before.requests;
-          const limited = after.rateLimited - before.rateLimited;
-          if (summary.counts.created !== size)
-            throw new Error(`case ${c.id}: created ${summary.counts.created} of ${size}`);
-          const st = await readPacerState(admin, prefix);
-          rows.push([
-            `(${c.id}) ${c.what}`,
-            `${c.limit} ${c.mode}`,
-            `${int(size)}, ${c.latencyMs} ms`,
-            ratio(phase.steadyRate, 1),
-            ratio(phase.steadyRate / c.perSecond),
-            ratio(phase.overallRate / c.perSecond),
-            int(limited),
-            percent(limited / requests),
-            c.setting === 'auto'
-              ? `${st ? ratio(st.rate, 1) : 'n/a'}/s (limit met near ${st?.mode === 'auto' ? ratio(st.ceiling, 1) : 'n/a'}/s)`
-              : `${ratio(fixedPace(Number(c.setting)), 1)}/s (fixed)`,
-            seconds(summary.wallMs),
-          ]);
-          process.stderr.write(`rate ${c.id}: ${rows.at(-1)!.join(' | ')}\n`);
-        } finally {
-          await sandbox.close();
-        }
+        const r = await runCase(c, 0, { redis, admin, jobs });
+        rows.push([
+          `(${c.id}) ${c.what}`,
+          `${c.limit} ${c.mode}`,
+          `${int(r.size)}, ${c.latencyMs} ms`,
+          ratio(r.steadyRate, 1),
+          ratio(r.steadyShare),
+          ratio(r.writingShare),
+          int(r.limited),
+          percent(r.limited / r.requests),
+          r.end,
+          seconds(r.wallMs),
+        ]);
+        process.stderr.write(`rate ${c.id}: ${rows.at(-1)!.join(' | ')}\n`);
       }
     } finally {
       jobs.remove();
@@ -213,6 +190,73 @@ export default {
     ];
   },
 } satisfies Scenario;
+
+async function runCase(
+  c: Case,
+  run: number,
+  /** `rows` overrides the case's size and BENCH_RATE_ROWS (the check's short form). */
+  on: { redis: BenchRedis; admin: Redis; jobs: JobsDir; rows?: number },
+): Promise<Result> {
+  const size = on.rows ?? ROWS ?? c.rows;
+  on.jobs.write('companies', await ensureSyncExport(size, false));
+  const sandbox = await startMeteredSandbox({
+    rateLimit: c.limit,
+    rateLimitMode: c.mode,
+    latencyMs: c.latencyMs,
+  });
+  try {
+    const prefix = on.redis.prefix(`rate-${c.id}-${run}`);
+    const env = cliEnv({
+      redisUrl: on.redis.url,
+      prefix,
+      baseUrl: sandbox.url,
+      apiKey: BENCH_API_KEY,
+      rateLimit: 0,
+      jobs: on.jobs.dir,
+      extra: {
+        PLATFORM_RATE_LIMIT: c.setting,
+        PLATFORM_LATENCY_HINT_MS: String(c.latencyMs),
+        ...(c.max && { PLATFORM_RATE_LIMIT_MAX: String(c.max) }),
+        ...(process.env.BENCH_RATE_CONCURRENCY && {
+          WRITE_CONCURRENCY: process.env.BENCH_RATE_CONCURRENCY,
+        }),
+      },
+    });
+    const before = await sandbox.totals();
+    const rec = sandbox.record(200);
+    const trace = process.env.BENCH_RATE_TRACE ? tracePacer(on.admin, prefix) : undefined;
+    const summary = await syncRun('companies', env, {
+      withWorker: true,
+      timeoutMs: Math.max(300_000, (size / c.perSecond) * 4_000),
+    });
+    const samples = await rec.stop();
+    if (trace)
+      writeTrace(`${process.env.BENCH_RATE_TRACE}-${c.id}.tsv`, samples, await trace.stop());
+    const after = await sandbox.totals();
+    const phase = writePhase(samples);
+    if (summary.counts.created !== size)
+      throw new Error(`case ${c.id}: created ${summary.counts.created} of ${size}`);
+    const startedAt = Date.parse(summary.startedAt ?? summary.createdAt);
+    const finishedAt = Date.parse(summary.finishedAt ?? '');
+    const st = await readPacerState(on.admin, prefix);
+    return {
+      size,
+      wholeShare: size / ((finishedAt - startedAt) / 1_000) / c.perSecond,
+      writingShare: phase.overallRate / c.perSecond,
+      steadyShare: phase.steadyRate / c.perSecond,
+      steadyRate: phase.steadyRate,
+      wallMs: summary.wallMs,
+      limited: after.rateLimited - before.rateLimited,
+      requests: after.requests - before.requests,
+      end:
+        c.setting === 'auto'
+          ? `${st ? ratio(st.rate, 1) : 'n/a'}/s (limit met near ${st?.mode === 'auto' ? ratio(st.ceiling, 1) : 'n/a'}/s)`
+          : `${ratio(fixedPace(Number(c.setting)), 1)}/s (fixed)`,
+    };
+  } finally {
+    await sandbox.close();
+  }
+}
 
 /** The pacer's state in Redis, read every 500 ms, with the ms since the trace started. */
 function tracePacer(admin: Redis, prefix: string) {
@@ -265,3 +309,34 @@ function writeTrace(
   }
   writeFileSync(path, `${lines.join('\n')}\n`);
 }
+
+/**
+ * The check's short form: issue 32's short first syncs, (e) auto against a
+ * 100/s sliding window, 8,000 rows, and (g) PLATFORM_RATE_LIMIT=200 against
+ * a 200/s one, 4,000 rows; one run each.
+ */
+export const shortForm: ShortForm = {
+  what: 'cases (e) and (g): 8,000 rows at auto against 100/s, 4,000 at a fixed 200 against 200/s',
+  async measure() {
+    requireBuild();
+    const redis = await openBenchRedis();
+    const admin = new Redis(redis.url);
+    const jobs = jobsDir();
+    const out: Record<string, number> = {};
+    try {
+      for (const c of CASES.filter((x) => x.id === 'e' || x.id === 'g')) {
+        const r = await runCase(c, 0, { redis, admin, jobs, rows: c.rows });
+        out[`${c.id}.startToEndShareOfLimit`] = r.wholeShare;
+        out[`${c.id}.writingShareOfLimit`] = r.writingShare;
+        out[`${c.id}.steadyShareOfLimit`] = r.steadyShare;
+        out[`${c.id}.rateLimited`] = r.limited;
+        out[`${c.id}.rateLimitedShare`] = r.limited / r.requests;
+      }
+    } finally {
+      jobs.remove();
+      admin.disconnect();
+      await redis.close();
+    }
+    return out;
+  },
+};

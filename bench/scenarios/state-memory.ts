@@ -1,11 +1,12 @@
 /**
- * Memory per synced record in Redis (identity map + record state), memory per
- * record of the platform index, lookup throughput, and the per-row cost of
- * identity + content hash (budget: 50,000 rows/s for the whole pipeline).
+ * Memory per synced record in Redis (identity map + record state; at
+ * BENCH_STATE_RECORDS records of each entity), memory per record of the
+ * platform index, lookup throughput, and the per-row cost of identity +
+ * content hash (budget: 50,000 rows/s for the whole pipeline).
  * Runs against a private redis-server (never a shared one).
  */
 import { Redis } from 'ioredis';
-import type { BenchTable, Scenario } from '../run.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys, type Entity } from '../../src/sync/identity.js';
@@ -14,6 +15,13 @@ import { firstSyncMemory, type FirstSyncMemory } from '../lib/first-sync-memory.
 import { benchDuplicatesText } from '../lib/plan-pass.js';
 
 const N = 100_000;
+/**
+ * Records of each entity committed for the record-state rows (BENCH_STATE_RECORDS,
+ * default N): past about 1.4 million companies (three identity keys each) the
+ * identity buckets, past about 2 million records the record buckets, outgrow
+ * Redis' listpack limit. Lookups and the index stay at N.
+ */
+const RECORDS = Number(process.env.BENCH_STATE_RECORDS ?? N);
 const BATCH = 1000;
 /**
  * Rows of the first-sync case (BENCH_FIRST_SYNC_ROWS, default 100,000), and
@@ -81,16 +89,25 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function stateMemory(
+interface CommitMemory {
+  keysPerRecord: number;
+  bytesPerRecord: number;
+  perSecond: number;
+  encodings: Record<string, number>;
+}
+
+/** Commits `count` records of `entity` into `store`: Redis bytes per record (used_memory delta). */
+async function commitMemory(
   redis: Redis,
   store: StateStore,
   entity: Entity,
-): Promise<(string | number)[]> {
+  count: number,
+): Promise<CommitMemory> {
   const body = entity === 'companies' ? companyBody : memberBody;
   const before = await settle(redis);
   const t0 = performance.now();
   let keyCount = 0;
-  for (let start = 0; start < N; start += BATCH) {
+  for (let start = 0; start < count; start += BATCH) {
     const entries = [];
     for (let n = start; n < start + BATCH; n++) {
       const b = body(n);
@@ -108,14 +125,27 @@ async function stateMemory(
   }
   const commitMs = performance.now() - t0;
   const after = await settle(redis);
-  const enc = await encodings(redis, `${store.keys.prefix}:${entity}:*`);
+  return {
+    keysPerRecord: keyCount / count,
+    bytesPerRecord: (after - before) / count,
+    perSecond: count / (commitMs / 1000),
+    encodings: await encodings(redis, `${store.keys.prefix}:${entity}:*`),
+  };
+}
+
+async function stateMemory(
+  redis: Redis,
+  store: StateStore,
+  entity: Entity,
+): Promise<(string | number)[]> {
+  const m = await commitMemory(redis, store, entity, RECORDS);
   return [
     entity,
-    N.toLocaleString('en-US'),
-    (keyCount / N).toFixed(1),
-    ((after - before) / N).toFixed(1),
-    Math.round(N / (commitMs / 1000)).toLocaleString('en-US'),
-    Object.entries(enc)
+    RECORDS.toLocaleString('en-US'),
+    m.keysPerRecord.toFixed(1),
+    m.bytesPerRecord.toFixed(1),
+    Math.round(m.perSecond).toLocaleString('en-US'),
+    Object.entries(m.encodings)
       .map(([e, c]) => `${e} ${c}`)
       .join(', '),
   ];
@@ -237,11 +267,41 @@ function firstSyncRows(keep: FirstSyncMemory, freed: FirstSyncMemory): (string |
   ];
 }
 
+/**
+ * The check's short form: the first sync's peak (plan chunks freed as their
+ * lines settle, as the write path does) and the record state of 100,000
+ * companies, each on a private redis-server of its own.
+ */
+export const shortForm: ShortForm = {
+  what: `a first sync of ${FIRST_SYNC_ROWS.toLocaleString('en-US')} companies; ${N.toLocaleString('en-US')} companies' record state`,
+  async measure() {
+    const freed = await firstSyncMemory(FIRST_SYNC_ROWS, true);
+    const server = await startRedisServer();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    try {
+      const companies = await commitMemory(redis, new StateStore(redis), 'companies', N);
+      return {
+        firstSyncPeakBytesPerRow: freed.peakAtEnd / freed.rows,
+        companyStateBytesPerRecord: companies.bytesPerRecord,
+      };
+    } finally {
+      await redis.quit();
+      await server.stop();
+      removeDir(server.dir);
+    }
+  },
+};
+
 const scenario: Scenario = {
   name: 'state-memory',
   description:
     'Redis memory per synced record, per indexed platform record and per planned row of a first sync; lookup and hash throughput',
   async run(): Promise<BenchTable[]> {
+    // Checked here, not on import: every scenario module is imported, whichever runs.
+    if (!Number.isInteger(RECORDS) || RECORDS < N || RECORDS % BATCH !== 0)
+      throw new Error(
+        `BENCH_STATE_RECORDS: ${process.env.BENCH_STATE_RECORDS} is not a multiple of ${BATCH} of at least ${N}`,
+      );
     // Each on a server of its own, so that its peak is its own.
     const keep = await firstSyncMemory(FIRST_SYNC_ROWS, false);
     const freed = await firstSyncMemory(FIRST_SYNC_ROWS, true);
@@ -269,7 +329,7 @@ const scenario: Scenario = {
       );
       return [
         {
-          title: `Redis memory per record (${N.toLocaleString('en-US')} synthetic records, INFO used_memory delta)`,
+          title: `Redis memory per record (${RECORDS.toLocaleString('en-US')} synthetic records of each entity, an index of ${N.toLocaleString('en-US')}; INFO used_memory delta)`,
           columns: [
             'map',
             'records',

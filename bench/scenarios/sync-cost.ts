@@ -20,16 +20,18 @@
  * runs each case N times, the cases taking turns, and shows the median run.
  */
 import { Redis } from 'ioredis';
-import type { BenchTable, Scenario } from '../run.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
 import {
   cliEnv,
   jobsDir,
   openBenchRedis,
+  type BenchRedis,
   processCpuSeconds,
   requireBuild,
   startWorker,
   syncRun,
 } from '../lib/cli.js';
+import { describeTime, startCommandClock, type CommandTime } from '../lib/command-time.js';
 import { ensureSyncExport } from '../lib/exports.js';
 import { int, loadAverage, medianBy, percent, ratio } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox } from '../lib/meter.js';
@@ -63,6 +65,8 @@ interface Point {
   writes: number;
   rateLimited: number;
   cpuS: number;
+  /** redis-server's CPU seconds (INFO cpu). */
+  redisCpuS: number;
   commands: number;
   byCommand: Map<string, number>;
 }
@@ -71,6 +75,8 @@ interface Steady {
   rate: number;
   cpuMsPerWrite: number;
   commandsPerWrite: number;
+  /** redis-server's CPU per write (µs), steady part: what one primary spends on a write. */
+  redisUsPerWrite: number;
   /** The same over the whole write phase: from the last sample before the first write to the end. */
   phaseCpuMsPerWrite: number;
   phaseCommandsPerWrite: number;
@@ -79,14 +85,18 @@ interface Steady {
   workerCpuS: number;
   /** Commands per write by name over the steady part (the nearest samples), most first. */
   profile: [string, number][];
+  /** Redis time per call over the whole run (planning and finalize included). */
+  time: CommandTime | undefined;
 }
 
-/** Commands redis-server has run by name, those inside scripts included. */
-async function commandCalls(redis: Redis): Promise<Map<string, number>> {
-  const info = await redis.info('commandstats');
+/** Commands redis-server has run by name, those inside scripts included; and its CPU seconds. */
+async function commandCalls(redis: Redis): Promise<{ calls: Map<string, number>; cpuS: number }> {
+  const info = String(await redis.call('INFO', 'cpu', 'commandstats'));
   const calls = new Map<string, number>();
   for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
-  return calls;
+  const cpu = (name: string): number =>
+    Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1]);
+  return { calls, cpuS: cpu('used_cpu_user') + cpu('used_cpu_sys') };
 }
 
 const sum = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
@@ -104,6 +114,7 @@ function at(points: readonly Point[], count: number): Point {
         writes: count,
         rateLimited: mix(a.rateLimited, b.rateLimited),
         cpuS: mix(a.cpuS, b.cpuS),
+        redisCpuS: mix(a.redisCpuS, b.redisCpuS),
         commands: mix(a.commands, b.commands),
         byCommand: f < 0.5 ? a.byCommand : b.byCommand,
       };
@@ -112,7 +123,7 @@ function at(points: readonly Point[], count: number): Point {
   throw new Error(`the writes never reached ${count}`);
 }
 
-function steadyOf(points: readonly Point[]): Steady {
+function steadyOf(points: readonly Point[], time: CommandTime | undefined): Steady {
   const first = points[0]!;
   const last = points[points.length - 1]!;
   const writes = last.writes - first.writes;
@@ -124,6 +135,7 @@ function steadyOf(points: readonly Point[]): Steady {
     rate: n / ((p90.t - p10.t) / 1000),
     cpuMsPerWrite: ((p90.cpuS - p10.cpuS) * 1000) / n,
     commandsPerWrite: (p90.commands - p10.commands) / n,
+    redisUsPerWrite: ((p90.redisCpuS - p10.redisCpuS) * 1e6) / n,
     phaseCpuMsPerWrite: ((last.cpuS - start.cpuS) * 1000) / writes,
     phaseCommandsPerWrite: (last.commands - start.commands) / writes,
     writes,
@@ -136,10 +148,12 @@ function steadyOf(points: readonly Point[]): Steady {
       ])
       .filter(([, perWrite]) => perWrite >= 0.05)
       .sort((a, b) => b[1] - a[1]),
+    time,
   };
 }
 
-async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Steady> {
+async function runCase(c: Case, server: BenchRedis, prefix: string): Promise<Steady> {
+  const redisUrl = server.url;
   const path = await ensureSyncExport(c.rows, false);
   const jobs = jobsDir();
   jobs.write('companies', path);
@@ -152,6 +166,7 @@ async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Stead
     rateLimit: c.rate,
     jobs: jobs.dir,
   });
+  const clock = await startCommandClock(redisUrl, server.shared);
   const worker = startWorker(env);
   const redis = new Redis(redisUrl);
   const points: Point[] = [];
@@ -159,14 +174,15 @@ async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Stead
   const t0 = performance.now();
   const sampler = (async () => {
     while (going) {
-      const [totals, commands] = await Promise.all([sandbox.totals(), commandCalls(redis)]);
+      const [totals, redisNow] = await Promise.all([sandbox.totals(), commandCalls(redis)]);
       points.push({
         t: performance.now() - t0,
         writes: totals.writes,
         rateLimited: totals.rateLimited,
         cpuS: processCpuSeconds(worker.child.pid),
-        commands: sum(commands),
-        byCommand: commands,
+        redisCpuS: redisNow.cpuS,
+        commands: sum(redisNow.calls),
+        byCommand: redisNow.calls,
       });
       await sleep(200);
     }
@@ -181,7 +197,7 @@ async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Stead
     }
     going = false;
     await sampler;
-    return steadyOf(points);
+    return steadyOf(points, await clock.read());
   } finally {
     going = false;
     await sampler.catch(() => undefined);
@@ -192,49 +208,93 @@ async function runCase(c: Case, redisUrl: string, prefix: string): Promise<Stead
   }
 }
 
+/**
+ * Each case `runs` times on one Redis, the cases taking turns (so that each
+ * sees the machine's changing load alike); per case its median run by worker
+ * CPU per write (of an even count, the costlier middle one) and all its runs.
+ */
+async function measureCases(
+  cases: readonly Case[],
+  runs: number,
+): Promise<Map<Case, { median: Steady; all: Steady[] }>> {
+  const server = await openBenchRedis();
+  try {
+    const all = new Map<Case, Steady[]>(cases.map((c) => [c, []]));
+    for (let n = 0; n < runs; n++)
+      for (const c of cases)
+        all.get(c)!.push(await runCase(c, server, server.prefix(`cost-${c.rate}-${n}`)));
+    return new Map(
+      cases.map((c) => [
+        c,
+        { median: medianBy(all.get(c)!, (r) => r.cpuMsPerWrite), all: all.get(c)! },
+      ]),
+    );
+  } finally {
+    await server.close();
+  }
+}
+
+/**
+ * The check's short form: the cost case as it is (5,000 companies) and the
+ * 1,000/s case with 10,000, each three times; the median runs' figures.
+ */
+export const shortForm: ShortForm = {
+  what: '5,000 companies at 5,000/s, 10,000 at 1,000/s, median of 3 runs each',
+  async measure() {
+    requireBuild();
+    const cost: Case = { label: 'cost', rows: 5_000, rate: 5_000, latencyMs: 0 };
+    const at1000: Case = { label: '1,000/s', rows: 10_000, rate: 1_000, latencyMs: 20 };
+    const measured = await measureCases([cost, at1000], 3);
+    const c = measured.get(cost)!.median;
+    const r = measured.get(at1000)!.median;
+    return {
+      'cost.cpuMsPerWrite': c.cpuMsPerWrite,
+      'cost.commandsPerWrite': c.commandsPerWrite,
+      'cost.redisUsPerWrite': c.redisUsPerWrite,
+      '1000.cpuMsPerWrite': r.cpuMsPerWrite,
+      '1000.commandsPerWrite': r.commandsPerWrite,
+      '1000.steadyShareOfRate': r.rate / at1000.rate,
+    };
+  },
+};
+
 const scenario: Scenario = {
   name: 'sync-cost',
   description: `worker CPU and Redis commands per write, one worker: ${int(COST_ROWS)} companies at 5,000/s and L = 0; ${int(RATE_ROWS)} at R = 1,000/s, L = 20 ms`,
   async run(): Promise<BenchTable[]> {
     requireBuild();
     const load0 = await loadAverage();
-    const redis = await openBenchRedis();
     const rows: (string | number)[][] = [];
     const profiles: string[] = [];
-    try {
-      const runs = new Map<Case, Steady[]>(CASES.map((c) => [c, []]));
-      // The cases take turns, so that each sees the machine's changing load alike.
-      for (let n = 0; n < RUNS; n++)
-        for (const c of CASES)
-          runs.get(c)!.push(await runCase(c, redis.url, redis.prefix(`cost-${c.rate}-${n}`)));
-      for (const c of CASES) {
-        const all = runs.get(c)!;
-        const s = medianBy(all, (r) => r.cpuMsPerWrite);
-        profiles.push(
-          `Redis commands per write, ${c.label} (steady part): ${s.profile
-            .map(([name, perWrite]) => `${name} ${perWrite.toFixed(2)}`)
-            .join(', ')}.`,
-        );
-        rows.push([
-          `${int(c.rows)} companies, R = ${int(c.rate)}/s, L = ${c.latencyMs} ms`,
-          int(s.rate),
-          ratio(s.rate / c.rate),
-          s.cpuMsPerWrite.toFixed(3),
-          ratio(s.cpuMsPerWrite / TARGET.cpuMsPerWrite),
-          RUNS > 1
-            ? all.map((r) => `${r.cpuMsPerWrite.toFixed(3)} (${ratio(r.rate / c.rate)})`).join(', ')
-            : '-',
-          s.commandsPerWrite.toFixed(1),
-          ratio(s.commandsPerWrite / TARGET.commandsPerWrite),
-          s.phaseCpuMsPerWrite.toFixed(3),
-          s.phaseCommandsPerWrite.toFixed(1),
-          int(s.rateLimited),
-          percent(s.rateLimited / Math.max(1, s.writes + s.rateLimited)),
-          s.workerCpuS.toFixed(1),
-        ]);
-      }
-    } finally {
-      await redis.close();
+    const times: string[] = [];
+    const measured = await measureCases(CASES, RUNS);
+    for (const c of CASES) {
+      const { median: s, all } = measured.get(c)!;
+      times.push(`Redis time per script call, ${c.label} (whole run): ${describeTime(s.time)}.`);
+      profiles.push(
+        `Redis commands per write, ${c.label} (steady part): ${s.profile
+          .map(([name, perWrite]) => `${name} ${perWrite.toFixed(2)}`)
+          .join(', ')}.`,
+      );
+      rows.push([
+        `${int(c.rows)} companies, R = ${int(c.rate)}/s, L = ${c.latencyMs} ms`,
+        int(s.rate),
+        ratio(s.rate / c.rate),
+        s.cpuMsPerWrite.toFixed(3),
+        ratio(s.cpuMsPerWrite / TARGET.cpuMsPerWrite),
+        RUNS > 1
+          ? all.map((r) => `${r.cpuMsPerWrite.toFixed(3)} (${ratio(r.rate / c.rate)})`).join(', ')
+          : '-',
+        s.commandsPerWrite.toFixed(1),
+        ratio(s.commandsPerWrite / TARGET.commandsPerWrite),
+        s.redisUsPerWrite.toFixed(1),
+        int(1e6 / s.redisUsPerWrite),
+        s.phaseCpuMsPerWrite.toFixed(3),
+        s.phaseCommandsPerWrite.toFixed(1),
+        int(s.rateLimited),
+        percent(s.rateLimited / Math.max(1, s.writes + s.rateLimited)),
+        s.workerCpuS.toFixed(1),
+      ]);
     }
     const load1 = await loadAverage();
     return [
@@ -249,6 +309,8 @@ const scenario: Scenario = {
           'CPU ms per write (steady / R) of each run, in order',
           'Redis commands per write',
           'commands / target (20)',
+          'redis-server CPU µs per write',
+          'writes per redis-server CPU-s',
           'CPU ms per write, write phase',
           'commands per write, write phase',
           '429s',
@@ -261,7 +323,9 @@ const scenario: Scenario = {
           '"Write phase" is from the last sample before the first write to the end of the run (the claims of the first writes and the verification included; planning not).',
           "Worker CPU from /proc of the `crm-sync worker` process; Redis commands are the sum of `calls` in INFO commandstats (commands run by Lua scripts included), the sampler's own INFO calls among them (one per 200 ms).",
           `Targets: at most ${TARGET.cpuMsPerWrite} ms of worker CPU and ${TARGET.commandsPerWrite} Redis commands per write; at R = 1,000/s, steady / R at least ${TARGET.rateShare}.`,
+          'redis-server CPU per write: INFO cpu (user + sys) over the steady part, BullMQ and the pacer included; its inverse is the writes one primary could take per second of its one thread, were nothing else asked of it.',
           ...profiles,
+          ...times,
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],
       },

@@ -1,7 +1,7 @@
 /**
  * The whole sync engine in one test process: a sandbox on port 0, a config
- * on the harness Redis under a random `{…}` prefix, a temporary folder for
- * job files and exports written by the test, the worker service in-process
+ * on the harness Redis under a random `{…}` prefix (or the test's own), a
+ * temporary folder for job files and exports written by the test, the worker service in-process
  * (short locks and polls), and `runJob`, which starts a run with the same
  * `startRun` as `crm-sync run` and waits for its end (`waitForRun`). `close()` stops everything and
  * deletes every key of the prefix.
@@ -40,6 +40,8 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 export const API_KEY = 'engine-test-key';
 
 export interface EngineOptions {
+  /** The key prefix (CRM_SYNC_PREFIX), with its `{…}` hash tag; a random one unless given. */
+  prefix?: string;
   /** Sandbox options beside the API key (faults, page size, extensions, seed). */
   sandbox?: Omit<SandboxOptions, 'apiKey' | 'port'>;
   /** Extra environment for `loadConfig` (e.g. PLATFORM_RATE_LIMIT, WRITE_CONCURRENCY). */
@@ -120,7 +122,7 @@ export interface EngineHarness {
 }
 
 export async function startEngine(opts: EngineOptions = {}): Promise<EngineHarness> {
-  const prefix = randomPrefix();
+  const prefix = opts.prefix ?? randomPrefix();
   const dir = mkdtempSync(join(tmpdir(), 'crm-sync-engine-'));
   const jobsDir = join(dir, 'jobs');
   mkdirSync(jobsDir);

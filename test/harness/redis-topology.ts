@@ -1,7 +1,7 @@
 /**
- * Redis topologies of our own for failover tests: a Redis Cluster (primaries
- * with one replica each) and a Sentinel group (a primary, a replica and three
- * sentinels), every process a real `redis-server` (a sentinel is
+ * Redis topologies of our own for failover and placement tests: a Redis
+ * Cluster (primaries with one replica each, or none) and a Sentinel group (a
+ * primary, a replica and three sentinels), every process a real `redis-server` (a sentinel is
  * `redis-server <conf> --sentinel`, so no separate `redis-sentinel` binary is
  * needed) on ports the kernel hands out, in temporary directories removed by `close()`. Helpers
  * SIGKILL a node, find the primary that owns a key's slot, wait until a
@@ -267,18 +267,21 @@ export interface RedisClusterTopology {
 
 export interface ClusterOptions {
   primaries?: number;
+  /** Replicas of each primary: 1 (the default, for failover tests) or 0 (a cluster that forms faster). */
+  replicas?: 0 | 1;
   /** `cluster-node-timeout`: how long a silent node takes to be marked failed (default 1,000 ms). */
   nodeTimeoutMs?: number;
 }
 
 /**
- * A Redis Cluster of `primaries` primaries with one replica each, created by
- * `redis-cli --cluster create` and returned once every node says
- * `cluster_state:ok` and every replica has synced. The bus port is chosen
+ * A Redis Cluster of `primaries` primaries with one replica each (none with
+ * `replicas: 0`), created by `redis-cli --cluster create` and returned once
+ * every node says `cluster_state:ok` and every replica has synced. The bus port is chosen
  * by the kernel too (`cluster-port`), not port + 10000.
  */
 export async function startRedisCluster(opts: ClusterOptions = {}): Promise<RedisClusterTopology> {
-  const count = (opts.primaries ?? 3) * 2;
+  const replicas = opts.replicas ?? 1;
+  const count = (opts.primaries ?? 3) * (1 + replicas);
   const nodeTimeout = String(opts.nodeTimeoutMs ?? 1_000);
   const nodes: RedisNode[] = [];
   try {
@@ -306,7 +309,7 @@ export async function startRedisCluster(opts: ClusterOptions = {}): Promise<Redi
         'create',
         ...nodes.map((n) => n.address),
         '--cluster-replicas',
-        '1',
+        String(replicas),
         '--cluster-yes',
       ],
       { timeout: 30_000 },
