@@ -11,4 +11,5 @@ export const SHORT_FORMS: Readonly<Record<string, () => Promise<ShortForm>>> = {
   'sync-cost': async () => (await import('../scenarios/sync-cost.js')).shortForm,
   rate: async () => (await import('../scenarios/rate.js')).shortForm,
   'state-memory': async () => (await import('../scenarios/state-memory.js')).shortForm,
+  fairness: async () => (await import('../scenarios/fairness.js')).shortForm,
 };

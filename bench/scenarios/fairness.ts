@@ -24,7 +24,7 @@
  */
 import { createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import type { BenchTable, Scenario } from '../run.js';
+import type { BenchTable, Scenario, ShortForm } from '../run.js';
 import { COLUMNS, OUT_DIR, companyRow, csvCell } from '../crm-data.js';
 import {
   BenchError,
@@ -247,6 +247,18 @@ async function measure(sizes: FairnessSizes, passes: number): Promise<FairnessFi
 export async function fairnessCheck(): Promise<FairnessFigures> {
   return (await measure(SHORT, 1))[0]!;
 }
+
+/** The check's short form: one pass, a 100-row job 3 s into a 2,000-row backfill. */
+export const shortForm: ShortForm = {
+  what: `a ${SHORT.small}-row job ${SHORT.startAfterMs / 1000} s into a ${int(SHORT.backfill)}-row backfill, one pass`,
+  async measure() {
+    const f = await fairnessCheck();
+    return {
+      smallRunSeconds: f.smallRunMs / 1000,
+      backfillOverAlonePlusShare: f.backfillTogetherMs / (f.backfillAloneMs + f.smallShareMs),
+    };
+  },
+};
 
 const PASSES = Number(process.env.BENCH_FAIRNESS_PASSES ?? 3);
 
