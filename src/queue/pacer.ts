@@ -290,12 +290,13 @@ export class RedisPacer implements Pacer {
   private echo(r: Sent): void {
     const mode = this.opts.mode;
     const st = this.state;
+    // No limit known yet (a slow start): nothing says how close to one the turns go.
     const share =
       mode.kind === 'fixed'
         ? 1 / FIXED_MARGIN
         : st && st.ceiling > 0 && st.rate > 0
           ? st.ceiling / st.rate
-          : 1;
+          : Infinity;
     const e = echoOf(r, share);
     if (!e) return;
     this.echoes.push(e);

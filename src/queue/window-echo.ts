@@ -83,10 +83,13 @@ export interface Sent {
 /**
  * The echo of a request: a turn booked in `[from, until)` goes at `until`
  * (and the schedule after it), or undefined when the slack covers it.
- * `share` is the limit over the rate (1 / FIXED_MARGIN for a fixed limit;
- * 1 while no limit is known): request j + C is `W × share` after request j.
+ * `share` is the limit over the rate (1 / FIXED_MARGIN for a fixed limit):
+ * request j + C is `W × share` after request j. While no limit is known
+ * (a slow start, `share` Infinity) nothing is echoed: the slow start looks
+ * for the limit, and a 429 says where it is.
  */
 export function echoOf(r: Sent, share: number): { from: number; until: number } | undefined {
+  if (!Number.isFinite(share)) return undefined;
   const from = r.turn + WINDOW_MS * Math.max(1, share);
   const arrived = Math.max(r.firedAt, r.sentAt ?? r.firedAt) + (r.lateBy ?? 0);
   const until = arrived + WINDOW_MS + TOGETHER_MS + ECHO_GUARD_MS;

@@ -45,12 +45,13 @@ describe('echoOf', () => {
     expect(fired.until).toBe(T0 + 80 + WINDOW_MS + TOGETHER_MS + ECHO_GUARD_MS);
   });
 
-  it('starts a window of the limit later: at the rate itself while no limit is known', () => {
+  it('starts a window of the limit later, never sooner than a window; nothing while no limit is known', () => {
     expect(echoOf({ turn: T0, firedAt: T0 + 80 }, 1)?.from).toBe(T0 + WINDOW_MS);
     expect(echoOf({ turn: T0, firedAt: T0 + 80 }, 0.5)?.from).toBe(T0 + WINDOW_MS);
     // Twice the rate's window: only a request later than a whole window is echoed.
     expect(echoOf({ turn: T0, firedAt: T0 + 900 }, 2)).toBeUndefined();
     expect(echoOf({ turn: T0, firedAt: T0 + 1_100 }, 2)?.from).toBe(T0 + 2 * WINDOW_MS);
+    expect(echoOf({ turn: T0, firedAt: T0 + 5_000 }, Infinity)).toBeUndefined();
   });
 });
 
