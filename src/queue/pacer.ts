@@ -21,11 +21,11 @@
  * long, how much room it has each second (a step then reads the log and
  * may hold every turn until the window frees). In `fixed` mode the rate is
  * PLATFORM_RATE_LIMIT less a 3% margin (FIXED_MARGIN). A request that went
- * out or came back later than that margin covers holds the turns a window
- * after it (its echo, src/queue/window-echo.ts, kept beside the schedule in
- * Redis for every replica), so that the platform's window never holds it and
- * a full window of later requests. Turns due within TOGETHER_MS of each
- * other go out together, on one timer.
+ * out, or was answered, later than that margin covers moves the turns a
+ * window after it (its echo, src/queue/window-echo.ts, kept beside the
+ * schedule in Redis for every replica), so that the platform's window never
+ * holds it and a full window of later requests. Turns due within
+ * TOGETHER_MS of each other go out together, on one timer.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { DEFAULT_RATE_LIMIT_START } from '../defaults.js';

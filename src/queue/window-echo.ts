@@ -33,7 +33,11 @@
  * end, more than the callers can take at once: those taken late echo
  * again, longer, a window later.) A turn is echoed when its timer fires
  * late too, before it is written out, so that a slow answer still reaches
- * the turns a window later in time. */
+ * the turns a window later in time.
+ *
+ * What no echo sees is a platform that counts a request late and answers
+ * it on time; the slack is all there is for that.
+ */
 
 /** The window a limit is taken to be counted in: a limit per second. */
 export const WINDOW_MS = 1_000;
@@ -43,7 +47,9 @@ export const WINDOW_MS = 1_000;
  * and the usual lateness of a request on a loaded worker; a request later
  * than that moves the turns a window after it (`echoOf`) by what the
  * slack did not cover, instead of meeting a 429. Paced at the limit
- * itself (no slack), every late request would move the schedule.
+ * itself (no slack), every late request would move the schedule, for good;
+ * with less slack, the ordinary lateness of a busy worker would (the
+ * figures: docs/BENCHMARKS.md, rate).
  */
 export const FIXED_MARGIN = 0.97;
 /**
