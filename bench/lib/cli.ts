@@ -175,11 +175,15 @@ function watchCpu(child: ChildProcess): { last(): number; stop(): void } {
 /**
  * CPU seconds redis-server has used, commands it has processed (INFO), and
  * `calls`: the sum of INFO commandstats, which counts the commands Lua
- * scripts run as well as the script calls.
+ * scripts run as well as the script calls; `scripts`: the script calls.
  */
-export async function redisCounters(
-  url: string,
-): Promise<{ cpuS: number; commands: number; calls: number; usedMemory: number }> {
+export async function redisCounters(url: string): Promise<{
+  cpuS: number;
+  commands: number;
+  calls: number;
+  scripts: number;
+  usedMemory: number;
+}> {
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   try {
@@ -187,10 +191,14 @@ export async function redisCounters(
     const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
     let calls = 0;
     for (const m of info.matchAll(/^cmdstat_[^:]+:calls=(\d+)/gm)) calls += Number(m[1]);
+    let scripts = 0;
+    for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm))
+      scripts += Number(m[1]);
     return {
       cpuS: field('used_cpu_user') + field('used_cpu_sys'),
       commands: field('total_commands_processed'),
       calls,
+      scripts,
       usedMemory: field('used_memory'),
     };
   } finally {

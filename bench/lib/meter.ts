@@ -7,10 +7,12 @@
  */
 import {
   startSandbox,
+  type RequestEntry,
   type Sandbox,
   type SandboxOptions,
   type StatsEntry,
 } from '@crm-sync/platform-sandbox';
+import { REQUEST_LOG_SIZE } from '../../packages/platform-sandbox/src/stats.js';
 import { sleep } from './measure.js';
 
 export const BENCH_API_KEY = 'bench-sandbox-key';
@@ -57,6 +59,8 @@ export interface MeteredSandbox {
   sandbox: Sandbox;
   url: string;
   totals(): Promise<Totals>;
+  /** The latest requests (up to the sandbox's REQUEST_LOG_SIZE), each with its arrival time. */
+  requests(): Promise<RequestEntry[]>;
   /** Samples from now until `stop()`, every `intervalMs`. */
   record(intervalMs?: number): { stop(): Promise<Sample[]> };
   close(): Promise<void>;
@@ -70,10 +74,15 @@ export async function startMeteredSandbox(
     const res = await fetch(`${sandbox.url}/__sandbox/stats`);
     return totalsOf(((await res.json()) as { requests: StatsEntry[] }).requests);
   };
+  const requests = async (): Promise<RequestEntry[]> => {
+    const res = await fetch(`${sandbox.url}/__sandbox/requests`);
+    return ((await res.json()) as { requests: RequestEntry[] }).requests;
+  };
   return {
     sandbox,
     url: sandbox.url,
     totals,
+    requests,
     record(intervalMs = 200) {
       const samples: Sample[] = [];
       const t0 = performance.now();
@@ -140,4 +149,81 @@ export function writePhase(samples: readonly Sample[]): WritePhase {
     writes,
     rateLimited: last.rateLimited - first.rateLimited,
   };
+}
+
+/** A successful write (POST, PUT, PATCH answered 2xx) in the sandbox's request log. */
+export function isWrite(e: RequestEntry): boolean {
+  const write = e.method === 'POST' || e.method === 'PUT' || e.method === 'PATCH';
+  return write && e.status >= 200 && e.status < 300;
+}
+
+/**
+ * When the platform saw the first and the last successful write of a run
+ * (ms since the epoch, its arrival clock), and the requests its throttle
+ * let through (every status but 429), when the log still held them all:
+ * the log is read every `intervalMs` until a write shows (it then still
+ * holds the first; it keeps the latest REQUEST_LOG_SIZE requests), and
+ * once more at `stop`.
+ */
+export function watchWrites(
+  sandbox: Pick<MeteredSandbox, 'requests'>,
+  intervalMs = 250,
+): {
+  stop(): Promise<{ firstAt: number; lastAt: number; passed?: number[]; log?: RequestEntry[] }>;
+} {
+  let firstAt = NaN;
+  let going = true;
+  let early: RequestEntry[] = [];
+  const loop = (async () => {
+    while (going && Number.isNaN(firstAt)) {
+      early = await sandbox.requests();
+      const writes = early.filter(isWrite);
+      if (writes.length > 0) firstAt = Math.min(...writes.map((e) => e.at));
+      else await sleep(intervalMs);
+    }
+  })();
+  return {
+    async stop() {
+      going = false;
+      await loop;
+      const all = await sandbox.requests();
+      const writes = all.filter(isWrite);
+      let lastAt = NaN;
+      for (const e of writes) if (!(e.at <= lastAt)) lastAt = e.at;
+      if (Number.isNaN(firstAt) && writes.length > 0)
+        firstAt = Math.min(...writes.map((e) => e.at));
+      // The log reaches back to the first request only if it never dropped any.
+      const whole = all.length < REQUEST_LOG_SIZE && all.length >= early.length;
+      const passed = whole
+        ? all
+            .filter((e) => e.status !== 429)
+            .map((e) => e.at)
+            .sort((a, b) => a - b)
+        : undefined;
+      return { firstAt, lastAt, ...(passed && { passed, log: all }) };
+    },
+  };
+}
+
+/**
+ * The most arrival times (sorted, ms) in any window of `periodMs` (a
+ * sliding log's view, as DRF counts), and in any window aligned on the
+ * clock (a fixed window's).
+ */
+export function mostInWindow(
+  times: readonly number[],
+  periodMs = 1_000,
+): { sliding: number; aligned: number } {
+  let sliding = 0;
+  let from = 0;
+  for (let i = 0; i < times.length; i++) {
+    while (times[i]! - times[from]! >= periodMs) from++;
+    sliding = Math.max(sliding, i - from + 1);
+  }
+  const perWindow = new Map<number, number>();
+  for (const t of times) {
+    const w = Math.floor(t / periodMs);
+    perWindow.set(w, (perWindow.get(w) ?? 0) + 1);
+  }
+  return { sliding, aligned: Math.max(0, ...perWindow.values()) };
 }

@@ -20,8 +20,11 @@
  * BENCH_RATE_ROWS sets every case's export size; BENCH_RATE_CASES picks
  * cases (e.g. `a,c`; all by default); BENCH_RATE_CONCURRENCY sets
  * WRITE_CONCURRENCY; BENCH_RATE_TRACE=PATH writes, per case,
- * PATH-<case>.tsv: second by second, the writes and 429s the platform saw
- * and the pacer's state.
+ * PATH-<case>.tsv: second by second, the writes and 429s the platform saw,
+ * the turns the pacer booked, the ms the window's echoes moved its
+ * schedule, and its state; and PATH-<case>-requests.tsv, every request the
+ * sandbox logged (ms from the first write, method, status) when its log
+ * still held them all.
  */
 import { Redis } from 'ioredis';
 import type { BenchTable, Scenario, ShortForm } from '../run.js';
@@ -35,11 +38,18 @@ import {
   type JobsDir,
 } from '../lib/cli.js';
 import { ensureSyncExport } from '../lib/exports.js';
-import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
-import { BENCH_API_KEY, startMeteredSandbox, writePhase, type Sample } from '../lib/meter.js';
+import { int, loadAverage, medianBy, percent, ratio, seconds } from '../lib/measure.js';
+import {
+  BENCH_API_KEY,
+  mostInWindow,
+  startMeteredSandbox,
+  watchWrites,
+  writePhase,
+  type Sample,
+} from '../lib/meter.js';
 import { writeFileSync } from 'node:fs';
 import { readPacerState, type PacerView } from '../../src/queue/pacer-store.js';
-import { FIXED_MARGIN, fixedPace } from '../../src/queue/pacer.js';
+import { FIXED_MARGIN, fixedPace, pacerKey } from '../../src/queue/pacer.js';
 
 const ROWS = process.env.BENCH_RATE_ROWS ? Number(process.env.BENCH_RATE_ROWS) : undefined;
 
@@ -115,15 +125,25 @@ CASES.push(
   },
 );
 
+/** Runs of each case (BENCH_RATE_RUNS, default 1), the cases taking turns; the median run is shown. */
+const RUNS = Math.max(1, Number(process.env.BENCH_RATE_RUNS ?? 1));
+
 /** One run of a case, as the platform and the run record saw it. */
 interface Result {
-  size: number;
   /** Rows over the run's duration (startedAt to finishedAt), over the limit. */
   wholeShare: number;
-  /** First write to last at the platform (its stats sampled every 200 ms), over the limit. */
+  /** First write to last at the platform, over the limit. */
   writingShare: number;
   steadyShare: number;
   steadyRate: number;
+  /** Run start to the platform's first write, and its last write to the run's end (ms). */
+  leadMs: number;
+  tailMs: number;
+  /** The run's planning (its `planning` timing): part of the lead. */
+  planningMs: number;
+  /** Most requests the throttle let through in any 1 s, and in an aligned second. */
+  most: string;
+  runMs: number;
   wallMs: number;
   limited: number;
   requests: number;
@@ -137,27 +157,22 @@ export default {
   async run(): Promise<BenchTable[]> {
     requireBuild();
     const wanted = process.env.BENCH_RATE_CASES?.split(',') ?? CASES.map((c) => c.id);
+    const cases = CASES.filter((x) => wanted.includes(x.id));
     const load0 = await loadAverage();
     const redis = await openBenchRedis();
     const admin = new Redis(redis.url);
     const jobs = jobsDir();
-    const rows: (string | number)[][] = [];
+    const results = new Map<string, Result[]>(cases.map((c) => [c.id, []]));
     try {
-      for (const c of CASES.filter((x) => wanted.includes(x.id))) {
-        const r = await runCase(c, 0, { redis, admin, jobs });
-        rows.push([
-          `(${c.id}) ${c.what}`,
-          `${c.limit} ${c.mode}`,
-          `${int(r.size)}, ${c.latencyMs} ms`,
-          ratio(r.steadyRate, 1),
-          ratio(r.steadyShare),
-          ratio(r.writingShare),
-          int(r.limited),
-          percent(r.limited / r.requests),
-          r.end,
-          seconds(r.wallMs),
-        ]);
-        process.stderr.write(`rate ${c.id}: ${rows.at(-1)!.join(' | ')}\n`);
+      for (let run = 0; run < RUNS; run++) {
+        for (const c of cases) {
+          const r = await runCase(c, run, { redis, admin, jobs });
+          results.get(c.id)!.push(r);
+          process.stderr.write(
+            `rate ${c.id} run ${run + 1}: start to end ${ratio(r.wholeShare)}, writing ${ratio(r.writingShare)}, ` +
+              `lead ${seconds(r.leadMs)} (planning ${seconds(r.planningMs)}), tail ${seconds(r.tailMs)}, 429s ${r.limited}, most in 1 s ${r.most}, load ${await loadAverage()}\n`,
+          );
+        }
       }
     } finally {
       jobs.remove();
@@ -165,6 +180,29 @@ export default {
       await redis.close();
     }
     const load1 = await loadAverage();
+    const rows = cases.map((c) => {
+      const rs = results.get(c.id)!;
+      const m = medianBy(rs, (r) => r.wholeShare);
+      const range = (f: (r: Result) => number): string =>
+        rs.length > 1 ? ` [${ratio(Math.min(...rs.map(f)))}-${ratio(Math.max(...rs.map(f)))}]` : '';
+      return [
+        `(${c.id}) ${c.what}`,
+        `${c.limit} ${c.mode}`,
+        `${int(ROWS ?? c.rows)}, ${c.latencyMs} ms`,
+        `${ratio(m.wholeShare)}${range((r) => r.wholeShare)}`,
+        ratio(m.writingShare),
+        ratio(m.steadyShare),
+        seconds(m.leadMs),
+        seconds(m.planningMs),
+        seconds(m.tailMs),
+        rs.map((r) => int(r.limited)).join(', '),
+        rs.map((r) => r.most).join(', '),
+        percent(m.limited / m.requests),
+        m.end,
+        seconds(m.runMs),
+        seconds(m.wallMs),
+      ];
+    });
     return [
       {
         title: 'First syncs of generated companies against a DRF throttle',
@@ -172,18 +210,25 @@ export default {
           'PLATFORM_RATE_LIMIT',
           'sandbox limit',
           'rows, L',
-          'steady writes/s',
+          'start to end / limit',
+          'first write to last / limit',
           'steady / limit',
-          'overall / limit',
-          '429s',
+          'run start to first write',
+          'of which planning',
+          'last write to run end',
+          '429s (each run)',
+          'most let through in any 1 s / an aligned 1 s (each run)',
           '429 share of requests',
           'pacer rate at the end',
+          'run',
           'wall time',
         ],
         rows,
         notes: [
-          'steady: writes the sandbox accepted between 10% and 90% of them, per second; overall: first write to last',
-          `each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced ${Math.round((1 - FIXED_MARGIN) * 100)}% under PLATFORM_RATE_LIMIT`,
+          'start to end: rows over the run (its startedAt to its finishedAt, the run record), over the limit; the first and last writes as the sandbox logged their arrival',
+          'steady: writes the sandbox accepted between 10% and 90% of them, per second',
+          `each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced at ${ratio(FIXED_MARGIN, 3)} of PLATFORM_RATE_LIMIT`,
+          `${RUNS} run(s) per case, the cases taking turns; the median run by start to end, [range]`,
           `PLATFORM_LATENCY_HINT_MS = the sandbox's latency L; load average ${load0} before, ${load1} after`,
         ],
       },
@@ -224,27 +269,43 @@ async function runCase(
     });
     const before = await sandbox.totals();
     const rec = sandbox.record(200);
+    const writes = watchWrites(sandbox);
     const trace = process.env.BENCH_RATE_TRACE ? tracePacer(on.admin, prefix) : undefined;
     const summary = await syncRun('companies', env, {
       withWorker: true,
       timeoutMs: Math.max(300_000, (size / c.perSecond) * 4_000),
     });
     const samples = await rec.stop();
-    if (trace)
-      writeTrace(`${process.env.BENCH_RATE_TRACE}-${c.id}.tsv`, samples, await trace.stop());
+    const { firstAt, lastAt, passed, log } = await writes.stop();
+    const most = passed ? mostInWindow(passed) : undefined;
+    if (trace) {
+      const path = `${process.env.BENCH_RATE_TRACE}-${c.id}${RUNS > 1 ? `-${run + 1}` : ''}`;
+      writeTrace(`${path}.tsv`, samples, await trace.stop());
+      if (log)
+        writeFileSync(
+          `${path}-requests.tsv`,
+          `ms\tmethod\tstatus\n${log.map((e) => `${e.at - firstAt}\t${e.method}\t${e.status}`).join('\n')}\n`,
+        );
+    }
     const after = await sandbox.totals();
     const phase = writePhase(samples);
     if (summary.counts.created !== size)
       throw new Error(`case ${c.id}: created ${summary.counts.created} of ${size}`);
     const startedAt = Date.parse(summary.startedAt ?? summary.createdAt);
     const finishedAt = Date.parse(summary.finishedAt ?? '');
+    const runMs = finishedAt - startedAt;
     const st = await readPacerState(on.admin, prefix);
+    const planningMs = Number(await on.admin.hget(`${prefix}:run:${summary.runId}`, 't:planning'));
     return {
-      size,
-      wholeShare: size / ((finishedAt - startedAt) / 1_000) / c.perSecond,
-      writingShare: phase.overallRate / c.perSecond,
+      planningMs,
+      most: most ? `${most.sliding} / ${most.aligned}` : 'n/a',
+      wholeShare: size / (runMs / 1_000) / c.perSecond,
+      writingShare: (size - 1) / ((lastAt - firstAt) / 1_000) / c.perSecond,
       steadyShare: phase.steadyRate / c.perSecond,
       steadyRate: phase.steadyRate,
+      leadMs: firstAt - startedAt,
+      tailMs: finishedAt - lastAt,
+      runMs,
       wallMs: summary.wallMs,
       limited: after.rateLimited - before.rateLimited,
       requests: after.requests - before.requests,
@@ -259,16 +320,28 @@ async function runCase(
 }
 
 /** The pacer's state in Redis, read every 500 ms, with the ms since the trace started. */
+interface TraceRow {
+  t: number;
+  st: PacerView | undefined;
+  now: number;
+  /** Turns booked, and ms the window's echoes moved the schedule, so far. */
+  booked: number;
+  moved: number;
+}
+
 function tracePacer(admin: Redis, prefix: string) {
-  const rows: { t: number; st: PacerView | undefined; now: number }[] = [];
+  const rows: TraceRow[] = [];
   const t0 = performance.now();
   let going = true;
   const loop = (async () => {
     while (going) {
+      const [booked, moved] = await admin.hmget(pacerKey(prefix), 'booked', 'moved');
       rows.push({
         t: performance.now() - t0,
         st: await readPacerState(admin, prefix),
         now: Date.now(),
+        booked: Number(booked ?? 0),
+        moved: Number(moved ?? 0),
       });
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -282,24 +355,23 @@ function tracePacer(admin: Redis, prefix: string) {
   };
 }
 
-function writeTrace(
-  path: string,
-  samples: readonly Sample[],
-  states: { t: number; st: PacerView | undefined; now: number }[],
-): void {
-  const lines = ['s\twrites\t429s\trate\tceiling\tsource\theld_ms'];
+function writeTrace(path: string, samples: readonly Sample[], states: TraceRow[]): void {
+  const lines = ['s\twrites\t429s\tbooked\tmoved_ms\trate\tceiling\tsource\theld_ms'];
   for (let sec = 0; ; sec++) {
     const inSec = samples.filter((x) => x.t >= sec * 1000 && x.t < (sec + 1) * 1000);
     if (inSec.length === 0) break;
     const prev = samples.filter((x) => x.t < sec * 1000).at(-1) ?? samples[0]!;
     const last = inSec.at(-1)!;
     const st = states.filter((x) => x.t < (sec + 1) * 1000).at(-1);
+    const before = states.filter((x) => x.t < sec * 1000).at(-1);
     const v = st?.st;
     lines.push(
       [
         sec,
         last.writes - prev.writes,
         last.rateLimited - prev.rateLimited,
+        st ? st.booked - (before?.booked ?? 0) : '',
+        st ? Math.round(st.moved - (before?.moved ?? 0)) : '',
         v ? v.rate.toFixed(1) : '',
         v?.mode === 'auto' ? v.ceiling.toFixed(1) : '',
         v?.mode === 'auto' ? v.source : '',
@@ -310,11 +382,7 @@ function writeTrace(
   writeFileSync(path, `${lines.join('\n')}\n`);
 }
 
-/**
- * The check's short form: issue 32's short first syncs, (e) auto against a
- * 100/s sliding window, 8,000 rows, and (g) PLATFORM_RATE_LIMIT=200 against
- * a 200/s one, 4,000 rows; one run each.
- */
+/** The check's short form: cases (e) and (g) once each, at their own sizes. */
 export const shortForm: ShortForm = {
   what: 'cases (e) and (g): 8,000 rows at auto against 100/s, 4,000 at a fixed 200 against 200/s',
   async measure() {

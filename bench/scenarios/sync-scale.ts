@@ -7,7 +7,13 @@
  * the platform saw over the steady part (10% to 90% of the writes) is
  * compared with R, and the 429s counted.
  *
- * BENCH_SCALE_ROWS sets the export size (default 6,000: 30 s of writes at R).
+ * BENCH_SCALE_ROWS sets the export size (default 6,000: 30 s of writes at R);
+ * BENCH_SCALE_RATE sets R (default 200), BENCH_SCALE_LATENCY the sandbox's
+ * latency (default 50 ms), BENCH_SCALE_WORKERS the worker counts (default
+ * `1,2,3`), BENCH_SCALE_RUNS the runs of each (the counts taking turns; the
+ * median run by the workers' CPU is shown). The workers' CPU is counted
+ * from when they have started and gone idle (their start-up apart) to the
+ * run's end, and compared with the first count's.
  */
 import type { BenchTable, Scenario } from '../run.js';
 import {
@@ -18,15 +24,47 @@ import {
   requireBuild,
   startWorker,
   syncRun,
+  type WorkerProcess,
 } from '../lib/cli.js';
 import { ensureSyncExport } from '../lib/exports.js';
-import { int, loadAverage, percent, ratio, seconds } from '../lib/measure.js';
+import { int, loadAverage, medianBy, percent, ratio, seconds, sleep } from '../lib/measure.js';
 import { BENCH_API_KEY, minus, startMeteredSandbox, writePhase } from '../lib/meter.js';
 
-const R = 200;
-const LATENCY_MS = 50;
+const R = Number(process.env.BENCH_SCALE_RATE ?? 200);
+const LATENCY_MS = Number(process.env.BENCH_SCALE_LATENCY ?? 50);
 const ROWS = Number(process.env.BENCH_SCALE_ROWS ?? 6_000);
-const WORKERS = [1, 2, 3];
+const WORKERS = (process.env.BENCH_SCALE_WORKERS ?? '1,2,3').split(',').map(Number);
+const RUNS = Math.max(1, Number(process.env.BENCH_SCALE_RUNS ?? 1));
+
+/** One run with k workers. */
+interface Result {
+  k: number;
+  steadyRate: number;
+  overallRate: number;
+  rateLimited: number;
+  requests: number;
+  wallMs: number;
+  /** Workers' CPU seconds from idle after start-up to the run's end, and of start-up. */
+  runCpuS: number;
+  startCpuS: number;
+  redisCpuS: number;
+  redisCalls: number;
+  /** Script calls (EVALSHA): the worker's round trips that batch. */
+  redisScripts: number;
+}
+
+/** Waits until every worker's CPU grows less than 30 ms over half a second: started and idle. */
+async function whenIdle(workers: WorkerProcess[]): Promise<void> {
+  const until = performance.now() + 30_000;
+  let last = workers.map((w) => w.cpuSeconds());
+  for (;;) {
+    await sleep(500);
+    const now = workers.map((w) => w.cpuSeconds());
+    if (now.every((c, i) => Number.isFinite(c) && c - last[i]! < 0.03)) return;
+    if (performance.now() > until) throw new Error('workers did not go idle within 30 s');
+    last = now;
+  }
+}
 
 const scenario: Scenario = {
   name: 'sync-scale',
@@ -38,56 +76,89 @@ const scenario: Scenario = {
     const redis = await openBenchRedis();
     const jobs = jobsDir();
     jobs.write('companies', path);
-    const rows: (string | number)[][] = [];
+    const results: Result[] = [];
     try {
-      for (const k of WORKERS) {
-        const sandbox = await startMeteredSandbox({ rateLimit: R, latencyMs: LATENCY_MS });
-        const env = cliEnv({
-          redisUrl: redis.url,
-          prefix: redis.prefix(`scale-${k}`),
-          baseUrl: sandbox.url,
-          apiKey: BENCH_API_KEY,
-          rateLimit: R,
-          jobs: jobs.dir,
-        });
-        const workers = Array.from({ length: k }, () => startWorker(env));
-        try {
-          const redis0 = await redisCounters(redis.url);
-          const rec = sandbox.record(200);
-          const summary = await syncRun('companies', env, {
-            withWorker: false,
-            timeoutMs: Math.max(180_000, (ROWS / R) * 4_000),
+      for (let run = 0; run < RUNS; run++) {
+        for (const k of WORKERS) {
+          const sandbox = await startMeteredSandbox({ rateLimit: R, latencyMs: LATENCY_MS });
+          const env = cliEnv({
+            redisUrl: redis.url,
+            prefix: redis.prefix(`scale-${k}-${run}`),
+            baseUrl: sandbox.url,
+            apiKey: BENCH_API_KEY,
+            rateLimit: R,
+            jobs: jobs.dir,
+            extra: { PLATFORM_LATENCY_HINT_MS: String(LATENCY_MS) },
           });
-          const samples = await rec.stop();
-          const redis1 = await redisCounters(redis.url);
-          if (summary.counts.created !== ROWS)
-            throw new Error(`${k} workers: created ${summary.counts.created} of ${ROWS}`);
-          const phase = writePhase(samples);
-          const totals = minus(samples[samples.length - 1]!, samples[0]!);
-          const workerCpu = workers.reduce((s, w) => s + w.cpuSeconds(), 0);
-          rows.push([
-            k,
-            int(phase.steadyRate),
-            ratio(phase.steadyRate / R),
-            int(phase.overallRate),
-            ratio(phase.overallRate / R),
-            int(totals.rateLimited),
-            percent(totals.rateLimited / totals.requests),
-            seconds(summary.wallMs),
-            workerCpu.toFixed(1),
-            ((workerCpu * 1000) / ROWS).toFixed(2),
-            (redis1.cpuS - redis0.cpuS).toFixed(1),
-            ((redis1.calls - redis0.calls) / ROWS).toFixed(1),
-          ]);
-        } finally {
-          await Promise.all(workers.map((w) => w.stop()));
-          await sandbox.close();
+          const workers = Array.from({ length: k }, () => startWorker(env));
+          try {
+            await whenIdle(workers);
+            const started = workers.map((w) => w.cpuSeconds());
+            const redis0 = await redisCounters(redis.url);
+            const rec = sandbox.record(200);
+            const summary = await syncRun('companies', env, {
+              withWorker: false,
+              timeoutMs: Math.max(180_000, (ROWS / R) * 4_000),
+            });
+            const samples = await rec.stop();
+            const redis1 = await redisCounters(redis.url);
+            const ended = workers.map((w) => w.cpuSeconds());
+            if (summary.counts.created !== ROWS)
+              throw new Error(`${k} workers: created ${summary.counts.created} of ${ROWS}`);
+            const phase = writePhase(samples);
+            const totals = minus(samples[samples.length - 1]!, samples[0]!);
+            const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+            results.push({
+              k,
+              steadyRate: phase.steadyRate,
+              overallRate: phase.overallRate,
+              rateLimited: totals.rateLimited,
+              requests: totals.requests,
+              wallMs: summary.wallMs,
+              runCpuS: sum(ended) - sum(started),
+              startCpuS: sum(started),
+              redisCpuS: redis1.cpuS - redis0.cpuS,
+              redisCalls: redis1.calls - redis0.calls,
+              redisScripts: redis1.scripts - redis0.scripts,
+            });
+            process.stderr.write(
+              `sync-scale ${k} workers, run ${run + 1}: CPU ${(sum(ended) - sum(started)).toFixed(2)} s (start-up ${sum(started).toFixed(2)} s), steady ${ratio(phase.steadyRate / R)} R, load ${await loadAverage()}\n`,
+            );
+          } finally {
+            await Promise.all(workers.map((w) => w.stop()));
+            await sandbox.close();
+          }
         }
       }
     } finally {
       jobs.remove();
       await redis.close();
     }
+    const one = medianBy(
+      results.filter((r) => r.k === WORKERS[0]),
+      (r) => r.runCpuS,
+    );
+    const rows = WORKERS.map((k) => {
+      const rs = results.filter((r) => r.k === k);
+      const m = medianBy(rs, (r) => r.runCpuS);
+      return [
+        k,
+        int(m.steadyRate),
+        ratio(m.steadyRate / R),
+        int(m.overallRate),
+        ratio(m.overallRate / R),
+        int(m.rateLimited),
+        percent(m.rateLimited / m.requests),
+        seconds(m.wallMs),
+        rs.map((r) => r.runCpuS.toFixed(2)).join(', '),
+        ((m.runCpuS * 1000) / ROWS).toFixed(3),
+        ratio(m.runCpuS / one.runCpuS),
+        m.startCpuS.toFixed(2),
+        m.redisCpuS.toFixed(1),
+        (m.redisCalls / ROWS).toFixed(1),
+        (m.redisScripts / ROWS).toFixed(2),
+      ];
+    });
     const load1 = await loadAverage();
     return [
       {
@@ -101,16 +172,20 @@ const scenario: Scenario = {
           '429s',
           '429 share',
           'wall (enqueue to end)',
-          'workers CPU-s (sum)',
-          'workers CPU ms per write',
+          'workers CPU-s, run (each run)',
+          'workers CPU ms per write, run',
+          `CPU over ${WORKERS[0]} worker(s)`,
+          'workers CPU-s, start-up',
           'redis CPU-s',
           'Redis commands per write',
+          'script calls per write',
         ],
         rows,
         notes: [
-          'Workers are `node dist/cli.js worker` with OPS_PORT=0; the run is enqueued by `crm-sync run companies --wait --json` and planned by whichever worker takes it.',
+          'Workers are `node dist/cli.js worker` with OPS_PORT=0 and PLATFORM_LATENCY_HINT_MS = L; the run is enqueued by `crm-sync run companies --wait --json` once every worker has started and gone idle, and planned by whichever worker takes it.',
           'Rates are successful POSTs per second as the sandbox counted them, sampled every 200 ms; "steady" is 10% to 90% of the writes.',
-          'Per write: the whole run (planning, writes, verification) over the rows; Redis commands are the sum of INFO commandstats (commands inside Lua scripts counted).',
+          "Workers CPU, run: from idle after start-up to the run's end (planning, writes, verification, and the idle workers' own polling), summed over the workers; start-up apart. Redis commands are the sum of INFO commandstats (commands inside Lua scripts counted); script calls are the EVALSHAs (claims, settles and pacer bookings batch writes into them).",
+          `${RUNS} run(s) of each count, the counts taking turns; the median run by the workers' CPU.`,
           'Target (issue 6.4): the aggregate rate within 5% of R (steady / R between 0.95 and 1.05), whatever the number of workers.',
           `Load average (1 min) before → after: ${load0} → ${load1}, on 2 shared cores.`,
         ],

@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import got, { Options, type CancelableRequest, type Method, type Response } from 'got';
 import { DEFAULT_IDLE_SOCKET_MS, DEFAULT_PLATFORM_TIMEOUT_MS } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
-import type { Pacer } from '../queue/pacer.js';
+import type { Pacer, RequestTiming, Ticket } from '../queue/pacer.js';
 import { errorFromResponse, errorFromTransport } from './error-factory.js';
 import { InvalidResponseError, type Scrub } from './errors.js';
 
@@ -153,12 +153,13 @@ export class PlatformHttp {
     let text: string;
     let headers: Record<string, string | string[] | undefined>;
     let started = performance.now();
-    let requestedAt = 0;
+    let ticket: Ticket | undefined;
+    /** When the request was written out and how long its answer took to begin: the pacer's measure of its lateness. */
+    let timing: RequestTiming | undefined;
     try {
       if (this.pacer) {
-        await this.pacer.acquire(req.signal);
+        ticket = await this.pacer.acquire(req.signal);
         started = performance.now();
-        requestedAt = Date.now();
       }
       const res = await request(
         req.url,
@@ -172,6 +173,9 @@ export class PlatformHttp {
       status = res.statusCode;
       text = res.body;
       headers = res.headers;
+      const t = res.timings;
+      if (t?.upload !== undefined && t.response !== undefined)
+        timing = { sentAt: t.upload, waitedMs: t.response - t.upload };
     } catch (error) {
       const err = errorFromTransport({
         ...this.context(req),
@@ -182,7 +186,7 @@ export class PlatformHttp {
       throw err;
     }
     this.log(req, status, started);
-    this.pacer?.observe(status, headers, requestedAt);
+    if (ticket) this.pacer?.observe(status, headers, ticket, timing);
     if (status < 200 || status > 299)
       throw errorFromResponse({ ...this.context(req), status, headers, body: text });
     if (text.trim() === '') return { status, body: undefined };

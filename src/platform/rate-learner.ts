@@ -4,23 +4,31 @@
  * keeps in Redis for every replica; each function here takes a state and an
  * observation and answers the next state, or `undefined` when nothing moves.
  *
- * - Start low (`start`, 5/s) and double the rate every round (`ROUND_MS`)
- *   whose requests succeeded ("slow start", as TCP finds a path's
- *   capacity), as long as the rate is actually used, until the first 429.
- *   A learned rate (a stored state with a ceiling) skips it.
+ * - Start low (`start`, 5/s) and, from the first success, double the rate
+ *   every round (`ROUND_MS`, 100 ms) whose turns were taken ("slow start",
+ *   as TCP finds a path's capacity), as long as the rate is actually used,
+ *   until the first 429. A learned rate (a stored state with a ceiling)
+ *   skips it.
  * - On a 429: wait out its Retry-After (the pacer holds every request until
- *   then) and back off: the limit ("ceiling") is taken as the rate we were
- *   sending at, or what the platform let through in its window when that is
- *   less (the success log), or, when the platform's window is long (a
- *   Retry-After of more than a second says so), as what it let through in
- *   that window; the rate drops to 0.8 of it. A 429 that ends the slow start
- *   halves the rate (TCP's ssthresh: the rate doubled since the requests
- *   that met the limit were booked), and never above that 0.8. Further 429s
- *   of requests sent before that back-off belong to the same episode and
- *   change nothing.
- * - Then climb back to 0.95 of the ceiling ("settle just under"), halving
- *   the gap each second, and probe: after 20 s there without a 429 the
- *   ceiling grows 3%, so a limit raised by the platform is found too.
+ *   then) and back off. The limit ("ceiling") of a one-second window is
+ *   what the platform let through in the second before the refused request
+ *   went out: the success log counts requests by when they went out, in
+ *   slots of 10 ms, so this is the limit to within a few requests; the rate
+ *   goes straight to `SETTLE` of it. Without that count, the ceiling is the
+ *   rate we were sending at, and the rate drops to 0.8 of it; when the
+ *   platform's window is long (a Retry-After of more than a second says
+ *   so), the ceiling is what it let through in that window (the per-second
+ *   log). A 429 that ends the slow start without a count halves the rate
+ *   (TCP's ssthresh: the rate doubled since the requests that met the limit
+ *   were booked), and never above that 0.8. Further 429s of requests sent
+ *   before that back-off belong to the same episode and change nothing.
+ * - Then climb back to `SETTLE` (0.97) of the ceiling ("settle just
+ *   under"), halving the gap each second, and probe: after 20 s there
+ *   without a 429 the ceiling grows 3%, so a limit raised by the platform is
+ *   found too. A probe that meets a 429 found the same limit again (at
+ *   0.97 of an exact count, a 3% probe goes past it): the wait before the
+ *   next one doubles, up to `PROBE_MAX_MS`; one that held for a whole wait
+ *   brings it back to 20 s.
  * - A long window (a minute; up to `LOG_SPAN_MS`) holds a count, not a
  *   rate, and answers late: a minute's window refuses nothing until its
  *   limit of requests sits in it, so the slow start overshoots it (up to
@@ -74,8 +82,12 @@ export interface LearnerState {
   changedAt: number;
   /** Successes counted (all replicas) when the rate last changed. */
   okAtChange: number;
-  /** When the ceiling was last set: probing waits `PROBE_MS` after it. */
+  /** Turns booked (all replicas) when the rate last changed: the demand a slow-start round saw. */
+  bookedAtChange: number;
+  /** When the ceiling was last set: probing waits `probeMs` after it. */
   ceilingAt: number;
+  /** The wait before the next probe (0: `PROBE_MS`): doubled by each probe that met a 429. */
+  probeMs: number;
   /** When the last back-off happened (0: never): 429s of earlier requests are its echo. */
   decreasedAt: number;
   /**
@@ -93,24 +105,35 @@ export type Step = LearnerState & { holdMs?: number };
 /** Growth per round before the first 429 (slow start). */
 export const SLOW_START = 2;
 /**
- * A slow start's round: the rate doubles at most this often. The pacer
- * books 200 ms of turns ahead and successes reach the count a round trip
- * and a booking later, so a round's successes are of the rate one or two
- * rounds before it (hence the `USED` test against a quarter of the rate,
- * that is, demand of less than an eighth of it stops the growth). Shorter rounds
- * overshoot a one-second window further before its first 429 (it counts a
- * second of the ramp), longer ones take longer to reach a high limit:
- * 250 ms doubles 5/s to 100/s in about 1 s and to 1,000/s in 2 s.
+ * A slow start's round: the rate doubles at most this often, when the
+ * turns booked since the last doubling (every replica's callers, counted
+ * as they are booked) used at least `USED` of it. The demand is what
+ * counts, not the successes: those reach the count a round trip and a
+ * booking later. Turns are booked 200 ms ahead (HORIZON_MS,
+ * src/queue/pacer-store.ts), so the rate sent at trails the rate by a round
+ * or two. 100 ms doubles 5/s to 160/s in 0.5 s and to 1,280/s in 0.8 s;
+ * a one-second window then holds the last second of the ramp, about a
+ * fifth of the rate, when it refuses, and the slow start has reached what
+ * PLATFORM_RATE_LIMIT_MAX allows by then.
  */
-export const ROUND_MS = 250;
+export const ROUND_MS = 100;
+/** A slow-start round whose demand fell short is measured again over up to this long. */
+export const ROUND_SPAN_MS = 500;
 /** One step a second at most, once the slow start is over. */
 export const STEP_MS = 1_000;
 /** The rate after a back-off, as a share of the ceiling. */
 export const BACKOFF = 0.8;
-/** Where the rate settles, as a share of the ceiling. */
-export const SETTLE = 0.95;
+/**
+ * Where the rate settles, as a share of the ceiling: as close as a
+ * one-second window allows the pacer's turns to go (src/queue/window-echo.ts,
+ * the fixed limit's share) with a request or two of the ceiling's count to
+ * spare.
+ */
+export const SETTLE = 0.97;
 /** Time at the settled rate without a 429 before the ceiling is probed upwards. */
 export const PROBE_MS = 20_000;
+/** The longest wait between probes, after probes that met a 429 one after another. */
+export const PROBE_MAX_MS = 320_000;
 /** Growth of the ceiling per probe. */
 export const PROBE = 1.03;
 /**
@@ -136,6 +159,11 @@ const DAY_MS = 86_400_000;
 
 const clamp = (x: number, s: LearnerSettings): number => Math.min(s.max, Math.max(s.min, x));
 
+/** The wait before the next probe. */
+export function probeWait(st: LearnerState): number {
+  return st.probeMs > 0 ? st.probeMs : PROBE_MS;
+}
+
 /** Whether the state is in its slow start: nothing learned yet (no 429, no stated policy). */
 export function slowStart(st: LearnerState): boolean {
   return st.ceiling === 0 && st.source !== 'policy';
@@ -155,7 +183,9 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
     periodMs: 1_000,
     changedAt: now,
     okAtChange: 0,
+    bookedAtChange: 0,
     ceilingAt: now,
+    probeMs: PROBE_MS,
     decreasedAt: 0,
     refillUntil: 0,
     source: 'start',
@@ -163,24 +193,25 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
 }
 
 /**
- * A second (or more) went by: grow, settle or probe. `ok` is the cluster's
- * count of successful requests so far. Undefined until a step is due.
+ * A second (or a slow start's round) went by: grow, settle or probe. `ok`
+ * is the cluster's count of successful requests so far, `booked` of turns
+ * booked. Undefined until a step is due.
  */
 export function onTick(
   st: LearnerState,
-  at: { now: number; ok: number; log?: SuccessLog },
+  at: { now: number; ok: number; booked: number; log?: SuccessLog },
   s: LearnerSettings,
 ): Step | undefined {
   const elapsed = at.now - st.changedAt;
   if (elapsed < stepMs(st)) return undefined;
-  const base = { changedAt: at.now, okAtChange: at.ok };
+  const base = { changedAt: at.now, okAtChange: at.ok, bookedAtChange: at.booked };
   if (at.log && windowed(st)) {
     // Probe only a window that was kept full: an idle one says nothing of its limit.
     const full = windowCount(at.log, at.now, st.periodMs, at.now) >= windowTarget(st) * USED_WINDOW;
     const probe =
       full &&
       at.now >= st.refillUntil &&
-      at.now - st.ceilingAt >= PROBE_MS &&
+      at.now - st.ceilingAt >= probeWait(st) &&
       st.ceiling * SETTLE < s.max;
     const next = probe ? { ...st, ceiling: st.ceiling * PROBE, ceilingAt: at.now } : st;
     const pace = windowPace(next, at.log, at.now);
@@ -192,13 +223,15 @@ export function onTick(
       source: probe ? 'probe' : 'window',
     };
   }
-  const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
   if (slowStart(st)) {
-    // A round's successes are of the rate one or two rounds before it: turns
-    // are booked 200 ms ahead and successes counted at the next booking.
-    if (used < (st.rate / SLOW_START ** 2) * USED) return { ...st, ...base };
-    return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
+    // Turns are booked for up to 200 ms at once: a round's demand is measured
+    // over as many rounds as it takes to see it (ROUND_SPAN_MS at most).
+    const demand = ((at.booked - st.bookedAtChange) * 1_000) / elapsed;
+    if (at.ok > 0 && demand >= st.rate * USED)
+      return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
+    return elapsed >= ROUND_SPAN_MS ? { ...st, ...base } : undefined;
   }
+  const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
   // Demand was below the rate: nothing says the platform takes more.
   if (used < st.rate * USED || st.source === 'policy') return { ...st, ...base };
   const target = clamp(st.ceiling * SETTLE, s);
@@ -206,13 +239,15 @@ export function onTick(
     const rate = Math.min(target, st.rate + Math.max(0.5, (target - st.rate) / 2));
     return { ...st, ...base, rate, source: 'ramp' };
   }
-  if (at.now - st.ceilingAt >= PROBE_MS && st.rate < s.max) {
+  if (at.now - st.ceilingAt >= probeWait(st) && st.rate < s.max) {
     const ceiling = st.ceiling * PROBE;
     return {
       ...st,
       ...base,
       ceiling,
       ceilingAt: at.now,
+      // The last probe held a whole wait: the platform took more, probe as often again.
+      probeMs: st.source === 'probe' ? PROBE_MS : probeWait(st),
       rate: clamp(ceiling * SETTLE, s),
       source: 'probe',
     };
@@ -228,11 +263,14 @@ export type RecentLog = ReadonlyMap<number, number>;
  * The recent log's slot. A one-second window's count from whole seconds
  * assumes the second before was filled evenly; a slow start fills it late
  * (doubling), and the bench's first syncs measured a 100/s limit as 87 or
- * 105 that way. In tenths the error is a tenth's part of one slot.
+ * 105 that way; in slots of 100 ms, logged when the answers were counted
+ * rather than when the requests went out, as 95. Logged by when each
+ * request went out, in slots of 10 ms, the count is off by what arrived
+ * out of order across the window's edges, and a part of one slot.
  */
-export const RECENT_SLOT_MS = 100;
-/** The recent log covers this much (32 slots of 100 ms, less one either side). */
-export const RECENT_SPAN_MS = 3_000;
+export const RECENT_SLOT_MS = 10;
+/** The recent log covers this much (256 slots of 10 ms, less some either side). */
+export const RECENT_SPAN_MS = 2_000;
 
 /**
  * What a platform with a window of `periodMs` let through in its window,
@@ -331,26 +369,29 @@ export function onLimited(
     return periodMs === st.periodMs ? undefined : { ...st, periodMs };
   }
   if (st.source === 'policy') return { ...st, periodMs, decreasedAt: at.now };
-  // The window was full: what the platform let through in it is the limit
-  // (a 1 s window: never more than the rate we sent at).
-  const recent =
+  // The window was full: what the platform let through in it is the limit.
+  // A one-second window counted from the recent log (by when requests went
+  // out, up to the refused one): the limit itself, give or take a request.
+  const fine =
     at.recent && periodMs <= RECENT_SPAN_MS
-      ? windowEstimate(at.recent, at.now, at.retryAfterMs, periodMs, RECENT_SLOT_MS)
+      ? windowEstimate(at.recent, at.requestedAt, 1_000, periodMs, RECENT_SLOT_MS)
       : undefined;
-  const inWindow =
-    recent ?? (at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined);
-  const measured = periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate);
+  const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
+  // Seconds alone (a 1 s window): never more than the rate we sent at.
+  const measured = fine ?? (periodMs > 1_000 ? inWindow : Math.min(st.rate, inWindow ?? st.rate));
   const ceiling = clamp(measured ?? st.rate, s);
-  // The slow start's end: the rate doubled since the refused request was booked.
+  // The slow start's end, not measured: the rate doubled since the refused request was booked.
   const halved = slowStart(st) ? st.rate / SLOW_START : Infinity;
   const next: LearnerState = {
     ...st,
     periodMs,
     ceiling,
     ceilingAt: at.now,
-    rate: clamp(Math.min(halved, ceiling * BACKOFF), s),
+    rate: clamp(fine !== undefined ? ceiling * SETTLE : Math.min(halved, ceiling * BACKOFF), s),
     changedAt: at.now,
     decreasedAt: at.now,
+    // A probe met the limit: probe half as often.
+    probeMs: st.source === 'probe' ? Math.min(PROBE_MAX_MS, 2 * probeWait(st)) : probeWait(st),
     source: 'limited',
   };
   if (!at.log || !windowed(next)) return next;

@@ -5,25 +5,31 @@
  *
  * `<prefix>:pacer` (a hash): `tat` (the next free turn, ms of Redis' clock),
  * `notBefore` (no turn before it: a 429's Retry-After), `ok` (successful
- * requests of every replica), `v` (the learner state's version), and the
- * learner's state (src/platform/rate-learner.ts). `<prefix>:pacer:log`:
- * successes per second, a ring of 128 fields `second % 128` → `second:count`,
- * and per 100 ms, a ring of 32 fields `d<tenth % 32>` → `tenth:count`.
+ * requests of every replica), `booked` (turns booked by every replica),
+ * `echo` (the window's echoes, `from:until,…`: src/queue/pacer.ts), `v`
+ * (the learner state's version), and the learner's state
+ * (src/platform/rate-learner.ts). `<prefix>:pacer:log`: successes by the
+ * time their request went out, per second, a ring of 128 fields
+ * `second % 128` → `second:count`, and per 10 ms, a ring of 256 fields
+ * `d<slot % 256>` → `slot:count`.
  */
 import { windowed, type LearnerState, type RateSource } from '../platform/rate-learner.js';
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
+import { FIXED_MARGIN } from './window-echo.js';
 
 /**
  * A booking's span: a process books this much of the schedule at once (its
  * callers permitting), and books again when less than half of it is left.
- * HORIZON_MS, LOG_SLOTS, RECENT_SLOTS and STATE_FIELDS (and RECENT_SLOT_MS)
- * are written out in lua/pacer-2.lua.
+ * HORIZON_MS, LOG_SLOTS, RECENT_SLOTS, MAX_ECHOES and STATE_FIELDS (and
+ * RECENT_SLOT_MS) are written out in lua/pacer-2.lua.
  */
 export const HORIZON_MS = 200;
 export const LOG_SLOTS = 128;
-/** The recent successes, per 100 ms (`RECENT_SLOT_MS`), a ring of 32 fields `d<slot>`. */
-export const RECENT_SLOTS = 32;
+/** The recent successes, per 10 ms (`RECENT_SLOT_MS`), a ring of 256 fields `d<slot>`. */
+export const RECENT_SLOTS = 256;
+/** The window's echoes kept at most (the closest two are merged beyond). */
+export const MAX_ECHOES = 16;
 
 export const pacerKey = (prefix: string): string => `${prefix}:pacer`;
 export const pacerLogKey = (prefix: string): string => `${prefix}:pacer:log`;
@@ -34,7 +40,9 @@ export const STATE_FIELDS = [
   'periodMs',
   'changedAt',
   'okAtChange',
+  'bookedAtChange',
   'ceilingAt',
+  'probeMs',
   'decreasedAt',
   'refillUntil',
   'source',
@@ -61,7 +69,9 @@ export function stateOf(values: string[]): LearnerState | undefined {
     periodMs,
     changedAt,
     okAtChange,
+    bookedAtChange,
     ceilingAt,
+    probeMs,
     decreasedAt,
     refillUntil,
     source,
@@ -73,7 +83,9 @@ export function stateOf(values: string[]): LearnerState | undefined {
     periodMs: Number(periodMs || 1_000),
     changedAt: Number(changedAt || 0),
     okAtChange: Number(okAtChange || 0),
+    bookedAtChange: Number(bookedAtChange || 0),
     ceilingAt: Number(ceilingAt || 0),
+    probeMs: Number(probeMs || 0),
     decreasedAt: Number(decreasedAt || 0),
     refillUntil: Number(refillUntil || 0),
     source: (source || 'start') as RateSource,
@@ -109,7 +121,8 @@ export function describeRate(st: PacerView | undefined, now = Date.now()): strin
   const held =
     st.notBefore > now ? `; held ${Math.ceil((st.notBefore - now) / 1000)} s more by a 429` : '';
   if (st.mode === 'fixed') {
-    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less 10%${held})`;
+    const margin = Math.round((1 - FIXED_MARGIN) * 100);
+    return `platform rate: ${r(st.rate)}/s (PLATFORM_RATE_LIMIT less ${margin}%${held})`;
   }
   const how =
     st.source === 'policy'

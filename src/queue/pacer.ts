@@ -14,21 +14,24 @@
  * sends before it, and a caller that simply retries is held by `acquire`.
  * In `auto` mode the rate itself is learned (src/platform/rate-learner.ts):
  * its state lives in the same hash, so it is shared and survives restarts;
- * successes are logged per second (`<prefix>:pacer:log`, a ring of 128
- * fields, and a ring of 32 tenths for a short window at the slow start's
- * end) for the learner to tell how much a long window let through and,
- * once a window is known to be long, how much room it has each second (a
- * step then reads the log and may hold every turn until the window frees).
- * In `fixed` mode the rate is PLATFORM_RATE_LIMIT less a 10% margin
- * (FIXED_MARGIN): evenly spaced turns at exactly a platform's limit would
- * meet a 429 whenever a request is delayed on its way (a sliding window
- * counts arrivals). Turns due within TOGETHER_MS of each other go out
- * together, on one timer.
+ * successes are logged by the time their request went out, per second
+ * (`<prefix>:pacer:log`, a ring of 128 fields) and per 10 ms (a ring of 256
+ * for the window a 429 ends: how many it let through), for the learner to
+ * tell how much a window let through and, once a window is known to be
+ * long, how much room it has each second (a step then reads the log and
+ * may hold every turn until the window frees). In `fixed` mode the rate is
+ * PLATFORM_RATE_LIMIT less a 3% margin (FIXED_MARGIN). A request that went
+ * out, or was answered, later than that margin covers moves the turns a
+ * window after it (its echo, src/queue/window-echo.ts, kept beside the
+ * schedule in Redis for every replica), so that the platform's window never
+ * holds it and a full window of later requests. Turns due within
+ * TOGETHER_MS of each other go out together, on one timer.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { DEFAULT_RATE_LIMIT_START } from '../defaults.js';
 import type { Logger } from '../log.js';
 import {
+  RECENT_SLOT_MS,
   initialState,
   onLimited,
   onPolicy,
@@ -54,17 +57,46 @@ import {
   stateOf,
   type PacerScript,
 } from './pacer-store.js';
+import {
+  echoOf,
+  FIXED_MARGIN,
+  fixedPace,
+  mergeEchoes,
+  TOGETHER_MS,
+  turnsOf,
+  type Sent,
+} from './window-echo.js';
 
 export { pacerKey, pacerLogKey, readPacerState } from './pacer-store.js';
+export { FIXED_MARGIN, fixedPace, TOGETHER_MS } from './window-echo.js';
+
+/** A request's turn, as `acquire` gives it: handed back to `observe` with its answer. */
+export interface Ticket {
+  /** The turn it was booked at (ms of Redis' clock). */
+  turn: number;
+  /** When its turn was released (ms, performance.now()). */
+  firedAt: number;
+}
+
+/** When a request was written out (ms since the epoch), and how long its answer took to begin (ms). */
+export interface RequestTiming {
+  sentAt: number;
+  waitedMs: number;
+}
 
 export interface Pacer {
   /** Resolves when this request may be sent; rejects with the signal's reason on abort. */
-  acquire(signal?: AbortSignal): Promise<void>;
-  /** The answer of a request sent at `requestedAt` (ms, Date.now()). */
+  acquire(signal?: AbortSignal): Promise<Ticket>;
+  /**
+   * The answer of the request sent on `ticket`, with its timing when known:
+   * when it was written out (ms since the epoch, its socket took the last
+   * byte) and how long after that its answer began (ms).
+   */
   observe(
     status: number,
     headers: Record<string, string | string[] | undefined>,
-    requestedAt: number,
+    ticket: Ticket,
+    timing?: RequestTiming,
   ): void;
   /** Requests per second now. */
   readonly rate: number;
@@ -72,41 +104,21 @@ export interface Pacer {
 
 export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & LearnerSettings);
 
+/** An answer's usual wait is the shortest of the last this many seconds. */
+const WAIT_SPAN_S = 10;
+/** An answer is taken as late by the worker's event loop by as much as its timers were in this span before it. */
+const LAG_SPAN_MS = 100;
+
 /**
- * A fixed PLATFORM_RATE_LIMIT is paced this share of it. Turns spaced
- * evenly at `r` put at most r × (1 s + s) requests in a one-second window
- * (sliding or fixed) when their arrivals spread by `s`; 10% under the
- * limit is s = 111 ms: up to TOGETHER_MS (10 ms) early, up to LATE_MS
- * (25 ms) late without moving the schedule, and about 75 ms for the way to
- * the platform (a busy process between a turn and its request's write, a
- * slow hop). At 5% under (52 ms), with turns placed by the shortest round
- * trip to Redis (clock-skew.ts) and LATE_MS at 10, the two-worker test
- * (test/e2e/cli-rate-limit.test.ts) met a 429 in 1 of the 2 runs that
- * reached that check on a two-core machine at load average 13-15; at 10%
- * in none of 2.
+ * After a 429, what the window let through is counted once the answers of
+ * the requests before it are in and every replica has reported them at
+ * its next booking (a booking is due every HORIZON_MS / 2 while a process
+ * has callers): this long, or half the 429's Retry-After when that is
+ * less (the hold covers the wait).
  */
-export const FIXED_MARGIN = 0.9;
-/**
- * Turns due within this many milliseconds after the one a timer fires for
- * go out with it, up to that much early. At 1,000 requests a second a timer
- * per turn woke the worker for every request, and each answer came back on
- * its own; in groups it wakes once for several, and its claim and settle
- * batches grow (the CPU per write of each span: docs/BENCHMARKS.md,
- * sync-cost). 10 ms is 1% of the shortest window a platform's rate is
- * counted in (a second): a sliding window then holds at most 10 ms of turns
- * more than the rate gives, inside the margin under the limit of a fixed
- * rate (FIXED_MARGIN, 111 ms of turns) and of a learned one (it settles at
- * 0.95 of the limit).
- */
-export const TOGETHER_MS = 10;
-/**
- * Lateness of a turn beyond which the turns after it move (by the excess).
- * Less is absorbed by the margin under the limit (FIXED_MARGIN); more would
- * let a window hold the late request and a full period of later ones. Each
- * move costs the rate what it moves by: a timer a few ms late is the rule
- * on a loaded machine, so this is not 0.
- */
-const LATE_MS = 25;
+const ANSWERS_MS = 250;
+/** An echo waits at most this long for the next booking to take it to Redis. */
+const ECHO_FLUSH_MS = 20;
 
 export interface PacerOptions {
   redis: RedisClient;
@@ -118,7 +130,7 @@ export interface PacerOptions {
 }
 
 interface Waiter {
-  resolve(): void;
+  resolve(t: Ticket): void;
   reject(err: unknown): void;
   signal?: AbortSignal | undefined;
   onAbort?: () => void;
@@ -130,13 +142,22 @@ export class RedisPacer implements Pacer {
   private readonly key: string;
   private readonly logKey: string;
   private readonly waiters: Waiter[] = [];
-  /** Booked turns, local ms (performance.now()). */
-  private turns: number[] = [];
+  /** Booked turns: when each is due (local ms, performance.now()) and its turn (Redis ms). */
+  private turns: { due: number; turn: number }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private fetching = false;
-  private okPending = 0;
-  /** The most a turn was taken late since the last booking (ms). */
-  private late = 0;
+  /** Successes not reported yet, by the RECENT_SLOT_MS slot of Redis' clock they went out in. */
+  private okPending = new Map<number, number>();
+  /** Echoes not reported yet (window-echo.ts). */
+  private echoes: { from: number; until: number }[] = [];
+  private flushing: NodeJS.Timeout | undefined;
+  /** The shortest wait for an answer of each of the last seconds: [second, ms]. */
+  private waits: [number, number][] = [];
+  /** The first 429 of an episode, waiting to be counted up (auto), and that count. */
+  private limited: { now: number; requestedAt: number; retryAfterMs: number } | undefined;
+  private counting: Promise<void> = Promise.resolve();
+  /** How late this process's timers fired lately: [local ms, ms late]. */
+  private lags: [number, number][] = [];
   /** Redis time − local Date.now(), from the last answer. */
   private offset = 0;
   /** Redis time − local performance.now(): where booked turns fall locally. */
@@ -180,10 +201,10 @@ export class RedisPacer implements Pacer {
     if (!this.state || fresh.rate !== this.state.rate) await this.write(fresh, 0);
   }
 
-  acquire(signal?: AbortSignal): Promise<void> {
+  acquire(signal?: AbortSignal): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(new Error('pacer stopped'));
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<Ticket>((resolve, reject) => {
       const w: Waiter = { resolve, reject, signal };
       if (signal) {
         w.onAbort = () => {
@@ -198,12 +219,26 @@ export class RedisPacer implements Pacer {
     });
   }
 
-  observe(status: number, headers: Headers, requestedAt: number): void {
-    const now = Date.now() + this.offset;
+  observe(status: number, headers: Headers, ticket: Ticket, timing?: RequestTiming): void {
+    const local = performance.now();
+    const wall = Date.now();
+    const skew = this.skew?.skew ?? this.offset + wall - local;
+    const now = local + skew;
+    const firedAt = ticket.firedAt + skew;
     const signals = readRateHeaders(headers, Date.now());
     const mode = this.opts.mode;
     if (status !== 429) {
-      this.okPending++;
+      // Counted by the platform's window, whatever its answer: logged when it went out.
+      const slot = Math.floor(firedAt / RECENT_SLOT_MS);
+      this.okPending.set(slot, (this.okPending.get(slot) ?? 0) + 1);
+      if (timing) {
+        if (status >= 200 && status < 300) this.noteWait(timing.waitedMs, local);
+        // Later than usual by more than this worker's event loop was late: the platform's part.
+        const lateBy = timing.waitedMs - this.usualWait() - this.loopLag(local);
+        // Written out when the wall clock said `sentAt`: on Redis' clock through this process's.
+        const sentAt = timing.sentAt - wall + local + skew;
+        this.echo({ turn: ticket.turn, firedAt, sentAt, lateBy: Math.max(0, lateBy) });
+      }
       let hold = 0;
       if (signals.remaining === 0 && signals.resetMs !== undefined) hold = signals.resetMs;
       const next =
@@ -217,74 +252,151 @@ export class RedisPacer implements Pacer {
     const retryAfterMs = signals.retryAfterMs ?? signals.resetMs ?? 1_000;
     // Booked turns were spaced for a rate that proved too high.
     this.turns = [];
-    this.holdUntil = Math.max(this.holdUntil, performance.now() + retryAfterMs);
-    this.enqueueWrite(async () => {
-      await this.hold(retryAfterMs);
-      if (mode.kind !== 'auto') return;
-      const at = { now, requestedAt: requestedAt + this.offset, retryAfterMs };
-      // This process's successes belong in the log the learner reads.
-      if (this.okPending > 0) await this.fetch(0);
-      for (let tries = 0; tries < 3; tries++) {
-        if (!this.state) return;
-        const { log, recent } = await this.readLogs();
-        const next = onLimited(this.state, { ...at, log, recent }, mode);
-        // A long window's hold counts from the 429, as its Retry-After does.
-        const hold = next?.holdMs ? next.holdMs - (Date.now() + this.offset - now) : 0;
-        if (!next || (await this.cas(next, hold))) return;
-        await this.fetch(0);
-      }
-    });
+    this.holdUntil = Math.max(this.holdUntil, local + retryAfterMs);
+    this.enqueueWrite(() => this.hold(retryAfterMs));
+    if (mode.kind !== 'auto') return;
+    // One count for the 429s of an episode (the requests in flight when the
+    // window filled): the first to go out is the one the window refused first.
+    const at = { now, requestedAt: firedAt, retryAfterMs };
+    if (this.limited) {
+      if (at.requestedAt < this.limited.requestedAt) this.limited = at;
+      return;
+    }
+    this.limited = at;
+    // What the window let through is counted once the requests that went out
+    // before it have been answered and logged, by every replica (each
+    // reports at its next booking); the hold covers the wait.
+    this.counting = delay(Math.min(retryAfterMs / 2, ANSWERS_MS), undefined, { ref: false }).then(
+      () =>
+        this.enqueueWrite(async () => {
+          const first = this.limited;
+          this.limited = undefined;
+          if (!first || this.stopped) return;
+          if (this.okPending.size > 0) await this.fetch(0);
+          for (let tries = 0; tries < 3; tries++) {
+            if (!this.state) return;
+            const { log, recent } = await this.readLogs();
+            const next = onLimited(this.state, { ...first, log, recent }, mode);
+            // A long window's hold counts from the 429, as its Retry-After does.
+            const hold = next?.holdMs ? next.holdMs - (performance.now() + skew - first.now) : 0;
+            if (!next || (await this.cas(next, hold))) return;
+            await this.fetch(0);
+          }
+        }),
+    );
+  }
+
+  /** A request's echo (window-echo.ts), kept for the next booking; undefined while the slack covers it. */
+  private echo(r: Sent): void {
+    const mode = this.opts.mode;
+    const st = this.state;
+    // No limit known yet (a slow start): nothing says how close to one the turns go.
+    const share =
+      mode.kind === 'fixed'
+        ? 1 / FIXED_MARGIN
+        : st && st.ceiling > 0 && st.rate > 0
+          ? st.ceiling / st.rate
+          : Infinity;
+    const e = echoOf(r, share);
+    if (!e) return;
+    this.echoes.push(e);
+    // The turns it holds are a window away: booked by any replica from now on.
+    if (!this.flushing && !this.fetching) {
+      this.flushing = setTimeout(() => {
+        this.flushing = undefined;
+        if (this.echoes.length === 0 || this.fetching || this.stopped) return;
+        this.fetching = true;
+        this.fetch(0)
+          .catch((err: unknown) => this.opts.logger?.warn({ err }, 'pacer: Redis unavailable'))
+          .finally(() => {
+            this.fetching = false;
+            this.pump();
+          });
+      }, ECHO_FLUSH_MS);
+    }
+  }
+
+  /** The usual wait for an answer lately (Infinity before any). */
+  private usualWait(): number {
+    let min = Infinity;
+    for (const [, ms] of this.waits) min = Math.min(min, ms);
+    return min;
+  }
+
+  private noteWait(ms: number, local: number): void {
+    const sec = Math.floor(local / 1_000);
+    const last = this.waits.at(-1);
+    if (last && last[0] === sec) last[1] = Math.min(last[1], ms);
+    else this.waits.push([sec, ms]);
+    while (this.waits[0]![0] <= sec - WAIT_SPAN_S) this.waits.shift();
+  }
+
+  /** How late this process's event loop was lately, as its timers say. */
+  private loopLag(local: number): number {
+    while (this.lags.length > 0 && this.lags[0]![0] < local - LAG_SPAN_MS) this.lags.shift();
+    let max = 0;
+    for (const [, ms] of this.lags) max = Math.max(max, ms);
+    return max;
   }
 
   /** Stops booking; callers still waiting are rejected. */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.flushing) clearTimeout(this.flushing);
     for (const w of this.waiters.splice(0)) {
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
       w.reject(new Error('pacer stopped'));
     }
   }
 
-  /** Waits for the writes to Redis started so far (tests, shutdown). */
-  settled(): Promise<void> {
-    return this.updating;
+  /** Waits for the writes to Redis started so far, a 429's count included (tests, shutdown). */
+  async settled(): Promise<void> {
+    await this.counting;
+    await this.updating;
   }
 
   // Turns ------------------------------------------------------------------
 
-  private pump(): void {
+  private pump(timerDue?: number): void {
     if (this.stopped) return;
     const now = performance.now();
+    if (timerDue !== undefined && now > timerDue) {
+      this.lags.push([now, now - timerDue]);
+      if (this.lags.length > 64) this.lags.shift();
+    }
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     if (now < this.holdUntil) {
-      if (this.waiters.length > 0) this.timer = setTimeout(() => this.pump(), this.holdUntil - now);
+      const due = this.holdUntil;
+      if (this.waiters.length > 0) this.timer = setTimeout(() => this.pump(due), due - now);
       return;
     }
     // A turn nobody took within the horizon (its caller aborted, or none came)
     // is a gap the platform saw, not a debt: served late it would go out in a
     // burst with the others and push every replica's schedule back.
-    while (this.turns.length > 0 && now - this.turns[0]! > HORIZON_MS) this.turns.shift();
+    while (this.turns.length > 0 && now - this.turns[0]!.due > HORIZON_MS) this.turns.shift();
+    const skew = this.skew?.skew ?? 0;
     while (
       this.waiters.length > 0 &&
       this.turns.length > 0 &&
-      this.turns[0]! <= now + TOGETHER_MS
+      this.turns[0]!.due <= now + TOGETHER_MS
     ) {
-      // A turn taken late (a busy event loop) goes out late: the turns after
-      // it must move as much, or a window would hold it and a full period more.
-      // One taken early (TOGETHER_MS) moves nothing.
-      const late = now - this.turns.shift()!;
-      if (late > LATE_MS) this.late = Math.max(this.late, late - LATE_MS);
+      const { due, turn } = this.turns.shift()!;
+      // A turn taken late (a busy event loop) goes out late: the turns a
+      // window later wait as much (its echo), or the window would hold it
+      // and a full window of later ones.
+      if (now > due) this.echo({ turn, firedAt: now + skew });
       const w = this.waiters.shift()!;
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
-      w.resolve();
+      w.resolve({ turn, firedAt: now });
     }
     if (this.waiters.length === 0) return;
     if (this.turns.length > 0) {
-      this.timer = setTimeout(() => this.pump(), Math.max(0, this.turns[0]! - now));
+      const due = Math.max(now, this.turns[0]!.due);
+      this.timer = setTimeout(() => this.pump(due), due - now);
     }
-    const last = this.turns.at(-1);
+    const last = this.turns.at(-1)?.due;
     const booked = last === undefined || last - now < HORIZON_MS / 2;
     if (!this.fetching && this.waiters.length > this.turns.length && booked) {
       this.fetching = true;
@@ -300,12 +412,12 @@ export class RedisPacer implements Pacer {
     }
   }
 
-  /** One script call: books up to `want` turns, reports successes, reads the shared state. */
+  /** One script call: books up to `want` turns, reports successes and echoes, reads the shared state. */
   private async fetch(want: number): Promise<void> {
-    const ok = this.okPending;
-    this.okPending = 0;
-    const late = Math.round(this.late);
-    this.late = 0;
+    const oks = this.okPending;
+    this.okPending = new Map();
+    const echoes = mergeEchoes(this.echoes);
+    this.echoes = [];
     const mode = this.opts.mode;
     const fixed = mode.kind === 'fixed' ? fixedPace(mode.rate) : 0;
     const start = mode.kind === 'auto' ? mode.start : fixed;
@@ -317,13 +429,14 @@ export class RedisPacer implements Pacer {
         this.logKey,
         'grant',
         want,
-        ok,
+        [...oks].map(([slot, n]) => `${slot}:${n}`).join(','),
         fixed,
         start,
-        late,
+        echoes.map((e) => `${e.from}:${e.until}`).join(','),
       )) as string[];
     } catch (err) {
-      this.okPending += ok;
+      for (const [slot, n] of oks) this.okPending.set(slot, (this.okPending.get(slot) ?? 0) + n);
+      this.echoes.push(...echoes);
       throw err;
     }
     const redisNow = Number(reply[0]);
@@ -332,10 +445,16 @@ export class RedisPacer implements Pacer {
     const first = Number(reply[1]);
     const interval = Number(reply[2]);
     const n = Number(reply[3]);
-    for (let i = 0; i < n; i++) this.turns.push(first + i * interval - this.skew.skew);
     this.version = String(reply[4]);
     const total = Number(reply[5]);
-    this.state = stateOf(reply.slice(6));
+    const booked = Number(reply[6]);
+    const fields = 7 + STATE_FIELDS.length;
+    this.state = stateOf(reply.slice(7, fields));
+    const moves = new Map<number, number>();
+    for (let i = fields; i + 1 < reply.length; i += 2)
+      moves.set(Number(reply[i]), Number(reply[i + 1]));
+    for (const turn of turnsOf(first, interval, n, moves))
+      this.turns.push({ due: turn - this.skew.skew, turn });
     const rate = mode.kind === 'fixed' ? fixed : (this.state?.rate ?? 1_000 / interval);
     if (rate !== this.current) {
       this.current = rate;
@@ -344,17 +463,19 @@ export class RedisPacer implements Pacer {
     if (mode.kind === 'auto' && this.state && !this.ticking) {
       if (redisNow - this.state.changedAt >= stepMs(this.state)) {
         this.ticking = true;
-        this.enqueueWrite(() => this.tick(redisNow, total).finally(() => (this.ticking = false)));
+        this.enqueueWrite(() =>
+          this.tick(redisNow, total, booked).finally(() => (this.ticking = false)),
+        );
       }
     }
   }
 
   /** A learner's step (auto mode); a long window's step reads the success log and may hold. */
-  private async tick(now: number, ok: number): Promise<void> {
+  private async tick(now: number, ok: number, booked: number): Promise<void> {
     const mode = this.opts.mode;
     if (mode.kind !== 'auto' || !this.state) return;
     const log = windowed(this.state) ? (await this.readLogs()).log : undefined;
-    const next = onTick(this.state, { now, ok, ...(log && { log }) }, mode);
+    const next = onTick(this.state, { now, ok, booked, ...(log && { log }) }, mode);
     if (next) await this.cas(next, next.holdMs ?? 0);
   }
 
@@ -396,7 +517,7 @@ export class RedisPacer implements Pacer {
     return true;
   }
 
-  /** The success log, per second and (`d` fields) per RECENT_SLOT_MS. */
+  /** The success log, per second and (`d` fields) per RECENT_SLOT_MS, by when requests went out. */
   private async readLogs(): Promise<{ log: SuccessLog; recent: RecentLog }> {
     const flat = (await this.call(this.key, this.logKey, 'log')) as string[];
     const log = new Map<number, number>();
@@ -415,9 +536,4 @@ export function pacerModeOf(p: { rateMode: 'auto' | 'fixed'; rateLimit: number }
   if (p.rateMode === 'fixed') return { kind: 'fixed', rate: p.rateLimit };
   const start = Math.min(DEFAULT_RATE_LIMIT_START, p.rateLimit);
   return { kind: 'auto', start, min: Math.min(1, start), max: p.rateLimit };
-}
-
-/** The rate a fixed PLATFORM_RATE_LIMIT is paced at. */
-export function fixedPace(limit: number): number {
-  return limit * FIXED_MARGIN;
 }

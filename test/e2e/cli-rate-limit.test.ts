@@ -8,9 +8,12 @@
  * shared machine, not a benchmark.
  *
  * Why the lower bound holds on a loaded two-core machine: requests are paced
- * at 18/s (10% under the limit); each worker keeps ceil(20 × 0.05 × 1.5) + 2
- * = 4 writes in flight, 8 together, several times the one a 50 ms write
- * needs at that pace, so the pacer, not the machine, sets the pace. The
+ * at 19.4/s (3% under the limit, FIXED_MARGIN); each worker keeps
+ * ceil(20 × 0.075 × 2) + 2 = 5 writes in flight, 10 together, several times
+ * the one a 50 ms write needs at that pace, so the pacer, not the machine,
+ * sets the pace; a request that went out or was answered late moves the
+ * turns a window after it (src/queue/window-echo.ts) by what the margin
+ * does not cover, which a loaded machine pays in rate, not in 429s. The
  * steady part lasts about 18 s and the rate is the slope of a line fitted to
  * every sample in it.
  */

@@ -10,6 +10,7 @@ import { PlatformClient } from '../../src/platform/client.js';
 import { RateLimitedError } from '../../src/platform/errors.js';
 import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import {
+  FIXED_MARGIN,
   fixedPace,
   pacerKey,
   readPacerState,
@@ -17,6 +18,8 @@ import {
   TOGETHER_MS,
   type PacerMode,
 } from '../../src/queue/pacer.js';
+import { scriptOf, STATE_FIELDS } from '../../src/queue/pacer-store.js';
+import { turnsOf } from '../../src/queue/window-echo.js';
 import { loadConfig } from '../../src/config.js';
 import { startWorkerService } from '../../src/engine/worker-service.js';
 import { silentLogger } from '../../src/log.js';
@@ -119,6 +122,76 @@ describe('pacer: a fixed rate', () => {
   });
 });
 
+describe('pacer: the window’s echo', () => {
+  it('the script moves a turn booked inside an echo to its end, spaces the rest from there, and forgets a passed echo', async () => {
+    const prefix = prefixOf();
+    const call = scriptOf(redis[0]);
+    const [key, log] = [pacerKey(prefix), `${pacerKey(prefix)}:log`];
+    const [sec] = await redis[0].time();
+    // The next free turn 10 s ahead, so that Redis' clock does not move the first one.
+    const at = (Number(sec) + 10) * 1_000;
+    await redis[0].hset(key, 'tat', at);
+    const rate = fixedPace(100);
+    const interval = 1_000 / rate;
+    await call(key, log, 'grant', 0, '', rate, 5, `${at + 20}:${at + 50}`);
+    expect(await redis[0].hget(key, 'echo')).toBe(`${at + 20}:${at + 50}`);
+    const reply = (await call(key, log, 'grant', 5, '', rate, 5, '')) as string[];
+    const first = Number(reply[1]);
+    const moves = new Map<number, number>();
+    for (let i = 7 + STATE_FIELDS.length; i + 1 < reply.length; i += 2)
+      moves.set(Number(reply[i]), Number(reply[i + 1]));
+    const turns = turnsOf(first, Number(reply[2]), Number(reply[3]), moves);
+    // The third turn (at + 20.6) fell inside it: at its end, the rest spaced from there.
+    expect(turns).toEqual([at, at + interval, at + 50, at + 50 + interval, at + 50 + 2 * interval]);
+    expect(Number(await redis[0].hget(key, 'tat'))).toBeCloseTo(at + 50 + 3 * interval, 0);
+    expect(Number(await redis[0].hget(key, 'moved'))).toBeCloseTo(50 - 2 * interval, 3);
+    // Every turn from now on comes after it: gone.
+    expect(await redis[0].hget(key, 'echo')).toBe('');
+  });
+
+  it('a request written out late reports its echo to Redis; one written out on its turn, none', async () => {
+    const prefix = prefixOf();
+    const a = await pacerOn(0, prefix, { kind: 'fixed', rate: 100 });
+    const echoes = async (): Promise<[number, number][]> =>
+      ((await redis[0].hget(pacerKey(prefix), 'echo')) ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((e) => e.split(':').map(Number) as [number, number]);
+    const redisNow = async () => {
+      const [s, us] = await redis[0].time();
+      return Number(s) * 1_000 + Math.floor(Number(us) / 1_000);
+    };
+    // On its turn (now): written out as the turn came, no echo.
+    const onTime = await redisNow();
+    a.observe(
+      201,
+      {},
+      { turn: onTime, firedAt: performance.now() },
+      { sentAt: Date.now(), waitedMs: 5 },
+    );
+    // Its turn was 150 ms ago: the turn a window of the limit later (1,000 / 0.97
+    // ms) may not come before a window after it went out, 1,000 + TOGETHER_MS + 2 ms.
+    const before = await redisNow();
+    const turn = before - 150;
+    // Released on its turn, written out 150 ms later (a stalled worker).
+    const firedAt = performance.now() - 150;
+    a.observe(201, {}, { turn, firedAt }, { sentAt: Date.now(), waitedMs: 5 });
+    const after = await redisNow();
+    let found: [number, number][] = [];
+    for (let i = 0; i < 100 && found.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      found = await echoes();
+    }
+    expect(found).toHaveLength(1);
+    const [from, until] = found[0]!;
+    expect(from).toBe(Math.floor(turn + 1_000 / FIXED_MARGIN));
+    expect(until).toBeGreaterThanOrEqual(before + 1_000 + TOGETHER_MS + 2 - 2);
+    expect(until).toBeLessThanOrEqual(after + 1_000 + TOGETHER_MS + 2 + 2);
+    // The on-time one left nothing a window after its turn.
+    expect(from).toBeLessThan(onTime + 1_000 / FIXED_MARGIN);
+  });
+});
+
 describe('pacer: a 429', () => {
   it('holds every caller, of every replica, until its Retry-After', async () => {
     const sb = await sandbox('2/s');
@@ -200,7 +273,7 @@ describe('pacer: auto', () => {
     const mode = { kind: 'auto', start: 5, min: 1, max: 500 } as const;
     const [a, b] = [await pacerOn(0, prefix, mode), await pacerOn(1, prefix, mode)];
     const clients = [clientOf(sb, a), clientOf(sb, b)];
-    // Slow start doubles every round (250 ms) from 5/s: it meets the limit within 3 s.
+    // Slow start doubles every round (100 ms) from 5/s: it meets the limit within 3 s.
     const counts = await drive(clients, 8, 3_000);
     const learned = await readPacerState(redis[0], prefix);
     expect(learned?.mode === 'auto' && learned.ceiling).toBeGreaterThan(50);

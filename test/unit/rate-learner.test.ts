@@ -10,14 +10,18 @@ import { Throttle } from '../../packages/platform-sandbox/src/throttle.js';
 import {
   BACKOFF,
   ECHO_MS,
+  PROBE_MAX_MS,
   PROBE_MS,
+  RECENT_SLOT_MS,
   ROUND_MS,
+  ROUND_SPAN_MS,
   SETTLE,
   SLOW_START,
   initialState,
   onLimited,
   onPolicy,
   onTick,
+  probeWait,
   readRateHeaders,
   REFILL,
   LOG_SPAN_MS,
@@ -42,37 +46,97 @@ describe('steps', () => {
   });
 
   it.each([
-    // [what, state, ok since change, ms elapsed, expected rate]
-    ['slow start when the rate is used', {}, 1, ROUND_MS, 5 * SLOW_START],
-    ['no growth while demand is below the rate', {}, 0, ROUND_MS, 5],
-    ['no slow-start step within a round', {}, 5, ROUND_MS - 1, undefined],
+    // [what, state, ok so far, turns booked since the change, ms elapsed, expected rate]
+    ['slow start when the rate is used', {}, 1, 1, ROUND_MS, 5 * SLOW_START],
+    ['no slow start before the first success', {}, 0, 5, ROUND_MS, undefined],
+    ['no growth while demand is below half the rate', {}, 3, 0, ROUND_MS, undefined],
+    ['a round without demand restarts its step', {}, 3, 0, ROUND_SPAN_MS, 5],
+    ['no slow-start step within a round', {}, 5, 5, ROUND_MS - 1, undefined],
     [
       'no step within a second once a limit is learned',
       { rate: 40, ceiling: 50 },
       40,
+      40,
       999,
       undefined,
     ],
-    ['halfway back to 0.95 of the ceiling', { rate: 40, ceiling: 50 }, 40, 1_000, 43.75],
-    ['at least 0.5 a step', { rate: 47.4, ceiling: 50 }, 48, 1_000, 47.5],
-    ['stays settled before the probe', { rate: 47.5, ceiling: 50 }, 48, 1_000, 47.5],
-    ['never above max', { rate: 450 }, 450, 1_000, 500],
-  ] as const)('tick: %s', (_, patch, ok, elapsed, rate) => {
+    ['halfway back to SETTLE of the ceiling', { rate: 40, ceiling: 50 }, 40, 40, 1_000, 44.25],
+    ['at least 0.5 a step', { rate: 48.3, ceiling: 50 }, 48, 48, 1_000, 48.5],
+    ['stays settled before the probe', { rate: 48.5, ceiling: 50 }, 48, 48, 1_000, 48.5],
+    ['never above max', { rate: 450 }, 450, 450, 1_000, 500],
+  ] as const)('tick: %s', (_, patch, ok, booked, elapsed, rate) => {
     const st: LearnerState = { ...initialState(S, T0), ...patch };
-    const next = onTick(st, { now: T0 + elapsed, ok }, S);
+    const next = onTick(st, { now: T0 + elapsed, ok, booked }, S);
     expect(next?.rate).toBe(rate);
     if (next) expect(next).toMatchObject({ changedAt: T0 + elapsed, okAtChange: ok });
   });
 
+  it('measures a slow-start round’s demand by the turns booked, over more than a round when it must', () => {
+    // Turns are booked for 200 ms at once: one round books two, the next none.
+    const st = initialState(S, T0);
+    const first = onTick(st, { now: T0 + ROUND_MS, ok: 1, booked: 2 }, S)!;
+    expect(first).toMatchObject({ rate: 10, bookedAtChange: 2, source: 'ramp' });
+    // 10/s over a round wants 1 turn; none was booked: wait, the step goes on.
+    expect(onTick(first, { now: T0 + 2 * ROUND_MS, ok: 2, booked: 2 }, S)).toBeUndefined();
+    // Three turns over two rounds is 15/s of demand, more than half of 10/s.
+    expect(onTick(first, { now: T0 + 3 * ROUND_MS, ok: 3, booked: 5 }, S)?.rate).toBe(20);
+  });
+
   it('probes the ceiling upwards after a quiet while at the settled rate', () => {
-    const st: LearnerState = { ...initialState(S, T0), rate: 47.5, ceiling: 50, ceilingAt: T0 };
-    const next = onTick(
-      { ...st, changedAt: T0 + PROBE_MS - 1_000 },
-      { now: T0 + PROBE_MS, ok: 48 },
-      S,
-    );
-    expect(next).toMatchObject({ ceiling: 51.5, source: 'probe' });
+    const st: LearnerState = { ...initialState(S, T0), rate: 48.5, ceiling: 50, ceilingAt: T0 };
+    const quiet = { ...st, changedAt: T0 + PROBE_MS - 1_001 };
+    expect(onTick(quiet, { now: T0 + PROBE_MS - 1, ok: 48, booked: 48 }, S)).toMatchObject({
+      ceiling: 50,
+      source: 'start',
+    });
+    const next = onTick(quiet, { now: T0 + PROBE_MS, ok: 48, booked: 48 }, S);
+    expect(next).toMatchObject({ ceiling: 51.5, source: 'probe', probeMs: PROBE_MS });
     expect(next!.rate).toBeCloseTo(51.5 * SETTLE, 9);
+  });
+
+  it('probes half as often after each probe that met a 429, and as often again after one that held', () => {
+    let st: LearnerState = { ...initialState(S, T0), rate: 97, ceiling: 100, ceilingAt: T0 };
+    let ok = 0;
+    /** The next probe: a settled second at the rate, due a wait after the ceiling was set. */
+    const probe = (): number => {
+      const due = st.ceilingAt + (st.probeMs || PROBE_MS);
+      const settled = { ...st, changedAt: due - 1_000, okAtChange: ok };
+      ok += 100;
+      expect(onTick(settled, { now: due - 1, ok, booked: ok }, S)).toBeUndefined();
+      const before = st.ceiling;
+      st = onTick(settled, { now: due, ok, booked: ok }, S)!;
+      expect(st.source).toBe('probe');
+      expect(st.ceiling).toBeCloseTo(before * 1.03, 9);
+      return due;
+    };
+    const waits: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const from = st.ceilingAt;
+      const due = probe();
+      waits.push(due - from);
+      // It meets a 429: the window let the same 100 through (logged by when they went out).
+      const now = due + 500;
+      const recent = new Map([[Math.floor((now - 500) / RECENT_SLOT_MS), 100]]);
+      st = onLimited(st, { now, requestedAt: now - 40, retryAfterMs: 1_000, recent }, S)!;
+      expect(st).toMatchObject({ ceiling: 100, ceilingAt: now, source: 'limited' });
+      expect(st.rate).toBeCloseTo(100 * SETTLE, 9);
+    }
+    expect(waits).toEqual([
+      PROBE_MS,
+      2 * PROBE_MS,
+      4 * PROBE_MS,
+      8 * PROBE_MS,
+      PROBE_MAX_MS,
+      PROBE_MAX_MS,
+    ]);
+    // A probe that holds a whole wait: the one after it comes PROBE_MS later.
+    probe();
+    expect(st.probeMs).toBe(PROBE_MAX_MS);
+    const from = st.ceilingAt;
+    expect(probe() - from).toBe(PROBE_MAX_MS);
+    expect(st.probeMs).toBe(PROBE_MS);
+    const next = st.ceilingAt;
+    expect(probe() - next).toBe(PROBE_MS);
   });
 
   it('backs off on a 429 to the rate it sent at, and ignores the echoes', () => {
@@ -121,33 +185,33 @@ describe('steps', () => {
   it('believes a stated policy and stops guessing', () => {
     const st = initialState(S, T0);
     const next = onPolicy(st, { limit: 100, windowMs: 1_000 }, T0, S)!;
-    expect(next).toMatchObject({ ceiling: 100, rate: 95, source: 'policy' });
+    expect(next).toMatchObject({ ceiling: 100, rate: 97, source: 'policy' });
     expect(onPolicy(next, { limit: 100, windowMs: 1_000 }, T0 + 1, S)).toBeUndefined();
-    expect(onTick(next, { now: T0 + 5_000, ok: 1_000 }, S)?.rate).toBe(95);
+    expect(onTick(next, { now: T0 + 5_000, ok: 1_000, booked: 1_000 }, S)?.rate).toBe(97);
   });
 });
 
 describe('slow start', () => {
-  /** Rounds of the slow start, every request of each round a success (a 100/s platform). */
+  /** Rounds of the slow start, every turn of each round booked and answered (a 100/s platform). */
   function ramp(rounds: number) {
     let st = initialState(S, T0);
     let ok = 0;
     const rates = [st.rate];
     for (let i = 1; i <= rounds; i++) {
       ok += (st.rate * ROUND_MS) / 1_000;
-      st = onTick(st, { now: T0 + i * ROUND_MS, ok }, S)!;
+      st = onTick(st, { now: T0 + i * ROUND_MS, ok, booked: ok }, S)!;
       rates.push(st.rate);
     }
     return { st, ok, rates };
   }
 
-  it('doubles the rate every round whose requests succeeded, until the first 429', () => {
+  it('doubles the rate every round whose turns were taken, until the first 429', () => {
     const { st, rates } = ramp(5);
     expect(rates).toEqual([5, 10, 20, 40, 80, 160]);
     expect(st).toMatchObject({ ceiling: 0, source: 'ramp', changedAt: T0 + 5 * ROUND_MS });
   });
 
-  it('a 429 halves the rate and ends it (no higher than 0.8 of what the window let through); then the rate climbs additively', () => {
+  it('a 429 it cannot count halves the rate and ends it (no higher than 0.8 of what the window let through); then the rate climbs additively', () => {
     const { st, ok } = ramp(4); // 80/s
     const now = T0 + 4 * ROUND_MS + 100;
     const sec = Math.floor(now / 1_000);
@@ -160,10 +224,12 @@ describe('slow start', () => {
     // min(80/s sent, 95 let through) is the limit; 80 / 2 = 40 < 0.8 × 80.
     expect(halved).toMatchObject({ ceiling: 80, rate: 40, source: 'limited', decreasedAt: now });
     // A round later: no doubling (a step is a second now).
-    expect(onTick(halved, { now: now + ROUND_MS, ok: ok + 10 }, S)).toBeUndefined();
-    // A second later: halfway to 0.95 of the limit, 40 + (76 − 40) / 2, not 80.
-    const next = onTick(halved, { now: now + 1_000, ok: ok + 40 }, S)!;
-    expect(next).toMatchObject({ rate: 58, source: 'ramp' });
+    expect(
+      onTick(halved, { now: now + ROUND_MS, ok: ok + 10, booked: ok + 10 }, S),
+    ).toBeUndefined();
+    // A second later: halfway to SETTLE of the limit, 40 + (77.6 − 40) / 2, not 80.
+    const next = onTick(halved, { now: now + 1_000, ok: ok + 40, booked: ok + 40 }, S)!;
+    expect(next).toMatchObject({ rate: 58.8, source: 'ramp' });
 
     // Far past the limit (a window filled by the last rounds): 0.8 of what it let through.
     const over = onLimited(
@@ -174,26 +240,33 @@ describe('slow start', () => {
     expect(over).toMatchObject({ ceiling: 95, rate: 95 * BACKOFF });
   });
 
-  it('counts the window from the recent log, in tenths: a ramp fills its second late', () => {
-    const st: LearnerState = { ...initialState(S, T0), rate: 200, source: 'ramp' };
+  it('counts the window from the recent log, by when requests went out: the limit, and the rate goes straight to SETTLE of it', () => {
+    const st: LearnerState = { ...initialState(S, T0), rate: 400, source: 'ramp' };
     const sec = Math.floor(T0 / 1_000) + 10;
+    // The refused request went out 40 ms before the answer was read, at `sent`.
     const now = sec * 1_000 + 500;
-    // 80 successes in the last 300 ms of the second before, 20 in this one so far.
+    const sent = now - 40;
+    const slot = (ms: number) => Math.floor(ms / RECENT_SLOT_MS);
+    // 100 went out in the second before it: 80 in its last 300 ms (a ramp fills it late),
+    // 20 in the 460 ms after; 7 went out just over a second before it, outside the window.
+    const recent = new Map([
+      [slot(sent - 1_005), 7],
+      [slot(sent - 300), 30],
+      [slot(sent - 200), 25],
+      [slot(sent - 100), 25],
+      [slot(sent - 10), 20],
+    ]);
     const log = new Map([
-      [sec - 1, 80],
+      [sec - 1, 87],
       [sec, 20],
     ]);
-    const recent = new Map([
-      [(sec - 1) * 10 + 7, 20],
-      [(sec - 1) * 10 + 8, 25],
-      [(sec - 1) * 10 + 9, 35],
-      [sec * 10 + 2, 20],
-    ]);
-    const at = { now, requestedAt: now - 40, retryAfterMs: 1_000, log };
-    // Seconds alone take half of the second before: 40 + 20.
-    expect(onLimited(st, at, S)?.ceiling).toBe(60);
-    // Tenths: all 100 were let through within the last second.
-    expect(onLimited(st, { ...at, recent }, S)).toMatchObject({ ceiling: 100, rate: 80 });
+    const at = { now, requestedAt: sent, retryAfterMs: 1_000, log };
+    // Seconds alone take half of the second before: 43.5 + 20.
+    expect(onLimited(st, at, S)?.ceiling).toBe(63.5);
+    // The recent log: all 100 were let through within the second before it went out.
+    const next = onLimited(st, { ...at, recent }, S)!;
+    expect(next).toMatchObject({ ceiling: 100, source: 'limited' });
+    expect(next.rate).toBeCloseTo(100 * SETTLE, 9);
   });
 
   it('is skipped when a learned rate is known at start', () => {
@@ -205,9 +278,9 @@ describe('slow start', () => {
     };
     const st = initialState(S, T0 + 10_000, stored);
     expect(st).toMatchObject({ rate: 60, ceiling: 100, changedAt: T0 + 10_000 });
-    expect(onTick(st, { now: T0 + 10_000 + ROUND_MS, ok: 15 }, S)).toBeUndefined();
-    // Additive: halfway to 0.95 of the known limit, 60 + (95 − 60) / 2.
-    expect(onTick(st, { now: T0 + 11_000, ok: 60 }, S)?.rate).toBe(77.5);
+    expect(onTick(st, { now: T0 + 10_000 + ROUND_MS, ok: 15, booked: 15 }, S)).toBeUndefined();
+    // Additive: halfway to SETTLE of the known limit, 60 + (97 − 60) / 2.
+    expect(onTick(st, { now: T0 + 11_000, ok: 60, booked: 60 }, S)?.rate).toBe(78.5);
   });
 });
 
@@ -255,7 +328,9 @@ describe('a long window, paced by its room', () => {
 
   it('sends what leaves the window over the next second', () => {
     expect(windowed(st)).toBe(true);
-    expect(windowPace(st, even, now)).toEqual({ rate: 47.5, holdMs: 0 });
+    // 2,850 in it, 47.5 leave over the next second: room for 147.5 below the
+    // 2,950 it may hold, at most SETTLE of the limit's rate.
+    expect(windowPace(st, even, now)).toEqual({ rate: 50 * SETTLE, holdMs: 0 });
   });
 
   it('refills an emptier window at SETTLE of the rate, or REFILL times it after the slow start', () => {
@@ -272,9 +347,9 @@ describe('a long window, paced by its room', () => {
   });
 
   it('a step paces by the room, and probes only a full window', () => {
-    const next = onTick(st, { now, ok: 3_000, log: even }, S)!;
-    expect(next).toMatchObject({ rate: 47.5, source: 'window', holdMs: 0, changedAt: now });
-    const later = { now: now + PROBE_MS, ok: 3_000 };
+    const next = onTick(st, { now, ok: 3_000, booked: 3_000, log: even }, S)!;
+    expect(next).toMatchObject({ rate: 50 * SETTLE, source: 'window', holdMs: 0, changedAt: now });
+    const later = { now: now + PROBE_MS, ok: 3_000, booked: 3_000 };
     const full = new Map(Array.from({ length: 60 }, (_, i) => [sec + 20 + i, 47.5]));
     const probed = onTick({ ...st, changedAt: now }, { ...later, log: full }, S)!;
     expect(probed).toMatchObject({ ceiling: 51.5, ceilingAt: later.now, source: 'probe' });
@@ -305,19 +380,23 @@ describe('windowEstimate', () => {
  * A whole run on a virtual clock: requests evenly spaced at the learner's
  * rate (plus up to `jitterMs` of delay on their way), a DRF sliding window,
  * Retry-After and the learner's holds waited out, a step offered every
- * 100 ms (with the success log, as the pacer reads it). It runs for `seconds`, or until
- * `requests` succeeded.
+ * 100 ms (with the success log by when requests went out, as the pacer
+ * reads it, and the turns booked). A 429 is counted up once the requests
+ * before it have been answered (`answerMs` later). It runs for `seconds`,
+ * or until `requests` succeeded.
  */
 function simulate(
   limit: string,
   until: { seconds: number } | { requests: number },
   settings: LearnerSettings,
   jitterMs = 0,
+  answerMs = 250,
 ) {
   let now = T0;
   const server = new Throttle(parseRate(limit)!, 'sliding', () => now);
   let st: LearnerState = initialState(settings, now);
   let ok = 0;
+  let booked = 0;
   let limited = 0;
   let notBefore = now;
   let next = now;
@@ -333,32 +412,41 @@ function simulate(
     st = n;
     if (n.holdMs) notBefore = Math.max(notBefore, now + n.holdMs);
   };
+  /** A 429 waiting to be counted up: when, and what the learner is told. */
+  let counting: { at: number; requestedAt: number; retryAfterMs: number; now: number } | undefined;
   const going = () => ('seconds' in until ? now < T0 + until.seconds * 1000 : ok < until.requests);
   while (going()) {
+    // The 429 is counted up on its own timer, held requests or not.
+    if (counting && counting.at <= Math.max(next, notBefore)) {
+      now = Math.max(now, counting.at);
+      const at = { ...counting, log, recent };
+      counting = undefined;
+      step(onLimited(st, at, settings));
+    }
     next = Math.max(next, notBefore);
     const sentAt = next;
     now = sentAt + random() * jitterMs;
     next = sentAt + 1000 / st.rate;
+    booked++;
     const wait = server.check('k');
     if (wait === undefined) {
       ok++;
       okAt.push(now);
-      const sec = Math.floor(now / 1000);
+      const sec = Math.floor(sentAt / 1000);
       log.set(sec, (log.get(sec) ?? 0) + 1);
-      const tenth = Math.floor(now / 100);
-      recent.set(tenth, (recent.get(tenth) ?? 0) + 1);
+      const slot = Math.floor(sentAt / RECENT_SLOT_MS);
+      recent.set(slot, (recent.get(slot) ?? 0) + 1);
       perSecond[Math.floor((now - T0) / 1000)] =
         (perSecond[Math.floor((now - T0) / 1000)] ?? 0) + 1;
     } else {
       limited++;
       notBefore = Math.max(notBefore, now + wait * 1000);
-      const at = { now, requestedAt: sentAt, retryAfterMs: wait * 1000, log, recent };
-      step(onLimited(st, at, settings));
+      counting ??= { at: now + answerMs, requestedAt: sentAt, retryAfterMs: wait * 1000, now };
     }
     // The pacer offers a step at each booking, about every 100 ms.
     if (now - lastTick >= 100) {
       lastTick = now;
-      step(onTick(st, { now, ok, log }, settings));
+      step(onTick(st, { now, ok, booked, log }, settings));
     }
   }
   return { ok, limited, perSecond, okAt, st };
@@ -440,11 +528,13 @@ describe('a short first sync against a 1 s window (simulated)', () => {
   // Too short to learn slowly: the slow start must find the limit in a few
   // seconds for the whole sync to go at 0.9 of it, start to end. At 1,000/s
   // a 20,000-request sync lasts 20 s: the slow start's rounds to 1,000/s
-  // (2 s), the second its 429 holds every request (Retry-After is whole
-  // seconds) and the 5% under the limit it settles at cost more than 10%.
+  // (0.8 s), the window's fill, the second its 429 holds every request
+  // (Retry-After is whole seconds) and the 3% under the limit it settles at
+  // leave it just over 0.9; rounds of 250 ms, or a climb from 0.8 of the
+  // limit instead of going straight to SETTLE of its count, leave it under.
   it.each([
     ['100/s', 8_000, 0.9, 100, 200],
-    ['1000/s', 20_000, 0.8, 1_000, 2_000],
+    ['1000/s', 20_000, 0.9, 1_000, 2_000],
   ])(
     '%s, %i requests from nothing learned: start to end at %s of the limit or more, under 1%% refused',
     (limit, requests, least, perS, max) => {
@@ -477,8 +567,8 @@ describe('describeRate', () => {
       "platform rate: 61/s (learned; the room in the platform's 60 s window, its limit met near 50/s)",
     ],
     [
-      { mode: 'fixed' as const, rate: 90, notBefore: 0 },
-      'platform rate: 90/s (PLATFORM_RATE_LIMIT less 10%)',
+      { mode: 'fixed' as const, rate: 97, notBefore: 0 },
+      'platform rate: 97/s (PLATFORM_RATE_LIMIT less 3%)',
     ],
   ])('%j', (view, line) => {
     expect(describeRate(view, T0)).toBe(line);
@@ -486,7 +576,7 @@ describe('describeRate', () => {
 });
 
 describe('the stored state', () => {
-  it('reads a state stored before `refillUntil` existed (an earlier release) as no refill', () => {
+  it('reads a state stored by an earlier release (no `bookedAtChange`, `probeMs`, `refillUntil`) as none', () => {
     // HMGET's fields in the script's order; a field the earlier release never wrote reads ''.
     const st = stateOf([
       '48',
@@ -494,7 +584,9 @@ describe('the stored state', () => {
       '60000',
       String(T0),
       '1200',
+      '',
       String(T0),
+      '',
       String(T0),
       '',
       'limited',
@@ -505,11 +597,15 @@ describe('the stored state', () => {
       periodMs: 60_000,
       changedAt: T0,
       okAtChange: 1200,
+      bookedAtChange: 0,
       ceilingAt: T0,
+      probeMs: 0,
       decreasedAt: T0,
       refillUntil: 0,
       source: 'limited',
     });
+    // No probe wait stored: PROBE_MS.
+    expect(probeWait(st!)).toBe(PROBE_MS);
   });
 
   it('keeps the longest window it paces by its room inside the success log, with a second to spare each side', () => {

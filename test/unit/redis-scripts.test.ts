@@ -6,7 +6,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { deflateRawSync } from 'node:zlib';
 import { RECENT_SLOT_MS } from '../../src/platform/rate-learner.js';
 import { PRIORITY_LIMIT, REBASE_AT, REBASE_IDLE_MS, ROUND } from '../../src/queue/fair-share.js';
-import { HORIZON_MS, LOG_SLOTS, RECENT_SLOTS, STATE_FIELDS } from '../../src/queue/pacer-store.js';
+import {
+  HORIZON_MS,
+  LOG_SLOTS,
+  MAX_ECHOES,
+  RECENT_SLOTS,
+  STATE_FIELDS,
+} from '../../src/queue/pacer-store.js';
 import { MAX_UNKNOWN_READ } from '../../src/state/planned-writes.js';
 import { allScripts, commandOf, readScripts } from '../../src/redis/scripts.js';
 
@@ -83,12 +89,18 @@ describe('Lua scripts', () => {
 
   it("writes out the pacer's constants as pacer-store.ts has them", () => {
     const lua = allScripts().get('pacer')!.lua;
-    const fields = /redis\.call\('HMGET', key, 'tat', 'notBefore', 'ok', 'v', (.*)\)\n/.exec(lua);
+    const fields =
+      /redis\.call\('HMGET', key, 'tat', 'notBefore', 'ok', 'v', 'booked', 'echo', (.*)\)\n/.exec(
+        lua,
+      );
     expect(fields?.[1]).toBe(STATE_FIELDS.map((s) => `'${s}'`).join(', '));
     expect(lua).toContain(`math.floor(${HORIZON_MS} / interval)`);
-    expect(lua).toContain(`local slot = sec % ${LOG_SLOTS}\n`);
-    expect(lua).toContain(`local ds = math.floor(now / ${RECENT_SLOT_MS})\n`);
-    expect(lua).toContain(`local dslot = 'd' .. (ds % ${RECENT_SLOTS})\n`);
+    expect(lua).toContain(`local sec = math.floor(slot * ${RECENT_SLOT_MS} / 1000)\n`);
+    expect(lua).toContain(`local mine = {{sec % ${LOG_SLOTS}, sec}}\n`);
+    expect(lua).toContain(
+      `if slot * ${RECENT_SLOT_MS} > now - ${RECENT_SLOTS} * ${RECENT_SLOT_MS} then mine[2] = {'d' .. (slot % ${RECENT_SLOTS}), slot} end\n`,
+    );
+    expect(lua).toContain(`while #echoes > ${MAX_ECHOES} do\n`);
   });
 
   it("writes out the write queue share's constants as fair-share.ts has them", () => {
