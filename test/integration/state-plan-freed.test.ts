@@ -9,7 +9,7 @@
  */
 import { inflateRawSync } from 'node:zlib';
 import type { Job } from 'bullmq';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RETRY_DEFAULTS } from '../../src/config.js';
 import { createEngineContext, type EngineContext } from '../../src/engine/context.js';
 import { finalize } from '../../src/engine/finalize.js';
@@ -18,7 +18,7 @@ import { processWriteChunk } from '../../src/engine/write-chunk.js';
 import type { JobDefinition } from '../../src/jobs/definition.js';
 import { silentLogger } from '../../src/log.js';
 import type { PlatformClient } from '../../src/platform/client.js';
-import { QueueName, type TypedQueue } from '../../src/queue/queues.js';
+import { createWriteQueue, QueueName, type TypedQueue } from '../../src/queue/queues.js';
 import { CHUNK_LINES } from '../../src/state/planned-writes.js';
 import { StateStore } from '../../src/state/store.js';
 import type { WriteAction } from '../../src/sync/action.js';
@@ -26,6 +26,10 @@ import { identityKeys } from '../../src/sync/identity.js';
 import { useRedis } from '../harness/redis.js';
 
 const { redis, prefix } = useRedis();
+const queues: TypedQueue<WriteChunkData>[] = [];
+afterAll(async () => {
+  for (const q of queues) await q.close();
+});
 const store = new StateStore(redis, { prefix });
 const DEF = {
   name: 'companies',
@@ -122,12 +126,19 @@ function platform(): Platform {
       results: p.records,
     }),
   } as unknown as PlatformClient;
-  const writeQueue = {
-    addBulk: async (jobs: { data: WriteChunkData }[]) => {
-      p.enqueued.push(...jobs);
-      return [];
+  // The real write queue (finalize asks Redis for each chunk's turn), with
+  // what it is given kept aside for the test to read.
+  const queue = createWriteQueue<WriteChunkData>({ connection: redis, prefix });
+  queues.push(queue);
+  const writeQueue = new Proxy(queue, {
+    get(target, key, receiver) {
+      if (key !== 'addBulk') return Reflect.get(target, key, receiver) as unknown;
+      return async (jobs: { data: WriteChunkData }[]) => {
+        p.enqueued.push(...jobs);
+        return target.addBulk(jobs as Parameters<typeof target.addBulk>[0]);
+      };
     },
-  } as unknown as TypedQueue<WriteChunkData>;
+  });
   p.ctx = createEngineContext({
     logger: silentLogger,
     store,
