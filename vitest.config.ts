@@ -4,8 +4,8 @@ import { defineConfig } from 'vitest/config';
 // talk to a real redis-server and an in-process sandbox; e2e tests drive the
 // built CLI (dist/) as separate processes; chaos tests break a whole sync
 // on purpose and check nothing is lost or doubled; browser tests drive the
-// web console in Chromium; pace tests measure a rate against the sandbox's
-// limit.
+// web console in Chromium; pace tests measure a rate, or runs' shares of it,
+// against the sandbox's limit.
 //
 // They run in three groups, one after the other. Most tests wait on Redis,
 // sockets, child processes and timers more than they compute, so each group
@@ -16,6 +16,7 @@ const PACE = [
   'test/integration/queue-pacer.test.ts',
   'test/integration/queue-limiter.test.ts',
   'test/integration/engine-limits.test.ts',
+  'test/integration/engine-fair-share.test.ts',
   'test/e2e/cli-rate-limit.test.ts',
 ];
 
