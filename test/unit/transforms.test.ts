@@ -163,6 +163,9 @@ describe('website', () => {
     // Hosts that begin beyond ASCII: letters of any script.
     ['例え', 'https://例え'],
     ['https://ü/', 'https://ü/'],
+    // Hosts of the first and last letters alone.
+    ['a.aa', 'https://a.aa'],
+    ['zz.Z', 'https://zz.Z'],
   ])('%j → %j (host and path as written; https:// only when there is no scheme)', (input, out) =>
     expect(toWebsite(input)).toBe(out),
   );
@@ -212,6 +215,8 @@ describe('website', () => {
     ['https://acme.com:8-0/', '":" cannot be in a host name'],
     // A combining mark alone: a host name character, but no letter or digit.
     ['\u0301', 'no host name'],
+    ['_', 'no host name'],
+    ['https://_._/', 'no host name'],
     ['http://[acme]/', 'not an IPv6 address in brackets'],
     ['JavaScript:alert(document.cookie)', 'scheme javascript: is not http(s)'],
     ['data:text/html,x', 'scheme data: is not http(s)'],
@@ -352,6 +357,13 @@ describe('buildTransform', () => {
     [5, 'a transform is a name'],
     ['constructor', 'unknown transform "constructor"'],
   ])('reports %j', (spec, message) => expect(buildTransform(spec)).toContain(message));
+
+  it('refuses anything but a name or a one-key object, in one sentence', () => {
+    for (const spec of [5, null, ['trim'], true])
+      expect(buildTransform(spec)).toBe(
+        'a transform is a name or a one-key object such as { max-length: 80 }',
+      );
+  });
 
   it('pipeline stops at the first failure or absent value', () => {
     const p = pipeline([t('trim'), t('integer'), t({ 'max-length': 2 })]);
