@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { KEEP_RULES, rankOf, type KeepRule } from '../sync/survivors.js';
 import type { PathUse } from './path-coverage.js';
-import { compileRef } from './record-ref.js';
+import { beginRecord, compileRef, endRecord } from './record-ref.js';
 
 /** The section's fields, unchecked (a job's, which its mapping's completes). */
 export const DuplicatesFields = z.strictObject({
@@ -57,11 +57,17 @@ export function compileDuplicates(def: DuplicatesDef | undefined): DuplicatesRul
     keep,
     by,
     rank(rec) {
-      for (const ref of refs) {
-        const v = ref.read(rec as Record<string, unknown>);
-        if (v !== undefined && v !== null && v !== '') return rankOf(v);
+      // The record's keys are read once for all the `by` references, not once each.
+      beginRecord(rec);
+      try {
+        for (const ref of refs) {
+          const v = ref.read(rec as Record<string, unknown>);
+          if (v !== undefined && v !== null && v !== '') return rankOf(v);
+        }
+        return undefined;
+      } finally {
+        endRecord();
       }
-      return undefined;
     },
   };
 }

@@ -8,7 +8,7 @@
  * when a required field found nothing.
  */
 import { ALL, formatSegments, type Segment } from './json-path.js';
-import { compileRef, type RecordRef, type RefMiss } from './record-ref.js';
+import { beginRecord, compileRef, endRecord, type RecordRef, type RefMiss } from './record-ref.js';
 
 /** Rows read before the check: enough to see every column, few enough to be quick. */
 export const COVERAGE_ROWS = 1_000;
@@ -60,12 +60,15 @@ class Trace {
   kinds = new Set<string>();
   longest = 0;
   notJson = false;
+  /** The keys added last: the rows of a CSV, and most of a JSON export's, share theirs. */
+  private lastKeys: string[] = [];
 
   add(m: RefMiss): void {
     if (m.depth < this.depth) return;
     if (m.depth > this.depth) {
       this.depth = m.depth;
       this.keys.clear();
+      this.lastKeys = [];
       this.kinds.clear();
       this.longest = 0;
       this.notJson = false;
@@ -77,7 +80,10 @@ class Trace {
       this.longest = Math.max(this.longest, at.length);
     } else if (at !== null && typeof at === 'object') {
       this.kinds.add('object');
-      for (const k of Object.keys(at)) if (this.keys.size < MAX_KEYS) this.keys.add(k);
+      const keys = Object.keys(at);
+      if (sameKeys(keys, this.lastKeys)) return;
+      this.lastKeys = keys;
+      for (const k of keys) if (this.keys.size < MAX_KEYS) this.keys.add(k);
     } else this.kinds.add(at === null ? 'null' : at === undefined ? 'nothing' : `a ${typeof at}`);
   }
 }
@@ -124,15 +130,21 @@ export class PathCoverage {
       this.skipped++;
       return;
     }
-    for (const t of this.tracked) {
-      for (const r of t.refs) {
-        if (r.ref.read(rec) !== undefined) r.rows++;
-        // Where it missed matters only while it has found nothing at all.
-        else if (r.rows === 0) {
-          const miss = r.ref.miss(rec);
-          if (miss) r.trace.add(miss);
+    // The record's keys are read once for all the references, not once each.
+    beginRecord(rec);
+    try {
+      for (const t of this.tracked) {
+        for (const r of t.refs) {
+          if (r.ref.read(rec) !== undefined) r.rows++;
+          // Where it missed matters only while it has found nothing at all.
+          else if (r.rows === 0) {
+            const miss = r.ref.miss(rec);
+            if (miss) r.trace.add(miss);
+          }
         }
       }
+    } finally {
+      endRecord();
     }
   }
 
@@ -153,6 +165,12 @@ export class PathCoverage {
       })),
     };
   }
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function keyOf(seg: Segment | undefined): string | undefined {

@@ -143,6 +143,18 @@ describe('PathCoverage', () => {
     );
   });
 
+  it('gathers keys from every shape of row, in turn and again', () => {
+    // Rows alternate two key sets, then the first comes back: each set's keys count once.
+    const rows = [{ alpha: 1 }, { omega: 2 }, { alpha: 3 }, { zeta: 4, eta: 5 }];
+    expect(hintFor('alpah', rows)).toBe('no column "alpah" (nearest: alpha)');
+    expect(hintFor('omeag', rows)).toBe('no column "omeag" (nearest: omega)');
+    expect(hintFor('zeat', rows)).toBe('no column "zeat" (nearest: zeta)');
+    // A miss that gets deeper starts the keys again, from the rows it reached,
+    // even when they are the keys the shallower miss saw.
+    const deeper = [{ emial: 'a@x.io' }, { data: { emial: 'b@x.io' } }];
+    expect(hintFor('data.email', deeper)).toBe('no key "email" in data (nearest: emial)');
+  });
+
   it('says when a list was taken for an object, or an index is beyond every list', () => {
     expect(hintFor('values.name.value', [attio('A')])).toBe(
       'values.name is a list: write values.name[0].value for the first item or values.name[*].value for all',
