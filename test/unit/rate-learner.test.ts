@@ -78,8 +78,18 @@ describe('steps', () => {
     expect(first).toMatchObject({ rate: 10, bookedAtChange: 2, source: 'ramp' });
     // 10/s over a round wants 1 turn; none was booked: wait, the step goes on.
     expect(onTick(first, { now: T0 + 2 * ROUND_MS, ok: 2, booked: 2 }, S)).toBeUndefined();
-    // Three turns over two rounds is 15/s of demand, more than half of 10/s.
-    expect(onTick(first, { now: T0 + 3 * ROUND_MS, ok: 3, booked: 5 }, S)?.rate).toBe(20);
+    // Three turns over two rounds is 15/s of demand, more than half of 10/s:
+    // two rounds went by, the rate doubles for each.
+    expect(onTick(first, { now: T0 + 3 * ROUND_MS, ok: 3, booked: 5 }, S)?.rate).toBe(40);
+  });
+
+  it('grows a slow-start step by a doubling per round gone by, four times at most', () => {
+    const st = initialState(S, T0);
+    const at = (ms: number) => onTick(st, { now: T0 + ms, ok: 1, booked: 10 }, S)?.rate;
+    expect(at(ROUND_MS)).toBe(10);
+    expect(at(2 * ROUND_MS - 1)).toBe(10);
+    expect(at(2 * ROUND_MS)).toBe(20);
+    expect(at(ROUND_SPAN_MS)).toBe(20);
   });
 
   it('probes the ceiling upwards after a quiet while at the settled rate', () => {
@@ -350,7 +360,7 @@ describe('a long window, paced by its room', () => {
     const next = onTick(st, { now, ok: 3_000, booked: 3_000, log: even }, S)!;
     expect(next).toMatchObject({ rate: 50 * SETTLE, source: 'window', holdMs: 0, changedAt: now });
     const later = { now: now + PROBE_MS, ok: 3_000, booked: 3_000 };
-    const full = new Map(Array.from({ length: 60 }, (_, i) => [sec + 20 + i, 47.5]));
+    const full = new Map(Array.from({ length: 60 }, (_, i) => [sec + PROBE_MS / 1_000 + i, 47.5]));
     const probed = onTick({ ...st, changedAt: now }, { ...later, log: full }, S)!;
     expect(probed).toMatchObject({ ceiling: 51.5, ceilingAt: later.now, source: 'probe' });
     const idle = onTick({ ...st, changedAt: now }, { ...later, log: new Map() }, S)!;
