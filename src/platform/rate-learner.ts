@@ -117,13 +117,6 @@ export const SLOW_START = 2;
  * PLATFORM_RATE_LIMIT_MAX allows by then.
  */
 export const ROUND_MS = 100;
-/**
- * A slow-start step grows the rate by a round's factor for each round since
- * the last step, up to this many: a step waits for a booking, and at 5/s the
- * pacer books one turn each 200 ms (HORIZON_MS), so one doubling a step took
- * 1.3 s from 5/s to 80/s in the rate bench's first syncs.
- */
-export const MAX_ROUNDS = 2;
 /** A slow-start round whose demand fell short is measured again over up to this long. */
 export const ROUND_SPAN_MS = 500;
 /** One step a second at most, once the slow start is over. */
@@ -239,13 +232,8 @@ export function onTick(
     // Turns are booked for up to 200 ms at once: a round's demand is measured
     // over as many rounds as it takes to see it (ROUND_SPAN_MS at most).
     const demand = ((at.booked - st.bookedAtChange) * 1_000) / elapsed;
-    if (at.ok > 0 && demand >= st.rate * USED) {
-      // A step comes with a booking, and at a low rate bookings are further
-      // apart than a round: the rate grows by a round's factor for each round
-      // that went by (up to MAX_ROUNDS of them), as if each had had its step.
-      const rounds = Math.min(MAX_ROUNDS, Math.floor(elapsed / ROUND_MS));
-      return { ...st, ...base, rate: clamp(st.rate * SLOW_START ** rounds, s), source: 'ramp' };
-    }
+    if (at.ok > 0 && demand >= st.rate * USED)
+      return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
     return elapsed >= ROUND_SPAN_MS ? { ...st, ...base } : undefined;
   }
   const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;
