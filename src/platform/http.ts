@@ -158,7 +158,7 @@ export class PlatformHttp {
     let timing: RequestTiming | undefined;
     try {
       if (this.pacer) {
-        ticket = await this.pacer.acquire(req.signal);
+        ticket = await this.pacer.acquire(req.signal, req.method === 'GET');
         started = performance.now();
       }
       const res = await request(

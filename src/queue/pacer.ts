@@ -85,8 +85,13 @@ export interface RequestTiming {
 }
 
 export interface Pacer {
-  /** Resolves when this request may be sent; rejects with the signal's reason on abort. */
-  acquire(signal?: AbortSignal): Promise<Ticket>;
+  /**
+   * Resolves when this request may be sent; rejects with the signal's reason
+   * on abort. A read (`first`) takes the next turn ahead of the writes
+   * waiting: a listing's page holds up a whole phase (a plan, a run's
+   * start, its verification), a write only its own record.
+   */
+  acquire(signal?: AbortSignal, first?: boolean): Promise<Ticket>;
   /**
    * The answer of the request sent on `ticket`, with its timing when known:
    * when it was written out (ms since the epoch, its socket took the last
@@ -130,6 +135,7 @@ export interface PacerOptions {
 }
 
 interface Waiter {
+  first: boolean;
   resolve(t: Ticket): void;
   reject(err: unknown): void;
   signal?: AbortSignal | undefined;
@@ -201,11 +207,11 @@ export class RedisPacer implements Pacer {
     if (!this.state || fresh.rate !== this.state.rate) await this.write(fresh, 0);
   }
 
-  acquire(signal?: AbortSignal): Promise<Ticket> {
+  acquire(signal?: AbortSignal, first = false): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.stopped) return Promise.reject(new Error('pacer stopped'));
     return new Promise<Ticket>((resolve, reject) => {
-      const w: Waiter = { resolve, reject, signal };
+      const w: Waiter = { first, resolve, reject, signal };
       if (signal) {
         w.onAbort = () => {
           const i = this.waiters.indexOf(w);
@@ -214,7 +220,11 @@ export class RedisPacer implements Pacer {
         };
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
-      this.waiters.push(w);
+      if (first) {
+        // After the reads already waiting, before every write.
+        const at = this.waiters.findIndex((x) => !x.first);
+        this.waiters.splice(at < 0 ? this.waiters.length : at, 0, w);
+      } else this.waiters.push(w);
       this.pump();
     });
   }

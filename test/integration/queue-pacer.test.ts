@@ -255,6 +255,35 @@ describe('pacer: a 429', () => {
     expect(Math.max(...at) - Math.min(...at)).toBeGreaterThan(80);
   });
 
+  it('gives the next turns to reads waiting, in their order, ahead of the writes waiting', async () => {
+    const pacer = await pacerOn(0, prefixOf(), { kind: 'fixed', rate: 20 });
+    const order: string[] = [];
+    const take = (name: string, first: boolean) =>
+      pacer.acquire(undefined, first).then(() => order.push(name));
+    await Promise.all([
+      ...['w0', 'w1', 'w2', 'w3'].map((w) => take(w, false)),
+      take('r0', true),
+      take('w4', false),
+      take('r1', true),
+    ]);
+    expect(order).toEqual(['r0', 'r1', 'w0', 'w1', 'w2', 'w3', 'w4']);
+  });
+
+  it("sends a client's GET ahead of the writes waiting for their turns", async () => {
+    const sb = await sandbox('1000/s');
+    const client = clientOf(sb, await pacerOn(0, prefixOf(), { kind: 'fixed', rate: 10 }));
+    const done: string[] = [];
+    const writes = Array.from({ length: 5 }, (_, i) =>
+      client
+        .createCompany({ name: `Paced ${i}`, external_id: `paced:${i}` })
+        .then(() => done.push(`create ${i}`)),
+    );
+    const read = client.getAccount().then(() => done.push('get'));
+    await Promise.all([...writes, read]);
+    // At 10/s the five creates take half a second; the GET goes with the first turn.
+    expect(done.indexOf('get')).toBeLessThan(2);
+  });
+
   it('rejects a waiting caller whose signal aborts', async () => {
     const prefix = prefixOf();
     const p = await pacerOn(0, prefix, { kind: 'fixed', rate: 0.5 });
