@@ -9,10 +9,21 @@ import type { Queue } from 'bullmq';
 import { DEFAULT_LATENCY_HINT_MS } from '../defaults.js';
 
 /**
- * Concurrency that keeps the pacer busy: rate × latency requests are in
- * flight at full speed; 1.5× headroom for latency spread, +2 for the slow
- * tail. `rateLimit` is the most the rate can be (PLATFORM_RATE_LIMIT, or
- * PLATFORM_RATE_LIMIT_MAX with `auto`). An explicit `WRITE_CONCURRENCY` wins.
+ * What a write holds its slot for besides the platform's latency: its claim
+ * and its settle (each waits up to 5 ms for others to share its script
+ * call, then a round trip to Redis), the pacer's booking and the worker's
+ * event loop between them.
+ */
+export const WRITE_OVERHEAD_MS = 25;
+
+/**
+ * Concurrency that keeps the pacer busy: rate × (latency + WRITE_OVERHEAD_MS)
+ * writes hold a slot at full speed; 2× headroom for the spread of both
+ * (a busy worker's event loop stretches every step), +2 for the slow tail.
+ * A slot short at a turn's time is a turn not taken: the platform's window
+ * sees the gap, and the rate is lost. `rateLimit` is the most the rate can
+ * be (PLATFORM_RATE_LIMIT, or PLATFORM_RATE_LIMIT_MAX with `auto`). An
+ * explicit `WRITE_CONCURRENCY` wins.
  */
 export function writeConcurrency(opts: {
   rateLimit: number;
@@ -21,7 +32,7 @@ export function writeConcurrency(opts: {
 }): number {
   if (opts.override !== undefined) return Math.max(1, Math.floor(opts.override));
   const latency = opts.latencyMs ?? DEFAULT_LATENCY_HINT_MS;
-  return Math.ceil(opts.rateLimit * (latency / 1_000) * 1.5) + 2;
+  return Math.ceil(opts.rateLimit * ((latency + WRITE_OVERHEAD_MS) / 1_000) * 2) + 2;
 }
 
 /** Removes a job-start limit left on the queue by an earlier release; true if there was one. */

@@ -49,11 +49,13 @@ describe('an earlier release’s job-start limit', () => {
 });
 
 describe('write concurrency', () => {
-  it('covers rate × latency for the most the rate can be, unless overridden', () => {
-    expect(writeConcurrency({ rateLimit: 10, latencyMs: 200 })).toBe(5);
-    expect(writeConcurrency({ rateLimit: 100, latencyMs: 300 })).toBe(47);
-    // auto: sized from PLATFORM_RATE_LIMIT_MAX (default 200) and the latency hint.
-    expect(writeConcurrency({ rateLimit: 200 })).toBe(62);
+  it('covers twice rate × (latency + a write’s own 25 ms) for the most the rate can be, unless overridden', () => {
+    // 10/s × 0.225 s × 2 = 4.5 → 5, + 2.
+    expect(writeConcurrency({ rateLimit: 10, latencyMs: 200 })).toBe(7);
+    // 100/s × 0.325 s × 2 = 65, + 2.
+    expect(writeConcurrency({ rateLimit: 100, latencyMs: 300 })).toBe(67);
+    // auto: sized from PLATFORM_RATE_LIMIT_MAX (default 200) and the latency hint (200 ms).
+    expect(writeConcurrency({ rateLimit: 200 })).toBe(92);
     expect(writeConcurrency({ rateLimit: 100, latencyMs: 300, override: 8 })).toBe(8);
   });
 });
