@@ -64,5 +64,5 @@ function describe(job: JobDefinition): string {
   const schedule = job.schedule
     ? `, schedule '${job.schedule}'${job.timezone ? ` ${job.timezone}` : ''}`
     : '';
-  return `${job.name}: ${job.entity} from ${job.source.path ?? job.source.url} (mapping ${job.mappingRef}, mode ${job.mode}${schedule})`;
+  return `${job.name}: ${job.entity} from ${job.source.path ?? job.source.url} (mapping ${job.mappingRef}, mode ${job.mode}, priority ${job.priority}${schedule})`;
 }

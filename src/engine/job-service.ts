@@ -1,9 +1,10 @@
 /**
  * The job definitions of a folder as an operator looks at them: each job's
- * entity, schedule, next scheduled slot, pause and last run, and the problems of
- * the files that do not load or whose alerts cannot be delivered. Read fresh on every call (a job file edited
- * since counts). Used by the ops API (`GET /api/jobs`, and the schedule
- * state its pause and resume answer).
+ * entity, write priority, schedule, next scheduled slot, pause and last run,
+ * and the problems of the files that do not load or whose alerts cannot be
+ * delivered. Read fresh on every call (a job file edited since counts). Used
+ * by the ops API (`GET /api/jobs`, and the schedule state its pause and
+ * resume answer).
  */
 import { CronExpressionParser } from 'cron-parser';
 import { jobAlertProblems } from '../alerts/rules.js';
@@ -35,6 +36,8 @@ export interface JobOverview extends JobSchedule {
   mode: string;
   /** The preset name, or "inline". */
   mapping: string;
+  /** The weight of the job's runs in the write queue's round robin (1 when the file sets none). */
+  priority: number;
   lastRun: RunSummary | null;
 }
 
@@ -102,6 +105,7 @@ export async function listJobs(
         entity: def.entity,
         mode: def.mode,
         mapping: def.mappingRef,
+        priority: def.priority,
         ...schedule,
         lastRun: last ? runSummary(last) : null,
       };

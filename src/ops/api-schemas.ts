@@ -11,6 +11,7 @@ import {
   RUN_STATUSES,
   type RunCounter,
 } from '../state/runs.js';
+import { MAX_WEIGHT } from '../queue/fair-share.js';
 
 export const ErrorBody = z.strictObject({ error: z.string() }).meta({
   description: 'What was wrong, in one line',
@@ -83,6 +84,10 @@ export const JobOverview = JobSchedule.extend({
   entity: z.string(),
   mode: z.string(),
   mapping: z.string(),
+  priority: z.number().int().min(1).max(MAX_WEIGHT).meta({
+    description:
+      "The weight of the job's runs in the write queue's round robin: a run gets this many chunks a round (1 when the job file sets none)",
+  }),
   lastRun: RunSummary.nullable(),
 });
 

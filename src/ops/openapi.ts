@@ -27,7 +27,7 @@ const refused = bad('Origin or Sec-Fetch-Site shows another site');
 export const OPERATIONS: Record<string, Record<'get' | 'post', Operation | undefined>> = {
   '/api/jobs': {
     get: {
-      summary: 'Every job definition with its schedule, next slot, pause and last run',
+      summary: 'Every job definition with its priority, schedule, next slot, pause and last run',
       responses: { 200: { description: 'The jobs folder', json: S.JobList }, 401: unauthorized },
     },
     post: undefined,

@@ -234,9 +234,4 @@ export class KeyLayout {
       ...seen,
     ];
   }
-
-  // ---- locks ----
-  jobLock(job: string): string {
-    return `${this.prefix}:lock:${job}`;
-  }
 }

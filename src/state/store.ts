@@ -24,7 +24,6 @@ import { silentLogger, type Logger } from '../log.js';
 import { redisCall } from './errors.js';
 import { DEFAULT_BUCKETS, KeyLayout, type Buckets } from './keys.js';
 import { LayoutCheck } from './layout.js';
-import { JobLocks } from './lock.js';
 import { PlatformIndex } from './platform-index.js';
 import { RecordStates } from './records.js';
 import { Numbering } from './numbering.js';
@@ -68,8 +67,6 @@ export class StateStore {
    * the scheduler call it before they start.
    */
   readonly layout: LayoutCheck;
-  /** Job locks: a token per job, compare-and-set in Lua. */
-  readonly locks: JobLocks;
   /** A run's write progress: settled lines, outcome counters, unknown creates. */
   readonly progress: RunProgress;
   /** The claim before a platform write and the settling after it (one script each). */
@@ -135,7 +132,6 @@ export class StateStore {
       opts.scratchTtlMs ?? 7 * DAY,
       this.claims.claimTtls,
     );
-    this.locks = new JobLocks(connection, this.keys);
     this.progress = new RunProgress(connection, this.keys);
     this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now, this.layout);
   }

@@ -5,8 +5,8 @@
  * confirmation, follows it to its end, lists its failures and warnings
  * (filtered by kind, searched, every value shown as text), downloads them as
  * the CLI's CSV, previews a plan with its field diffs, and shows the jobs'
- * problems (an alerts webhook whose variable is not set) and an alert that
- * was not delivered, and pauses and resumes a job's schedule.
+ * priorities and problems (an alerts webhook whose variable is not set) and
+ * an alert that was not delivered, and pauses and resumes a job's schedule.
  *
  * With CONSOLE_SCREENSHOTS=<folder> it saves the screenshots the README
  * shows (docs/console.png, docs/console-run.png); otherwise they go to a
@@ -308,12 +308,13 @@ describe('web console in Chromium', () => {
     expect(pageErrors).toEqual([]);
   }, 30_000);
 
-  it("lists the jobs' problems and says when a run's alert was not delivered", async () => {
+  it("lists the jobs' problems and priorities and says when a run's alert was not delivered", async () => {
     // A job whose alerts webhook names a variable the worker does not have.
     h.writeJob('hooked', {
       entity: 'companies',
       source: { path: join(h.dir, 'accounts.csv') },
       mapping,
+      priority: 7,
       alerts: { webhook: '${UNSET_CONSOLE_HOOK}' },
     });
     const [last] = await h.store.runs.list({ job: 'accounts', limit: 1 });
@@ -331,6 +332,14 @@ describe('web console in Chromium', () => {
       expect(await page.getByRole('row').filter({ hasText: 'hooked' }).count()).toBe(1);
       const accounts = page.getByRole('row').filter({ hasText: 'accounts' }).first();
       expect(await accounts.textContent()).toContain('alert not delivered');
+      // Each job's priority in its own column: the file's, or 1 when it sets none.
+      const jobs = page.locator('table').first();
+      const column = (await jobs.locator('thead th').allTextContents()).indexOf('Priority');
+      expect(column).toBeGreaterThan(0);
+      const priority = (job: string) =>
+        jobs.locator('tbody tr').filter({ hasText: job }).first().locator('td').nth(column);
+      expect(await priority('hooked').textContent()).toBe('7');
+      expect(await priority('accounts').textContent()).toBe('1');
 
       await page.goto(`${ops.url}/#/runs/${encodeURIComponent(last!.id)}`);
       await page.getByText(`Alert not delivered: ${why}`).waitFor();

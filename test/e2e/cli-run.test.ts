@@ -282,12 +282,16 @@ describe('crm-sync validate', () => {
     const ok = tempDir('e2e-validate-ok');
     try {
       ok.write('a.yaml', companiesJob(files.path('companies.csv')));
-      ok.write('b.yaml', companiesJob(files.path('companies.csv'), "schedule: '0 3 * * *'"));
+      ok.write(
+        'b.yaml',
+        companiesJob(files.path('companies.csv'), "schedule: '0 3 * * *'\npriority: 3"),
+      );
       const r = await runCli(['validate', '--jobs', ok.dir], env);
       expect(r.code).toBe(0);
+      // a.yaml sets no priority: the effective one, 1.
       expect(r.stdout.trim().split('\n')).toEqual([
-        expect.stringMatching(/^ok a: companies from .*companies\.csv \(mapping hubspot-companies/),
-        expect.stringMatching(/^ok b: .*schedule '0 3 \* \* \*'/),
+        `ok a: companies from ${files.path('companies.csv')} (mapping hubspot-companies, mode upsert, priority 1)`,
+        `ok b: companies from ${files.path('companies.csv')} (mapping hubspot-companies, mode upsert, priority 3, schedule '0 3 * * *')`,
       ]);
     } finally {
       ok.remove();

@@ -130,6 +130,8 @@ describe('ops API', () => {
       expect(accounts).toMatchObject({
         entity: 'companies',
         mapping: 'inline',
+        // The file sets no priority: the effective one, 1.
+        priority: 1,
         schedule: '0 3 * * *',
         timezone: 'Europe/Berlin',
         lastRun: null,
@@ -434,6 +436,27 @@ describe('ops API', () => {
         `run ${completing} is completing (every write has settled and been verified); it ends completed, there is nothing to cancel`,
       );
       expect((await h.store.runs.get(completing))!.cancelRequested).toBeUndefined();
+    } finally {
+      await api.ops.close();
+    }
+  });
+
+  it("shows each job's priority, as its file sets it", async () => {
+    const { h, api } = await setUp();
+    h.writeJob('weighted', {
+      entity: 'companies',
+      source: { path: 'x.csv' },
+      mapping,
+      priority: 7,
+    });
+    try {
+      const res = await api.call('GET', '/api/jobs');
+      expect(res.status).toBe(200);
+      const { jobs } = res.body as { jobs: { name: string; priority: number }[] };
+      expect(jobs.map((j) => [j.name, j.priority])).toEqual([
+        ['accounts', 1],
+        ['weighted', 7],
+      ]);
     } finally {
       await api.ops.close();
     }

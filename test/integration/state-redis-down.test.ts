@@ -35,8 +35,6 @@ describe('StateStore with Redis down', () => {
       [() => store.hasState(), 'checking for state'],
       [() => store.runs.get('r1'), 'reading a run'],
       [() => store.runs.countFailures('r1'), 'counting failed rows'],
-      [() => store.locks.holder('nightly'), 'reading a job lock'],
-      [() => store.locks.acquire('nightly', 't', 1000), 'taking a job lock'],
       [() => store.index.info('companies'), 'reading the platform index'],
       [() => store.plannedWrites.count('r1'), 'counting planned writes'],
     ];

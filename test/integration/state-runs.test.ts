@@ -180,29 +180,6 @@ describe('failures', () => {
   });
 });
 
-describe('job lock', () => {
-  it('has one holder at a time; only the holder renews or releases', async () => {
-    expect(await store.locks.acquire('nightly', 'run-A', 5_000)).toBe(true);
-    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.locks.holder('nightly')).toBe('run-A');
-    expect(await store.locks.renew('nightly', 'run-B', 5_000)).toBe(false);
-    expect(await store.locks.release('nightly', 'run-B')).toBe(false);
-    expect(await store.locks.renew('nightly', 'run-A', 60_000)).toBe(true);
-    expect(await redis.pttl(store.keys.jobLock('nightly'))).toBeGreaterThan(5_000);
-    expect(await store.locks.release('nightly', 'run-A')).toBe(true);
-    expect(await store.locks.acquire('nightly', 'run-B', 5_000)).toBe(true);
-    expect(await store.locks.holder('nightly')).toBe('run-B');
-  });
-
-  it('lets a new holder in once the lock expires', async () => {
-    expect(await store.locks.acquire('short', 'run-A', 50)).toBe(true);
-    await new Promise((r) => setTimeout(r, 120));
-    expect(await store.locks.acquire('short', 'run-B', 5_000)).toBe(true);
-    expect(await store.locks.release('short', 'run-A')).toBe(false);
-    expect(await store.locks.holder('short')).toBe('run-B');
-  });
-});
-
 describe('run scratch', () => {
   it('finds identities claimed twice across batches, reporting every row once', async () => {
     const run = 'claims-run';

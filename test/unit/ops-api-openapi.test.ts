@@ -79,6 +79,31 @@ describe('ops API OpenAPI document', () => {
         .success,
     ).toBe(false);
 
+    const jobs = schemaOf('/api/jobs', 'get', 200);
+    const job = {
+      name: 'accounts',
+      schedule: null,
+      timezone: null,
+      nextSlot: null,
+      paused: null,
+      description: null,
+      entity: 'companies',
+      mode: 'upsert',
+      mapping: 'inline',
+      priority: 7,
+      lastRun: null,
+    };
+    expect(jobs.safeParse({ jobs: [job], problems: [] }).success).toBe(true);
+    const { priority: _, ...unweighted } = job;
+    for (const bad of [
+      unweighted,
+      { ...job, priority: 0 },
+      { ...job, priority: 101 },
+      { ...job, priority: 1.5 },
+    ]) {
+      expect(jobs.safeParse({ jobs: [bad], problems: [] }).success).toBe(false);
+    }
+
     const error = schemaOf('/api/runs', 'post', 404);
     expect(error.safeParse({ error: 'no job "nope"' }).success).toBe(true);
     expect(error.safeParse({ detail: 'no job' }).success).toBe(false);

@@ -4,7 +4,7 @@
   successor's.
 
   Input:
-    KEYS[1]  the lock (a job lock, or BullMQ's `<queue>:<id>:lock`)
+    KEYS[1]  the lock (the migration lock, or BullMQ's `<queue>:<id>:lock`)
     ARGV[1]  the holder's token
     ARGV[2]  the lock's new time to live, ms
 

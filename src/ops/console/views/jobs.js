@@ -1,9 +1,9 @@
 /**
  * The jobs page (`#/`): the problems of the job files (a file that does not
  * load, a webhook its alerts cannot reach), every job definition with its
- * schedule, next slot (or since when it is paused) and last run (and whether
- * that run's alert was dropped), the buttons that start a run and pause or
- * resume a schedule, and the recent runs.
+ * entity, write priority, schedule, next slot (or since when it is paused)
+ * and last run (and whether that run's alert was dropped), the buttons that
+ * start a run and pause or resume a schedule, and the recent runs.
  */
 import { api, listOf } from '../api.js';
 import { pauseButton, runButtons, showError } from '../actions.js';
@@ -51,12 +51,13 @@ export async function jobsPage(view) {
         )
       : null,
     table(
-      ['Job', 'Entity', 'Schedule', 'Next slot', 'Last run', 'Last result', 'Actions'],
+      ['Job', 'Entity', 'Priority', 'Schedule', 'Next slot', 'Last run', 'Last result', 'Actions'],
       jobs.map((j) => {
         const last = j.lastRun ?? j.last;
         return [
           h('strong', {}, j.name),
           j.entity ?? '',
+          String(j.priority ?? '—'),
           schedule(j),
           next(j),
           last ? runLink(last) : '—',
