@@ -599,7 +599,8 @@ describe('skip rules', () => {
         },
       },
     });
-    expect(noEmail.map(row({ Id: '5', Email: '' }))).toEqual({
+    // Strict: the skipped row has no `value` key at all, not one holding undefined.
+    expect(noEmail.map(row({ Id: '5', Email: '' }))).toStrictEqual({
       ok: false,
       skip: true,
       line: 2,
@@ -757,6 +758,18 @@ describe('skip rules', () => {
       'skip.long.matches: a pattern of at most 500 characters (got 501) (testing Email)',
       'skip.both: set only one of equals, in, notIn, matches, notMatches or present (got equals, matches)',
     ]);
+  });
+
+  it('takes a pattern of exactly 500 characters, the most allowed', () => {
+    const pattern = `^${'a'.repeat(498)}$`;
+    expect(pattern).toHaveLength(500);
+    const long = compileMapping({
+      ...users,
+      skip: { long: { from: 'Username', matches: pattern, reason: 'long name' } },
+    });
+    expect(long.map(row({ ...live, Username: 'A'.repeat(498) }))).toMatchObject({
+      rule: 'long',
+    });
   });
 
   it('reports every problem of the skip section with its path', () => {

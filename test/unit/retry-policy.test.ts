@@ -198,6 +198,17 @@ describe('decide: the 429 cap (RATE_LIMIT_MAX_RETRIES)', () => {
     });
   });
 
+  it('gives a listing up naming the listing, not a write', () => {
+    expect(
+      decide(err(), { operation: 'list', rateLimited: 3 }, { ...S, rateLimitMaxRetries: 3 }),
+    ).toEqual({
+      action: 'give-up',
+      after: 'rate-limits',
+      reason:
+        'rate limited by the platform 4 times in a row (last Retry-After 2000 ms); while listing',
+    });
+  });
+
   it('is the same rule the queue limiter asks with only a Retry-After', () => {
     for (const rateLimited of [0, 19, 20]) {
       expect(rateLimitDecision(2_000, { operation: 'create', rateLimited }, S)).toEqual(
@@ -260,6 +271,15 @@ describe('decide: the reasons', () => {
       action: 'give-up',
       after: 'attempts',
       reason: `gave up after 5 attempts: ${err.message}`,
+    });
+  });
+
+  it('gives a listing up after its in-process retries, naming the attempts cap', () => {
+    const err = ERRORS['connection refused']!() as PlatformError;
+    expect(decide(err, { operation: 'list', attempt: S.requestRetries + 1 }, S)).toEqual({
+      action: 'give-up',
+      after: 'attempts',
+      reason: err.message,
     });
   });
 
@@ -365,6 +385,13 @@ describe('decide: a CRM page (read-page)', () => {
     expect(decide(null, { operation: 'read-page', attempt: 1, page }, S)).toEqual({
       action: 'fail-run',
       reason: 'null',
+    });
+  });
+
+  it('fails the run on a thrown undefined, without reading it', () => {
+    expect(decide(undefined, { operation: 'read-page', attempt: 1, page }, S)).toEqual({
+      action: 'fail-run',
+      reason: 'undefined',
     });
   });
 

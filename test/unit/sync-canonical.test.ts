@@ -27,6 +27,8 @@ describe('canonicalJson', () => {
     [undefined, 'null'],
     // A Date by its toJSON, as JSON.stringify writes it: two dates never hash alike.
     [{ at: new Date(Date.UTC(2024, 0, 5, 10)) }, '{"at":"2024-01-05T10:00:00.000Z"}'],
+    // A key named "undefined" is a key like any other: written once, in its place.
+    [{ undefined: 1, a: 2 }, '{"a":2,"undefined":1}'],
   ])('%j → %s', (input, expected) => {
     expect(canonicalJson(input)).toBe(expected);
   });
