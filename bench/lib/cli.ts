@@ -146,11 +146,18 @@ export interface CliResult {
   cpuS: number;
 }
 
-/** CPU seconds (user + system) a live process has used, from /proc (Linux); NaN elsewhere. */
-export function processCpuSeconds(pid: number | undefined): number {
+/**
+ * CPU seconds (user + system) a live process has used, from /proc (Linux);
+ * NaN elsewhere. With `mainOnly`, its main thread's alone (node's event loop;
+ * the rest is V8's compiler and GC threads and libuv's pool).
+ */
+export function processCpuSeconds(pid: number | undefined, mainOnly = false): number {
   if (pid === undefined) return NaN;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(
+      mainOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`,
+      'utf8',
+    );
     // Fields after the command name (which may hold spaces) start after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
@@ -162,14 +169,16 @@ export function processCpuSeconds(pid: number | undefined): number {
 /** USER_HZ: 100 on every Linux the project targets. */
 const CLOCK_TICKS = 100;
 
-/** Keeps the latest CPU reading of a child until it exits. */
-function watchCpu(child: ChildProcess): { last(): number; stop(): void } {
+/** Keeps the latest CPU reading of a child (and of its main thread) until it exits. */
+function watchCpu(child: ChildProcess): { last(): number; lastMain(): number; stop(): void } {
   let last = NaN;
+  let lastMain = NaN;
   const timer = setInterval(() => {
     const v = processCpuSeconds(child.pid);
-    if (Number.isFinite(v)) last = v;
+    const m = processCpuSeconds(child.pid, true);
+    if (Number.isFinite(v) && Number.isFinite(m)) [last, lastMain] = [v, m];
   }, 100);
-  return { last: () => last, stop: () => clearInterval(timer) };
+  return { last: () => last, lastMain: () => lastMain, stop: () => clearInterval(timer) };
 }
 
 /**
@@ -278,6 +287,8 @@ export interface WorkerProcess {
   child: ChildProcess;
   /** CPU seconds used so far (the last reading once it has exited). */
   cpuSeconds(): number;
+  /** Of them, its main thread's (read together). */
+  mainThreadCpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -293,6 +304,7 @@ export function startWorker(env: NodeJS.ProcessEnv): WorkerProcess {
   return {
     child,
     cpuSeconds: () => cpu.last(),
+    mainThreadCpuSeconds: () => cpu.lastMain(),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) {
         if (child.exitCode) throw new BenchError(`worker exited ${child.exitCode}: ${stderr}`);

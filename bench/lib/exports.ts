@@ -20,10 +20,14 @@ export function exportRow(i: number, nightly: boolean): string[] {
   return cells;
 }
 
-/** Writes (once) the first or nightly export of `rows` companies; returns its path. */
-export async function ensureSyncExport(rows: number, nightly: boolean): Promise<string> {
+/**
+ * Writes (once) the first or nightly export of `rows` companies; returns its
+ * path. `from` numbers its rows from there (other companies than row 0's on).
+ */
+export async function ensureSyncExport(rows: number, nightly: boolean, from = 0): Promise<string> {
   mkdirSync(OUT_DIR, { recursive: true });
-  const path = join(OUT_DIR, `sync-${rows}${nightly ? '-nightly' : ''}.csv`);
+  const name = `sync-${rows}${from > 0 ? `-from-${from}` : ''}${nightly ? '-nightly' : ''}`;
+  const path = join(OUT_DIR, `${name}.csv`);
   if (existsSync(path)) return path;
   const tmp = `${path}.tmp`;
   const out = createWriteStream(tmp);
@@ -33,7 +37,7 @@ export async function ensureSyncExport(rows: number, nightly: boolean): Promise<
   await write(`${COLUMNS.map((c) => csvCell(c)).join(',')}\n`);
   for (let i = 0; i < rows; i++)
     await write(
-      `${exportRow(i, nightly)
+      `${exportRow(from + i, nightly)
         .map((v) => csvCell(v))
         .join(',')}\n`,
     );

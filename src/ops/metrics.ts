@@ -35,10 +35,23 @@ export interface Metrics {
   watchQueues(queues: readonly DepthSource[]): void;
 }
 
+/**
+ * How often (ms) the event loop's delay is sampled for the `eventloop_lag`
+ * metrics. prom-client's 10 ms wakes every process 100 times a second, idle
+ * or not: about 8 ms of CPU a second each, which every extra worker process
+ * paid again (docs/BENCHMARKS.md, sync-scale); a scrape still finds
+ * hundreds of samples at this one.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   if (opts.defaultMetrics !== false)
-    collectDefaultMetrics({ register: registry, prefix: 'crm_sync_' });
+    collectDefaultMetrics({
+      register: registry,
+      prefix: 'crm_sync_',
+      eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS,
+    });
 
   let watched: readonly DepthSource[] = [];
   const queueDepth = new Gauge<'queue' | 'state'>({
