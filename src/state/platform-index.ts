@@ -48,6 +48,8 @@ export interface IndexBuild {
   count: number;
   ambiguous: number;
   unmatchable: number;
+  /** The generation's bucket keys written so far: the others do not exist. */
+  written: Set<string>;
 }
 
 export interface PlatformIndexOptions {
@@ -97,7 +99,15 @@ export class PlatformIndex {
     const generation: number = await redisCall('starting a platform listing', () =>
       this.redis.hincrby(this.keys.index(entity), 'seq', 1),
     );
-    return { entity, generation, startedAt, count: 0, ambiguous: 0, unmatchable: 0 };
+    return {
+      entity,
+      generation,
+      startedAt,
+      count: 0,
+      ambiguous: 0,
+      unmatchable: 0,
+      written: new Set(),
+    };
   }
 
   /** Adds one page of listed records to the generation being built (one round trip). */
@@ -126,8 +136,10 @@ export class PlatformIndex {
     hsets(p, recs);
     // First listed wins; the answer tells a repeat of the same record (pages shift) from a second one.
     hclaims(p, ids);
-    for (const key of new Set([...recs, ...ids].map(([key]) => key)))
+    for (const key of new Set([...recs, ...ids].map(([key]) => key))) {
       p.pexpire(key, this.opts.buildTtlMs);
+      build.written.add(key);
+    }
     const [added, holders] = (await execAll(p, 'indexing listed platform records')) as [
       number,
       string[],
@@ -141,8 +153,8 @@ export class PlatformIndex {
   /** Makes the generation the entity's index, atomically; the old one expires after the grace period. */
   async commit(build: IndexBuild): Promise<IndexInfo> {
     const { entity, generation } = build;
-    const all = [...this.keys.indexGeneration(entity, generation)];
-    for (const part of chunks(all, CHUNK)) {
+    // Only the buckets the listing wrote exist: a small platform's index is a few keys of 12,288.
+    for (const part of chunks([...build.written], CHUNK)) {
       const p = this.redis.pipeline();
       for (const k of part) p.persist(k);
       await execAll(p, 'keeping the new platform index');
