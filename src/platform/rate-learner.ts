@@ -111,10 +111,13 @@ export const SLOW_START = 2;
  * counts, not the successes: those reach the count a round trip and a
  * booking later. Turns are booked 200 ms ahead (HORIZON_MS,
  * src/queue/pacer-store.ts), so the rate sent at trails the rate by a round
- * or two. 100 ms doubles 5/s to 160/s in 0.5 s and to 1,280/s in 0.8 s;
- * a one-second window then holds the last second of the ramp, about a
- * fifth of the rate, when it refuses, and the slow start has reached what
- * PLATFORM_RATE_LIMIT_MAX allows by then.
+ * or two: at 5-40/s a doubling waits for the next booking, and a round
+ * is 250-300 ms (5/s to 100/s in about 2.2 s in the rate bench). A
+ * one-second window then holds the last second of the ramp, about a fifth
+ * of the rate, when it refuses. Doubling once for each round gone by
+ * instead made the last step up to 4x, and a two-replica pacer then
+ * learned a 60/s limit 20% low: the count is off by what goes out bunched
+ * at the window's edge.
  */
 export const ROUND_MS = 100;
 /** A slow-start round whose demand fell short is measured again over up to this long. */
