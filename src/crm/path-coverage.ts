@@ -8,7 +8,14 @@
  * when a required field found nothing.
  */
 import { ALL, formatSegments, type Segment } from './json-path.js';
-import { beginRecord, compileRef, endRecord, type RecordRef, type RefMiss } from './record-ref.js';
+import {
+  beginRecord,
+  compileRef,
+  endRecord,
+  sameKeys,
+  type RecordRef,
+  type RefMiss,
+} from './record-ref.js';
 
 /** Rows read before the check: enough to see every column, few enough to be quick. */
 export const COVERAGE_ROWS = 1_000;
@@ -165,12 +172,6 @@ export class PathCoverage {
       })),
     };
   }
-}
-
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 function keyOf(seg: Segment | undefined): string | undefined {

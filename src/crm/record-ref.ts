@@ -82,7 +82,8 @@ class Shape {
   }
 }
 
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+/** Two key lists equal, in order (a record's `Object.keys` against a shape's). */
+export function sameKeys(a: readonly string[], b: readonly string[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
