@@ -8,6 +8,7 @@
 import type { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { cancelRun, jobLoader, retryRun } from '../../src/engine/run-service.js';
+import { sleep } from '../../src/sleep.js';
 import { RUN_OUTCOMES, type RunRecord } from '../../src/state/runs.js';
 import {
   companyRows,
@@ -22,7 +23,6 @@ import {
 } from '../harness/engine.js';
 
 const engine = useEngines();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FIRST = 100;
 const SECOND = 60;
 const CHUNK = 10;
