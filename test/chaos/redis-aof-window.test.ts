@@ -60,7 +60,10 @@ describe('chaos: Redis restarted from an AOF that lost the tail of a run', () =>
       let down = false;
       try {
         // One write at a time: the AOF then orders claim, create, commit of each row in turn.
-        h = await startEngine({ env: { REDIS_URL: server.url, WRITE_CONCURRENCY: '1' } });
+        h = await startEngine({
+          // A short lock: the resumed run's chunks, active in the restored queue, stall sooner.
+          env: { REDIS_URL: server.url, WRITE_CONCURRENCY: '1', WORKER_LOCK_MS: '2500' },
+        });
         const rows = companyRows(ROWS);
         const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
         h.writeJob('hubspot-companies', hubspotJob(path));
