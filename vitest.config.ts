@@ -8,9 +8,10 @@ import { defineConfig } from 'vitest/config';
 // against the sandbox's limit.
 //
 // They run in three groups, one after the other. Most tests wait on Redis,
-// sockets, child processes and timers more than they compute, so each group
-// runs several files at once: unit and integration three at a time, then e2e,
-// chaos and browser two at a time. Pace tests hold a rate to within a few per
+// sockets, child processes and timers more than they compute, so the first two
+// groups run three files at once: unit and integration, then e2e, chaos and
+// browser (vitest needs the projects of a group to agree on the number). Pace
+// tests hold a rate to within a few per
 // cent, which a busy CPU would skew, so they run last, one at a time, alone.
 const PACE = [
   'test/integration/queue-pacer.test.ts',
@@ -62,7 +63,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 1 },
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       {
@@ -76,7 +77,7 @@ export default defineConfig({
           testTimeout: 240_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 1 },
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       {
@@ -90,7 +91,7 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 1 },
-          maxWorkers: 2,
+          maxWorkers: 3,
         },
       },
       {
