@@ -7,12 +7,13 @@ import { defineConfig } from 'vitest/config';
 // web console in Chromium; pace tests measure a rate, or runs' shares of it,
 // against the sandbox's limit.
 //
-// They run in three groups, one after the other. Most tests wait on Redis,
-// sockets, child processes and timers more than they compute, so the first two
-// groups run three files at once: unit and integration, then e2e, chaos and
-// browser (vitest needs the projects of a group to agree on the number). Pace
-// tests hold a rate to within a few per
-// cent, which a busy CPU would skew, so they run last, one at a time, alone.
+// They run in two groups, one after the other. Most tests wait on Redis,
+// sockets, child processes and timers more than they compute, so the first
+// group, every project but pace, runs four files at once: a chaos file
+// waiting on a frozen Redis leaves the CPU to unit files meanwhile (vitest
+// needs the projects of a group to agree on the number). Pace tests hold a
+// rate to within a few per cent, which a busy CPU would skew, so they run
+// last, one at a time, alone.
 const PACE = [
   'test/integration/queue-pacer.test.ts',
   'test/integration/queue-limiter.test.ts',
@@ -34,10 +35,10 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
-          // Property tests run thousands of cases; three files share two cores.
+          // Property tests run thousands of cases; four files share two cores.
           testTimeout: 30_000,
           sequence: { groupOrder: 0 },
-          maxWorkers: 3,
+          maxWorkers: 4,
         },
       },
       {
@@ -47,7 +48,7 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           exclude: PACE,
           sequence: { groupOrder: 0 },
-          maxWorkers: 3,
+          maxWorkers: 4,
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -62,8 +63,8 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 180_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 1 },
-          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+          maxWorkers: 4,
         },
       },
       {
@@ -76,8 +77,8 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 240_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 1 },
-          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+          maxWorkers: 4,
         },
       },
       {
@@ -90,8 +91,8 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 1 },
-          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
+          maxWorkers: 4,
         },
       },
       {
@@ -102,7 +103,7 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 180_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 1 },
           fileParallelism: false,
         },
       },
