@@ -2,8 +2,8 @@
  * The CLI as users run it, one process per command, against a sandbox
  * process and the test Redis: a whole run with `--json`, the same run through
  * `show`, `runs` and `failures` (formula-safe CSV), `retry`, attaching to a
- * run already queued, `validate` (a misspelt record stream included),
- * `api-account create`, exit codes and help.
+ * run already queued, `validate` (a misspelt record stream included) and
+ * `api-account create`. Exit codes and help: cli-help.test.ts.
  */
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -380,61 +380,5 @@ describe('crm-sync api-account create', () => {
     const made = json<{ name: string; status: string; token: string }>(j.stdout);
     expect(made).toMatchObject({ name: 'crm-sync-e2e-2', status: 'active' });
     expect(made.token).not.toBe(token);
-  });
-});
-
-describe('exit codes, errors and help', () => {
-  it('usage 2, configuration 3, Redis unreachable 4; errors are one line, --verbose adds the stack', async () => {
-    const usage = await runCli(['runs', '--bogus'], env);
-    expect(usage.code).toBe(2);
-    const config = await runCli(['runs'], { ...env, LOG_LEVEL: 'loud' });
-    expect(config.code).toBe(3);
-    expect(config.stderr).toContain('LOG_LEVEL');
-    const noJob = await runCli(['run', 'missing'], env);
-    expect(noJob.code).toBe(3);
-    const down = await runCli(['runs'], { ...env, REDIS_URL: 'redis://127.0.0.1:1' });
-    expect(down.code).toBe(4);
-    expect(down.stderr.trim().split('\n')).toEqual([
-      'crm-sync: Redis at redis://127.0.0.1:1 is not reachable (ECONNREFUSED)',
-    ]);
-    const verbose = await runCli(['runs', '--verbose'], {
-      ...env,
-      REDIS_URL: 'redis://127.0.0.1:1',
-    });
-    expect(verbose.code).toBe(4);
-    expect(verbose.stderr).toMatch(/\n\s+at /);
-    const none = await runCli(['show', 'run-nope', '--json'], env);
-    expect(none.code).toBe(1);
-  });
-
-  it('--help works on every command; the root lists the exit codes', async () => {
-    const root = await runCli(['--help'], env);
-    expect(root.code).toBe(0);
-    expect(root.stdout).toMatch(/Exit codes:[\s\S]*4\s+Redis unreachable[\s\S]*5\s+a run stopped/);
-    const listed = root.stdout.slice(root.stdout.indexOf('Commands:'));
-    const commands = [...listed.matchAll(/^ {2}([a-z-]+)/gm)].map((m) => m[1]!);
-    expect(commands).toEqual(
-      expect.arrayContaining([
-        'run',
-        'plan',
-        'show',
-        'runs',
-        'failures',
-        'retry',
-        'validate',
-        'worker',
-        'start',
-        'scheduler',
-        'pause',
-        'resume',
-        'sandbox',
-        'api-account',
-      ]),
-    );
-    for (const cmd of [...commands.filter((c) => c !== 'help'), 'api-account create']) {
-      const r = await runCli([...cmd.split(' '), '--help'], env);
-      expect(r.code, cmd).toBe(0);
-      expect(r.stdout, cmd).toMatch(/^Usage: crm-sync /);
-    }
   });
 });
