@@ -51,7 +51,8 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           exclude: PACE,
           sequence: { groupOrder: 0 },
-          // Shared module cache too: each file starts its own servers and Redis prefixes.
+          // Shared module cache here too, and in e2e, chaos and browser: each file starts
+          // its own servers and Redis prefixes, and stops what it started.
           isolate: false,
           maxWorkers: 4,
           globalSetup: ['test/harness/global-redis.ts'],
@@ -69,6 +70,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 0 },
+          isolate: false,
           maxWorkers: 4,
         },
       },
@@ -83,6 +85,7 @@ export default defineConfig({
           testTimeout: 240_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 0 },
+          isolate: false,
           maxWorkers: 4,
         },
       },
@@ -97,6 +100,7 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 0 },
+          isolate: false,
           maxWorkers: 4,
         },
       },
