@@ -13,7 +13,8 @@ import { defineConfig } from 'vitest/config';
 // waiting on a frozen Redis leaves the CPU to unit files meanwhile (vitest
 // needs the projects of a group to agree on the number). Pace tests hold a
 // rate to within a few per cent, which a busy CPU would skew, so they run
-// last, one at a time, alone.
+// last, apart from the rest, two at a time: each spends its time waiting on
+// a sandbox's limit and leaves the CPU nearly idle.
 const PACE = [
   'test/integration/queue-pacer.test.ts',
   'test/integration/queue-limiter.test.ts',
@@ -113,7 +114,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 60_000,
           sequence: { groupOrder: 1 },
-          fileParallelism: false,
+          maxWorkers: 2,
         },
       },
     ],
