@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { KEEP_RULES, rankOf, type KeepRule } from '../sync/survivors.js';
 import type { PathUse } from './path-coverage.js';
-import { beginRecord, compileRef, endRecord } from './record-ref.js';
+import { compileRef, readingRecord } from './record-ref.js';
 
 /** The section's fields, unchecked (a job's, which its mapping's completes). */
 export const DuplicatesFields = z.strictObject({
@@ -58,16 +58,13 @@ export function compileDuplicates(def: DuplicatesDef | undefined): DuplicatesRul
     by,
     rank(rec) {
       // The record's keys are read once for all the `by` references, not once each.
-      beginRecord(rec);
-      try {
+      return readingRecord(rec, () => {
         for (const ref of refs) {
           const v = ref.read(rec as Record<string, unknown>);
           if (v !== undefined && v !== null && v !== '') return rankOf(v);
         }
         return undefined;
-      } finally {
-        endRecord();
-      }
+      });
     },
   };
 }

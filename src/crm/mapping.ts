@@ -28,7 +28,7 @@ import type {
   SkippedRow,
 } from './mapped.js';
 import { DuplicatesSection, compileDuplicates, duplicatesPathUses } from './duplicates.js';
-import { beginRecord, endRecord } from './record-ref.js';
+import { readingRecord } from './record-ref.js';
 import type { SourceRow } from './row.js';
 import {
   SkipSection,
@@ -255,13 +255,7 @@ export function compileMapping<E extends Entity = Entity>(
       if (rec === null || typeof rec !== 'object' || Array.isArray(rec)) {
         return { ok: false, line, field: '(row)', reason: 'expected an object' };
       }
-      beginRecord(rec);
-      let out: MapResult;
-      try {
-        out = mapRecord(line, rec);
-      } finally {
-        endRecord();
-      }
+      const out = readingRecord(rec, () => mapRecord(line, rec));
       // The reader's warning on the row (row.ts), first of the warnings of a row that maps.
       return row.warning === undefined ? out : withRowWarning(out, row.warning);
     };

@@ -8,14 +8,7 @@
  * when a required field found nothing.
  */
 import { ALL, formatSegments, type Segment } from './json-path.js';
-import {
-  beginRecord,
-  compileRef,
-  endRecord,
-  sameKeys,
-  type RecordRef,
-  type RefMiss,
-} from './record-ref.js';
+import { compileRef, readingRecord, sameKeys, type RecordRef, type RefMiss } from './record-ref.js';
 
 /** Rows read before the check: enough to see every column, few enough to be quick. */
 export const COVERAGE_ROWS = 1_000;
@@ -138,8 +131,7 @@ export class PathCoverage {
       return;
     }
     // The record's keys are read once for all the references, not once each.
-    beginRecord(rec);
-    try {
+    readingRecord(rec, () => {
       for (const t of this.tracked) {
         for (const r of t.refs) {
           if (r.ref.read(rec) !== undefined) r.rows++;
@@ -150,9 +142,7 @@ export class PathCoverage {
           }
         }
       }
-    } finally {
-      endRecord();
-    }
+    });
   }
 
   summary(): CoverageSummary {

@@ -127,14 +127,24 @@ function shapeOf(rec: Rec): Shape {
  * once for every reference instead of once per reference. The record must not
  * change in between (mapping never changes it).
  */
-export function beginRecord(rec: object): void {
+function beginRecord(rec: object): void {
   rowRec = rec;
   rowShape = null;
 }
 
-export function endRecord(): void {
+function endRecord(): void {
   rowRec = null;
   rowShape = null;
+}
+
+/** `fn()` with `rec` as the record being mapped (`beginRecord` … `endRecord`, even on a throw). */
+export function readingRecord<T>(rec: object, fn: () => T): T {
+  beginRecord(rec);
+  try {
+    return fn();
+  } finally {
+    endRecord();
+  }
 }
 
 /** A column found exactly, else case-insensitively after trimming; the key found is remembered. */
