@@ -7,8 +7,9 @@
  * - Start low (`start`, 5/s) and, from the first success, double the rate
  *   every round (`ROUND_MS`, 100 ms) whose turns were taken ("slow start",
  *   as TCP finds a path's capacity), as long as the rate is actually used,
- *   until the first 429. A learned rate (a stored state with a ceiling)
- *   skips it.
+ *   until the first 429: a step grows it by 2 to the power of the rounds
+ *   since the last, at most twofold. A learned rate (a stored state with a
+ *   ceiling) skips it.
  * - On a 429: wait out its Retry-After (the pacer holds every request until
  *   then) and back off. The limit ("ceiling") of a one-second window is
  *   what the platform let through in the second before the refused request
@@ -105,19 +106,20 @@ export type Step = LearnerState & { holdMs?: number };
 /** Growth per round before the first 429 (slow start). */
 export const SLOW_START = 2;
 /**
- * A slow start's round: the rate doubles at most this often, when the
- * turns booked since the last doubling (every replica's callers, counted
- * as they are booked) used at least `USED` of it. The demand is what
- * counts, not the successes: those reach the count a round trip and a
- * booking later. Turns are booked 200 ms ahead (HORIZON_MS,
- * src/queue/pacer-store.ts), so the rate sent at trails the rate by a round
- * or two: at 5-40/s a doubling waits for the next booking, and a round
- * is 250-300 ms (5/s to 100/s in about 2.2 s in the rate bench). A
- * one-second window then holds the last second of the ramp, about a fifth
- * of the rate, when it refuses. Doubling once for each round gone by
- * instead made the last step up to 4x, and a two-replica pacer then
- * learned a 60/s limit 20% low: the count is off by what goes out bunched
- * at the window's edge.
+ * A slow start's round: the rate doubles each round whose demand used at
+ * least `USED` of it (the turns booked since the last step, by every
+ * replica's callers, counted as they are booked; successes reach the count
+ * a round trip and a booking later). Steps come with bookings, which a
+ * slow start makes often (SLOW_START_HORIZON_MS, src/queue/pacer-store.ts):
+ * a step half a round or more after the last grows the rate by 2^(elapsed
+ * / ROUND_MS), so the growth follows the clock whenever the bookings come
+ * (a step only after a whole round would skip a booking that came a little
+ * early, and wait for the next). Never more than twofold at a step: the
+ * rate sent at trails the rate by a booking, and a one-second window then
+ * holds the last second of the ramp when it refuses. Doubling once for
+ * each round gone by made the last step up to 4x, and a two-replica pacer
+ * then learned a 60/s limit 20% low: the count is off by what goes out
+ * bunched at the window's edge.
  */
 export const ROUND_MS = 100;
 /** A slow-start round whose demand fell short is measured again over up to this long. */
@@ -177,9 +179,9 @@ export function slowStart(st: LearnerState): boolean {
   return st.ceiling === 0 && st.source !== 'policy';
 }
 
-/** How long a step of the state lasts: a round in the slow start, else a second. */
+/** How long a step of the state lasts at least: half a round in the slow start, else a second. */
 export function stepMs(st: LearnerState): number {
-  return slowStart(st) ? ROUND_MS : STEP_MS;
+  return slowStart(st) ? ROUND_MS / 2 : STEP_MS;
 }
 
 /** The state of a cluster that learned nothing yet, or carries on from `stored`. */
@@ -232,11 +234,13 @@ export function onTick(
     };
   }
   if (slowStart(st)) {
-    // Turns are booked for up to 200 ms at once: a round's demand is measured
-    // over as many rounds as it takes to see it (ROUND_SPAN_MS at most).
+    // Turns are booked a span ahead at once (one turn at least): a round's demand
+    // is measured over as many rounds as it takes to see it (ROUND_SPAN_MS at most).
     const demand = ((at.booked - st.bookedAtChange) * 1_000) / elapsed;
-    if (at.ok > 0 && demand >= st.rate * USED)
-      return { ...st, ...base, rate: clamp(st.rate * SLOW_START, s), source: 'ramp' };
+    if (at.ok > 0 && demand >= st.rate * USED) {
+      const growth = Math.min(SLOW_START, SLOW_START ** (elapsed / ROUND_MS));
+      return { ...st, ...base, rate: clamp(st.rate * growth, s), source: 'ramp' };
+    }
     return elapsed >= ROUND_SPAN_MS ? { ...st, ...base } : undefined;
   }
   const used = ((at.ok - st.okAtChange) * 1_000) / elapsed;

@@ -21,10 +21,21 @@ import { FIXED_MARGIN } from './window-echo.js';
 /**
  * A booking's span: a process books this much of the schedule at once (its
  * callers permitting), and books again when less than half of it is left.
+ * The script takes the span as an argument, this one when not given.
  * HORIZON_MS, LOG_SLOTS, RECENT_SLOTS, MAX_ECHOES and STATE_FIELDS (and
  * RECENT_SLOT_MS) are written out in lua/pacer-2.lua.
  */
 export const HORIZON_MS = 200;
+/**
+ * The booking span of a slow start (src/platform/rate-learner.ts). Its rate
+ * doubles every round of 100 ms, and turns booked ahead go out at the rate
+ * they were booked at: booked HORIZON_MS ahead, a doubling would wait for
+ * the next booking, and rounds would take 200-400 ms. Booked this far
+ * ahead, a doubling takes effect within half a round. The script calls
+ * this costs are few: the slow start's rates are low, and it lasts about
+ * a second.
+ */
+export const SLOW_START_HORIZON_MS = 50;
 export const LOG_SLOTS = 128;
 /** The recent successes, per 10 ms (`RECENT_SLOT_MS`), a ring of 256 fields `d<slot>`. */
 export const RECENT_SLOTS = 256;

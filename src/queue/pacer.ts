@@ -7,8 +7,9 @@
  * `<prefix>:pacer`), so replicas share the rate and the platform sees one
  * client. The clock is Redis' (TIME in the script): replicas' clocks do not
  * matter. A process books a few turns at once (as many as fit in the next
- * `HORIZON_MS` and it has callers for), so the cost is one script call per
- * batch, not per request.
+ * `HORIZON_MS`, or a slow start's shorter `SLOW_START_HORIZON_MS`, and it
+ * has callers for), so the cost is one script call per batch, not per
+ * request.
  *
  * A 429 sets a shared "not before" time from its Retry-After: no replica
  * sends before it, and a caller that simply retries is held by `acquire`.
@@ -37,6 +38,7 @@ import {
   onPolicy,
   onTick,
   readRateHeaders,
+  slowStart,
   stepMs,
   windowed,
   type Headers,
@@ -53,6 +55,7 @@ import {
   pacerKey,
   pacerLogKey,
   scriptOf,
+  SLOW_START_HORIZON_MS,
   STATE_FIELDS,
   stateOf,
   type PacerScript,
@@ -407,7 +410,7 @@ export class RedisPacer implements Pacer {
       this.timer = setTimeout(() => this.pump(due), due - now);
     }
     const last = this.turns.at(-1)?.due;
-    const booked = last === undefined || last - now < HORIZON_MS / 2;
+    const booked = last === undefined || last - now < this.horizon() / 2;
     if (!this.fetching && this.waiters.length > this.turns.length && booked) {
       this.fetching = true;
       this.fetch(this.waiters.length - this.turns.length)
@@ -443,6 +446,7 @@ export class RedisPacer implements Pacer {
         fixed,
         start,
         echoes.map((e) => `${e.from}:${e.until}`).join(','),
+        this.horizon(),
       )) as string[];
     } catch (err) {
       for (const [slot, n] of oks) this.okPending.set(slot, (this.okPending.get(slot) ?? 0) + n);
@@ -478,6 +482,12 @@ export class RedisPacer implements Pacer {
         );
       }
     }
+  }
+
+  /** How far ahead turns are booked: less in a slow start, whose rate doubles every round. */
+  private horizon(): number {
+    const st = this.opts.mode.kind === 'auto' ? this.state : undefined;
+    return st && slowStart(st) ? SLOW_START_HORIZON_MS : HORIZON_MS;
   }
 
   /** A learner's step (auto mode); a long window's step reads the success log and may hold. */

@@ -18,7 +18,12 @@ import {
   TOGETHER_MS,
   type PacerMode,
 } from '../../src/queue/pacer.js';
-import { scriptOf, STATE_FIELDS } from '../../src/queue/pacer-store.js';
+import {
+  HORIZON_MS,
+  scriptOf,
+  SLOW_START_HORIZON_MS,
+  STATE_FIELDS,
+} from '../../src/queue/pacer-store.js';
 import { turnsOf } from '../../src/queue/window-echo.js';
 import { loadConfig } from '../../src/config.js';
 import { startWorkerService } from '../../src/engine/worker-service.js';
@@ -330,6 +335,39 @@ describe('pacer: auto', () => {
     // its own first tick may already have nudged it by a fraction of a request a second).
     const c = await pacerOn(0, prefix, mode);
     expect(c.rate).toBeCloseTo(st!.rate, 0);
+  });
+});
+
+describe('pacer: a slow start', () => {
+  it('books its turns a short span ahead, so that a doubling takes effect within a round; a learned rate the whole horizon', async () => {
+    const mode = { kind: 'auto', start: 5, min: 1, max: 2_000 } as const;
+    const booked: number[] = [];
+    for (const ceiling of [0, 1_000]) {
+      const prefix = prefixOf();
+      const [sec] = await redis[0].time();
+      // 1,000/s, its next step a minute away: in its slow start (nothing learned), or at a limit learned.
+      const changedAt = (Number(sec) + 60) * 1_000;
+      await redis[0].hset(
+        pacerKey(prefix),
+        'rate',
+        1_000,
+        'ceiling',
+        ceiling,
+        'changedAt',
+        changedAt,
+      );
+      const p = await pacerOn(0, prefix, mode);
+      // A caller alone books its own turn; the 399 after it then book together.
+      const callers = Array.from({ length: 400 }, () => p.acquire());
+      const settled = Promise.allSettled(callers);
+      await callers[1];
+      // Nothing books again before their turns run short.
+      p.stop();
+      booked.push(Number(await redis[0].hget(pacerKey(prefix), 'booked')) - 1);
+      await settled;
+    }
+    // A turn a millisecond: the span's, and the one at its start.
+    expect(booked).toEqual([SLOW_START_HORIZON_MS + 1, HORIZON_MS + 1]);
   });
 });
 

@@ -51,7 +51,10 @@ describe('steps', () => {
     ['no slow start before the first success', {}, 0, 5, ROUND_MS, undefined],
     ['no growth while demand is below half the rate', {}, 3, 0, ROUND_MS, undefined],
     ['a round without demand restarts its step', {}, 3, 0, ROUND_SPAN_MS, 5],
-    ['no slow-start step within a round', {}, 5, 5, ROUND_MS - 1, undefined],
+    ['no slow-start step within half a round', {}, 5, 5, ROUND_MS / 2 - 1, undefined],
+    ['half a round grows the rate by √2', {}, 5, 5, ROUND_MS / 2, 5 * Math.SQRT2],
+    ['three quarters of a round by 2^0.75', {}, 5, 5, (ROUND_MS * 3) / 4, 5 * 2 ** 0.75],
+    ['two rounds at once still only double it', {}, 5, 5, 2 * ROUND_MS, 5 * SLOW_START],
     [
       'no step within a second once a limit is learned',
       { rate: 40, ceiling: 50 },

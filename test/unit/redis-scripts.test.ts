@@ -94,7 +94,7 @@ describe('Lua scripts', () => {
         lua,
       );
     expect(fields?.[1]).toBe(STATE_FIELDS.map((s) => `'${s}'`).join(', '));
-    expect(lua).toContain(`math.floor(${HORIZON_MS} / interval)`);
+    expect(lua).toContain(`local horizon = tonumber(ARGV[7]) or ${HORIZON_MS}\n`);
     expect(lua).toContain(`local sec = math.floor(slot * ${RECENT_SLOT_MS} / 1000)\n`);
     expect(lua).toContain(`local mine = {{sec % ${LOG_SLOTS}, sec}}\n`);
     expect(lua).toContain(

@@ -16,11 +16,12 @@
              `second % 128` -> `second:count`, and per 10 ms field
              `d<slot % 256>` -> `slot:count`
     ARGV[1]  the operation, then its arguments:
-      grant want oks fixedRate startRate echoes
+      grant want oks fixedRate startRate echoes [horizonMs]
                adds the successes `oks` (`slot:count,...`, slots of 10 ms
                when each request went out) to the total and the log, adds
                the `echoes` (`from:until,...`) to the stored ones, books up
-               to `want` turns (at most the 200 ms horizon's; rate
+               to `want` turns (at most a horizon's: `horizonMs`, 200 ms
+               when not given; rate
                `fixedRate`, or the learned one when that is 0, else
                `startRate`), spaced from the next free turn; a turn that
                falls inside an echo goes at its end, and the turns after
@@ -66,6 +67,7 @@ local function pairsOf(text)
 end
 
 local want, fixed = tonumber(ARGV[2]), tonumber(ARGV[4])
+local horizon = tonumber(ARGV[7]) or 200
 local oks = pairsOf(ARGV[3])
 local f = redis.call('HMGET', key, 'tat', 'notBefore', 'ok', 'v', 'booked', 'echo', 'rate', 'ceiling', 'periodMs', 'changedAt', 'okAtChange', 'bookedAtChange', 'ceilingAt', 'probeMs', 'decreasedAt', 'refillUntil', 'source')
 local rate = fixed
@@ -116,7 +118,7 @@ end
 local n = 0
 local moves = {}
 if want > 0 then
-  n = math.min(want, math.floor(200 / interval) + 1)
+  n = math.min(want, math.floor(horizon / interval) + 1)
   local at, e, moved = first, 1, 0
   for i = 0, n - 1 do
     while echoes[e] and echoes[e][2] <= at do e = e + 1 end
