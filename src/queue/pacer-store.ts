@@ -13,7 +13,12 @@
  * `second % 128` → `second:count`, and per 10 ms, a ring of 256 fields
  * `d<slot % 256>` → `slot:count`.
  */
-import { windowed, type LearnerState, type RateSource } from '../platform/rate-learner.js';
+import {
+  ROUND_MS,
+  windowed,
+  type LearnerState,
+  type RateSource,
+} from '../platform/rate-learner.js';
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
 import { FIXED_MARGIN } from './window-echo.js';
@@ -27,15 +32,15 @@ import { FIXED_MARGIN } from './window-echo.js';
  */
 export const HORIZON_MS = 200;
 /**
- * The booking span of a slow start (src/platform/rate-learner.ts). Its rate
- * doubles every round of 100 ms, and turns booked ahead go out at the rate
- * they were booked at: booked HORIZON_MS ahead, a doubling would wait for
- * the next booking, and rounds would take 200-400 ms. Booked this far
- * ahead, a doubling takes effect within half a round. The script calls
- * this costs are few: the slow start's rates are low, and it lasts about
- * a second.
+ * The booking span of a slow start (src/platform/rate-learner.ts): half its
+ * round. Its rate doubles every round, and turns booked ahead go out at the
+ * rate they were booked at: booked HORIZON_MS ahead, a doubling would wait
+ * for the next booking, and rounds would take 200-400 ms. Booked half a
+ * round ahead, a doubling takes effect within half a round. The script
+ * calls this costs are few: the slow start's rates are low, and it lasts
+ * about a second.
  */
-export const SLOW_START_HORIZON_MS = 50;
+export const SLOW_START_HORIZON_MS = ROUND_MS / 2;
 export const LOG_SLOTS = 128;
 /** The recent successes, per 10 ms (`RECENT_SLOT_MS`), a ring of 256 fields `d<slot>`. */
 export const RECENT_SLOTS = 256;
