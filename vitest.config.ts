@@ -23,6 +23,13 @@ const PACE = [
   'test/e2e/cli-rate-limit.test.ts',
 ];
 
+// The first group: four files at once in every project of it, and a worker's
+// files share its module cache instead of importing src/ afresh each. No
+// file leaves state behind: a unit file puts env, timers and zones back; the
+// others start their own servers and Redis prefixes, and stop what they
+// started.
+const FIRST_GROUP = { sequence: { groupOrder: 0 }, isolate: false, maxWorkers: 4 };
+
 export default defineConfig({
   // Workspace packages (the platform sandbox) load from their TypeScript
   // source, so a test never runs against a stale build of them. Every
@@ -38,11 +45,7 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           // Property tests run thousands of cases; four files share two cores.
           testTimeout: 30_000,
-          // A worker's files share its module cache instead of importing src/ afresh
-          // each: no unit file leaves state behind (env, timers and zones are put back).
-          isolate: false,
-          sequence: { groupOrder: 0 },
-          maxWorkers: 4,
+          ...FIRST_GROUP,
         },
       },
       {
@@ -51,11 +54,7 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           exclude: PACE,
-          sequence: { groupOrder: 0 },
-          // Shared module cache here too, and in e2e, chaos and browser: each file starts
-          // its own servers and Redis prefixes, and stops what it started.
-          isolate: false,
-          maxWorkers: 4,
+          ...FIRST_GROUP,
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -70,9 +69,7 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 180_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 0 },
-          isolate: false,
-          maxWorkers: 4,
+          ...FIRST_GROUP,
         },
       },
       {
@@ -85,9 +82,7 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 240_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 0 },
-          isolate: false,
-          maxWorkers: 4,
+          ...FIRST_GROUP,
         },
       },
       {
@@ -100,9 +95,7 @@ export default defineConfig({
           globalSetup: ['test/harness/global-redis.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
-          sequence: { groupOrder: 0 },
-          isolate: false,
-          maxWorkers: 4,
+          ...FIRST_GROUP,
         },
       },
       {
