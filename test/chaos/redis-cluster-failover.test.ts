@@ -5,8 +5,12 @@
  * own failure detection (`cluster-node-timeout` 1 s) promotes that primary's
  * replica; the workers follow the slot to it and finish the run, with every
  * valid row on the platform once and a second run that writes nothing.
+ * First, the same failover under plain connections: commands kept in flight
+ * on the slot all through it wait for the replica, and none fails.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { createRedis, type RedisClient } from '../../src/redis/connection.js';
+import { sleep } from '../../src/sleep.js';
 import { expectSyncThroughRedisFault, useChaos } from '../harness/chaos.js';
 import { startRedisCluster, type RedisClusterTopology } from '../harness/redis-topology.js';
 
@@ -20,6 +24,56 @@ const chaos = useChaos();
 const LOST = /"msg":"Redis (connection lost|cluster node unreachable)/;
 
 describe('chaos: the primary of our slot in a Redis Cluster killed mid-run', () => {
+  it(
+    "a worker's and the state store's commands on the slot wait for the replica instead of failing",
+    { timeout: 60_000 },
+    async () => {
+      const cluster = await startRedisCluster({ primaries: 3, nodeTimeoutMs: 1_000 });
+      clusters.push(cluster);
+      const nodes = cluster.seeds.split(',').map((seed) => {
+        const [host, port] = seed.split(':');
+        return { host: host!, port: Number(port) };
+      });
+      const target = { kind: 'cluster', nodes, display: cluster.seeds } as const;
+      const clients = [createRedis('worker', target), createRedis('state', target)];
+      const key = '{crm-sync-failover}:n';
+      const owner = await cluster.slotOwner(key);
+      const errors: string[] = [];
+      let done = 0;
+      let stop = false;
+      // Commands in flight all through the failover: single ones, and
+      // MULTI blocks (which a pipeline sends and redirects as one).
+      const loops = clients.flatMap((redis: RedisClient) =>
+        Array.from({ length: 5 }, async (_, i) => {
+          while (!stop) {
+            try {
+              if (i % 2 === 0) await redis.incr(key);
+              else await redis.multi().incr(key).incr(key).exec();
+              done++;
+            } catch (err) {
+              errors.push((err as Error).message);
+            }
+            await sleep(5);
+          }
+        }),
+      );
+      try {
+        await sleep(300);
+        await owner.primary.kill();
+        await cluster.waitForPromotion(owner.replicas[0]!, owner.slot, 30_000);
+        const atPromotion = done;
+        await sleep(500);
+        stop = true;
+        await Promise.all(loops);
+        expect(errors).toEqual([]);
+        expect(done, 'commands done after the promotion').toBeGreaterThan(atPromotion);
+      } finally {
+        stop = true;
+        for (const redis of clients) redis.disconnect();
+      }
+    },
+  );
+
   it(
     'its replica takes over, the run completes with every row once, a second run writes nothing',
     { timeout: 120_000 },
