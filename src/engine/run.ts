@@ -20,9 +20,10 @@
  *
  * Planning restarts from the top if it was cut off (it writes nothing to the
  * platform, and its scratch is reset). Enqueueing is idempotent (a chunk's
- * job id names its lines; each write settles once per line). While writes
- * are in flight the run job sleeps in the delayed set and checks on them; it
- * holds no worker slot.
+ * job id names its lines; each write settles once per line) and goes on from
+ * the line the run record keeps. While the run's queued writes are at their
+ * bound, and while writes are in flight, the run job sleeps in the delayed
+ * set and checks on them; it holds no worker slot.
  *
  * The planning phase is in run-planning.ts; the writes themselves are the
  * `platform-writes` processor in write-chunk.ts (chunks of planned writes).
@@ -33,7 +34,6 @@ import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
 import { removeWaitingJobs } from '../queue/queues.js';
 import { addInTurn, writesWaiting } from '../queue/fair-share-store.js';
-import { sleep } from '../sleep.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
@@ -103,7 +103,12 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
           break;
         case 'writing':
           if (run.phase !== 'waiting') {
-            await enqueueWrites(ctx, run, def);
+            if (!(await enqueueWrites(ctx, run, def))) {
+              // Its queued writes are at the bound: the run sleeps, as it does
+              // waiting for them to settle, and leaves its slot to other runs.
+              await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
+              throw new DelayedError();
+            }
             await ctx.store.runs.update(runId, { phase: 'waiting' });
           }
           if (!(await writesSettled(ctx, runId))) {
@@ -244,30 +249,32 @@ async function onRunError(
 /**
  * Enqueues the planned writes in chunk jobs of up to `writeChunk` lines, cut
  * within each plan chunk (only the lines travel; the bodies stay in the
- * run's plan), a page at a time, each chunk in the run's turn among the runs
- * writing (src/queue/fair-share.ts), while the run's own writes waiting in
- * the queue stay under `maxWaitingWrites`.
+ * run's plan), a page at a time from the run's `enqueueFrom`, each chunk in
+ * the run's turn among the runs writing (src/queue/fair-share.ts). Once more
+ * than `maxWaitingWrites` of the run's own writes wait in the queue, it
+ * keeps the line it got to and returns false: the caller puts the run to
+ * sleep and it goes on from there. True once every write is enqueued (or the
+ * run is cancelled: the chunks not enqueued yet would only be skipped).
  */
 async function enqueueWrites(
   ctx: EngineContext,
   run: RunRecord,
   def: JobDefinition,
-  round = 0,
-): Promise<void> {
+): Promise<boolean> {
   const size = ctx.settings.writeChunk;
   const share = shareOf(run, def, size);
-  let cursor = '0';
+  let cursor = String(run.enqueueFrom ?? 0);
   do {
-    while ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
-      await sleep(ctx.settings.pollMs);
+    if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
+      await ctx.store.runs.update(run.id, { enqueueFrom: Number(cursor) });
+      return false;
     }
-    // A cancel: the chunks not enqueued yet would only be skipped.
-    if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return;
+    if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return true;
     const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
-    const jobs = writeChunksOfPage(run, def, page, round, size);
-    await addInTurn(ctx.writeQueue, share, jobs);
+    await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, 0, size));
   } while (cursor !== '0');
+  return true;
 }
 
 async function writesSettled(ctx: EngineContext, runId: string): Promise<boolean> {

@@ -101,6 +101,11 @@ export interface RunRecord {
   alertUndelivered?: string;
   /** When a cancel was asked for (epoch ms): the run sends nothing more and ends `cancelled`. */
   cancelRequested?: number;
+  /**
+   * While its writes are being enqueued: the plan line they go on from
+   * (0: the start), kept while the run waits for its queued writes to drain.
+   */
+  enqueueFrom?: number;
   counts: RunCounts;
   /** Milliseconds per named phase. */
   timings: Record<string, number>;
@@ -113,6 +118,7 @@ export interface RunPatch {
   finishedAt?: number;
   error?: string;
   alertUndelivered?: string;
+  enqueueFrom?: number;
   /** Merged into the stored timings. */
   timings?: Record<string, number>;
 }
@@ -173,6 +179,7 @@ const RunHashSchema = z.looseObject({
   error: z.string().optional(),
   alertUndelivered: z.string().optional(),
   cancelRequested: num.optional(),
+  enqueueFrom: num.pipe(z.number().int().min(0)).optional(),
 });
 
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
@@ -348,6 +355,7 @@ export class Runs {
     if (patch.phase !== undefined) fields.phase = patch.phase;
     if (patch.startedAt !== undefined) fields.startedAt = String(patch.startedAt);
     if (patch.finishedAt !== undefined) fields.finishedAt = String(patch.finishedAt);
+    if (patch.enqueueFrom !== undefined) fields.enqueueFrom = String(patch.enqueueFrom);
     if (patch.error !== undefined) fields.error = scrubText(patch.error);
     if (patch.alertUndelivered !== undefined)
       fields.alertUndelivered = scrubText(patch.alertUndelivered);
@@ -489,5 +497,6 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   if (d.error !== undefined) run.error = d.error;
   if (d.alertUndelivered !== undefined) run.alertUndelivered = d.alertUndelivered;
   if (d.cancelRequested !== undefined) run.cancelRequested = d.cancelRequested;
+  if (d.enqueueFrom !== undefined) run.enqueueFrom = d.enqueueFrom;
   return run;
 }

@@ -105,6 +105,44 @@ describe('engine: runs of different jobs share the writes', () => {
     expect(dump.companies).toHaveLength(done.counts.created + SMALL);
   });
 
+  it('leaves its run slot while its queued writes are at their bound: a fifth job runs meanwhile', async () => {
+    // 100/s shared by four backfills: each drains its first page of 500 writes for many seconds.
+    const h = await engine({
+      env: { PLATFORM_RATE_LIMIT: '100' },
+      settings: { maxWaitingWrites: 50 },
+    });
+    const names = ['b1', 'b2', 'b3', 'b4'];
+    names.forEach((name, i) => {
+      const rows = companyRows(1_000, 1_000_001 + i * 100_000).map(hubspotCells);
+      h.writeJob(name, hubspotJob(h.writeCsv(`${name}.csv`, HUBSPOT_HEADER, rows)));
+    });
+    const small = companyRows(SMALL, 7_000_001).map(hubspotCells);
+    h.writeJob('small', hubspotJob(h.writeCsv('small.csv', HUBSPOT_HEADER, small)));
+    await h.startWorkers();
+
+    // As many backfills as the worker has run slots, each planned and enqueueing.
+    const ids = await Promise.all(names.map((n) => h.enqueue(n)));
+    const runs = () => Promise.all(ids.map(async (id) => (await h.store.runs.get(id))!));
+    while ((await runs()).some((r) => r.status !== 'writing')) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const run = await h.runJob('small', { timeoutMs: 30_000 });
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ created: SMALL, failed: 0 });
+    // No backfill has enqueued its second page yet (it does so once 450 of its first have
+    // settled): a run held at its bound sleeps instead of keeping one of the four slots.
+    for (const r of await runs()) {
+      expect(r.phase).toBe('enqueueing');
+      expect(r.counts.writesSettled).toBeLessThan(450);
+    }
+
+    await Promise.all(ids.map((id) => cancelRun({ store: h.store }, id)));
+    for (const id of ids) {
+      const done = await h.waitForRun(id, { timeoutMs: 30_000 });
+      expect(done.status).toBe('cancelled');
+    }
+  });
+
   it("keeps a run's own waiting writes under maxWaitingWrites, a page of 500 more at most", async () => {
     const h = await engine({ settings: { maxWaitingWrites: 50 } });
     const path = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(1_000).map(hubspotCells));
