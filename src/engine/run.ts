@@ -266,7 +266,9 @@ async function enqueueWrites(
   let cursor = String(run.enqueueFrom ?? 0);
   do {
     if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
-      await ctx.store.runs.update(run.id, { enqueueFrom: Number(cursor) });
+      const from = Number(cursor);
+      if (from !== (run.enqueueFrom ?? 0))
+        await ctx.store.runs.update(run.id, { enqueueFrom: from });
       return false;
     }
     if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return true;

@@ -83,7 +83,7 @@ export function redisOptionsFor(role: RedisRole): RedisOptions {
 }
 
 /** The wait before a command follows a MOVED reply of a cluster node (ioredis: none). */
-export const MOVED_DELAY_MS = 100;
+const MOVED_DELAY_MS = 100;
 
 /**
  * How a cluster command follows redirections. While a primary fails over,
