@@ -48,7 +48,12 @@ describe('chaos: the primary of our slot in a Redis Cluster killed mid-run', () 
           while (!stop) {
             try {
               if (i % 2 === 0) await redis.incr(key);
-              else await redis.multi().incr(key).incr(key).exec();
+              else {
+                // EXEC answers each command's error in its place, or null when aborted.
+                const replies = await redis.multi().incr(key).incr(key).exec();
+                const failed = replies === null ? 'EXEC aborted' : replies.find(([e]) => e)?.[0];
+                if (failed) throw failed instanceof Error ? failed : new Error(failed);
+              }
               done++;
             } catch (err) {
               errors.push((err as Error).message);
