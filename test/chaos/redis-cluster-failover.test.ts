@@ -10,6 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRedis, type RedisClient } from '../../src/redis/connection.js';
+import { redisTargetOf } from '../../src/redis/target.js';
 import { sleep } from '../../src/sleep.js';
 import { expectSyncThroughRedisFault, useChaos } from '../harness/chaos.js';
 import { startRedisCluster, type RedisClusterTopology } from '../harness/redis-topology.js';
@@ -30,13 +31,16 @@ describe('chaos: the primary of our slot in a Redis Cluster killed mid-run', () 
     async () => {
       const cluster = await startRedisCluster({ primaries: 3, nodeTimeoutMs: 1_000 });
       clusters.push(cluster);
-      const nodes = cluster.seeds.split(',').map((seed) => {
-        const [host, port] = seed.split(':');
-        return { host: host!, port: Number(port) };
+      // The target a worker builds from REDIS_CLUSTER_NODES.
+      const prefix = '{crm-sync-failover}';
+      const { target, problems } = redisTargetOf({
+        clusterNodes: cluster.seeds,
+        defaultUrl: 'redis://127.0.0.1:6379',
+        prefix,
       });
-      const target = { kind: 'cluster', nodes, display: cluster.seeds } as const;
-      const clients = [createRedis('worker', target), createRedis('state', target)];
-      const key = '{crm-sync-failover}:n';
+      expect(problems).toEqual([]);
+      const clients = [createRedis('worker', target!), createRedis('state', target!)];
+      const key = `${prefix}:n`;
       const owner = await cluster.slotOwner(key);
       const errors: string[] = [];
       let done = 0;
