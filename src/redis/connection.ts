@@ -82,24 +82,22 @@ export function redisOptionsFor(role: RedisRole): RedisOptions {
   return { ...common, maxRetriesPerRequest: null, enableOfflineQueue: true };
 }
 
-/** The wait before a command follows a MOVED reply of a cluster node (ioredis: none). */
-const MOVED_DELAY_MS = 100;
-
 /**
- * How a cluster command follows redirections. While a primary fails over,
- * the other nodes send our slot's commands to the dead primary (MOVED) and
- * it does not answer (connection closed) until its replica takes over,
- * which takes about twice `cluster-node-timeout` (15 s by default). ioredis
+ * How a cluster command of a role that waits for Redis however long it
+ * takes (`maxRetriesPerRequest: null`) follows redirections. While a primary
+ * fails over, the other nodes send our slot's commands to the dead primary
+ * (MOVED) and it does not answer (connection closed) until its replica
+ * takes over, about twice `cluster-node-timeout` (15 s by default). ioredis
  * gives a command 16 redirections at 0-100 ms each, about a second, then
- * fails it; a worker's command instead follows them for as long as the
- * failover takes, as it waits out a lost single node, each MOVED after a
- * pause so that a cluster still disagreeing about the slot is not asked in
- * a tight loop. A producer keeps ioredis's bound: it fails fast.
+ * fails it; such a command follows them for as long as the failover takes,
+ * each MOVED 100 ms later (ioredis: at once) so that a cluster still
+ * disagreeing about the slot is not asked in a tight loop. A producer keeps
+ * ioredis's bound: it fails fast.
  */
-function redirectsFor(role: RedisRole): Partial<ClusterOptions> {
-  if (role === 'producer') return {};
-  return { maxRedirections: Infinity, retryDelayOnMoved: MOVED_DELAY_MS };
-}
+const WAIT_OUT_FAILOVER: Partial<ClusterOptions> = {
+  maxRedirections: Infinity,
+  retryDelayOnMoved: 100,
+};
 
 function tlsOf(tls: RedisTls | undefined): TlsOptions | undefined {
   if (!tls) return undefined;
@@ -130,7 +128,7 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
       ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
       ...(lazyConnect !== undefined && { lazyConnect }),
       slotsRefreshTimeout: 2_000,
-      ...redirectsFor(role),
+      ...(perNode.maxRetriesPerRequest === null && WAIT_OUT_FAILOVER),
       redisOptions: { ...perNode, ...auth, ...(tls && { tls }) },
       // Keep the nodes' host names: TLS certificates name hosts, not addresses.
       ...(tls && { dnsLookup: (address, callback) => callback(null, address) }),
