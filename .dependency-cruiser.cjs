@@ -71,6 +71,21 @@ module.exports = {
       from: { path: '^src/[a-z-]+\\.ts$', pathNot: '^src/(config|cli)\\.ts$' },
       to: { path: '^src/([a-z-]+/|config\\.ts$|cli\\.ts$)', dependencyTypesNot: ['type-only'] },
     },
+    {
+      name: 'cli-commands-load-the-library-lazily',
+      severity: 'error',
+      comment:
+        "--help and a usage error need the commands' definitions only: a command loads the library (and runtime.ts, which opens it) in its action, with import().",
+      from: {
+        path: '^src/(cli\\.ts$|cli/)',
+        pathNot: '^src/cli/(runtime|validate-paths|validate-export)\\.ts$',
+      },
+      to: {
+        pathNot:
+          '^(src/sync/|src/state/failure-kinds\\.ts$|src/cli/(?!(runtime|validate-paths|validate-export)\\.ts$)|node_modules/commander/|@crm-sync/platform-sandbox$)',
+        dependencyTypesNot: ['type-only', 'dynamic-import', 'core'],
+      },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -2,7 +2,8 @@
 /**
  * The `crm-sync` command: a thin layer over the library. Each command lives in
  * src/cli/<command>.ts and only parses its arguments, calls the library and
- * prints. Errors are one clear line (the stack with --verbose).
+ * prints; it loads the library in its action, so `--help` and a usage error
+ * load none of it. Errors are one clear line (the stack with --verbose).
  */
 import { Command, CommanderError } from 'commander';
 import { registerApiAccountCommand } from './cli/api-account.js';
@@ -54,7 +55,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
       return;
     }
-    reportFatal(err, argv.includes('--verbose'));
+    await reportFatal(err, argv.includes('--verbose'));
   }
 }
 

@@ -5,11 +5,6 @@
  * line or error can carry it; it is never stored.
  */
 import type { Command } from 'commander';
-import { requirePlatform } from '../config.js';
-import { registerSecret } from '../log.js';
-import { PlatformClient } from '../platform/client.js';
-import { PlatformError } from '../platform/errors.js';
-import { cliRuntime } from './runtime.js';
 
 export function registerApiAccountCommand(program: Command): void {
   const group = program
@@ -23,6 +18,11 @@ export function registerApiAccountCommand(program: Command): void {
     .argument('<name>', "the account's first_name, e.g. crm-sync-production")
     .option('--json', 'print {id, name, status, token} as one JSON object')
     .action(async (name: string, flags: { json?: boolean }) => {
+      const { cliRuntime } = await import('./runtime.js');
+      const { requirePlatform } = await import('../config.js');
+      const { registerSecret } = await import('../log.js');
+      const { PlatformClient } = await import('../platform/client.js');
+      const { PlatformError } = await import('../platform/errors.js');
       const { config, logger } = cliRuntime();
       const platform = requirePlatform(config);
       const client = new PlatformClient({

@@ -8,12 +8,9 @@
  * writes (docs/OPERATIONS.md, "Persistence").
  */
 import { Argument, type Command } from 'commander';
-import { requirePlatform } from '../config.js';
-import { auditEntity } from '../engine/audit.js';
 import type { AuditReport } from '../sync/audit.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
 import { ExitCode } from './output.js';
-import { cliRuntime, openProducer, pacedClient } from './runtime.js';
 import { formatTable, type Column } from './table.js';
 
 interface AuditFlags {
@@ -54,6 +51,9 @@ export function registerAuditCommand(program: Command): void {
     )
     .addHelpText('after', AUDIT_HELP)
     .action(async (entity: Entity, flags: AuditFlags) => {
+      const { cliRuntime, openProducer, pacedClient } = await import('./runtime.js');
+      const { requirePlatform } = await import('../config.js');
+      const { auditEntity } = await import('../engine/audit.js');
       const { config, logger } = cliRuntime();
       requirePlatform(config);
       const producer = await openProducer(config);

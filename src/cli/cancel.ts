@@ -5,14 +5,7 @@
  * cancelled run can be retried (`crm-sync retry RUN`).
  */
 import type { Command } from 'commander';
-import {
-  cancelRun,
-  NoSuchRunError,
-  RunCompletingError,
-  RunEndedError,
-} from '../engine/run-service.js';
 import { ExitCode } from './output.js';
-import { cliRuntime, openProducer } from './runtime.js';
 
 interface CancelFlags {
   json?: boolean;
@@ -41,6 +34,9 @@ export function registerCancelCommand(program: Command): void {
 }
 
 async function cancelCommand(runId: string, flags: CancelFlags): Promise<number> {
+  const { cliRuntime, openProducer } = await import('./runtime.js');
+  const { cancelRun, NoSuchRunError, RunCompletingError, RunEndedError } =
+    await import('../engine/run-service.js');
   const { config, logger } = cliRuntime();
   const producer = await openProducer(config, logger);
   try {

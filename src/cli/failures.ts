@@ -8,10 +8,9 @@
  * sits in memory whole.
  */
 import { Option, type Command } from 'commander';
-import { failurePages, printCsv, recordOf } from '../engine/run-failures.js';
-import { FAILURE_KINDS, type FailureKind, type FailureRow } from '../state/runs.js';
+import { FAILURE_KINDS, type FailureKind } from '../state/failure-kinds.js';
+import type { FailureRow } from '../state/runs.js';
 import { integerOption } from './options.js';
-import { cliRuntime, openProducer } from './runtime.js';
 import { formatTable, type Column } from './table.js';
 
 interface FailuresFlags {
@@ -43,6 +42,8 @@ export function registerFailuresCommand(program: Command): void {
           code: 'crm-sync.usage',
         });
       }
+      const { cliRuntime, openProducer } = await import('./runtime.js');
+      const { failurePages, printCsv } = await import('../engine/run-failures.js');
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {
@@ -117,6 +118,7 @@ const COLUMNS: Column[] = [
 
 /** A table per page: columns are as wide as each page needs. Returns how many rows it printed. */
 export async function printTable(rows: AsyncIterable<FailureRow[]>, out: Out): Promise<number> {
+  const { recordOf } = await import('../engine/run-failures.js');
   let header = true;
   let count = 0;
   for await (const page of rows) {

@@ -7,10 +7,7 @@
  */
 import type { Command } from 'commander';
 import type { Queue } from 'bullmq';
-import { createWriteQueue } from '../queue/queues.js';
-import { otherWorkers } from '../queue/worker-layout.js';
-import { migrate, type MigrateReport } from '../state/migrations.js';
-import { cliRuntime, openProducer } from './runtime.js';
+import type { MigrateReport } from '../state/migrations.js';
 
 interface MigrateFlags {
   abandonRuns?: boolean;
@@ -34,6 +31,10 @@ export function registerMigrateCommand(program: Command): void {
     )
     .option('--json', 'print the report as one JSON object')
     .action(async (flags: MigrateFlags) => {
+      const { cliRuntime, openProducer } = await import('./runtime.js');
+      const { createWriteQueue } = await import('../queue/queues.js');
+      const { otherWorkers } = await import('../queue/worker-layout.js');
+      const { migrate } = await import('../state/migrations.js');
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       const writeQueue = createWriteQueue({ connection: producer.redis, prefix: config.prefix });

@@ -1,5 +1,5 @@
 /** Option value parsers shared by commands: a bad value is a usage error (exit 2). */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 
 /** Parses an integer option of at least `min`. */
 export function integerOption(what: string, min: number) {
@@ -10,4 +10,12 @@ export function integerOption(what: string, min: number) {
     }
     return n;
   };
+}
+
+/** The `--jobs DIR` option, shared by the commands that read job definitions. */
+export function jobsOption(cmd: Command): Command {
+  return cmd.option(
+    '--jobs <dir>',
+    'folder of job definitions (default: CRM_SYNC_JOBS_DIR or ./jobs)',
+  );
 }

@@ -1,5 +1,7 @@
-import { redactSecrets } from '../log.js';
-import { RedisUnavailableError } from '../redis/connection.js';
+/**
+ * How the CLI ends: its exit codes, and a fatal error as one line. It loads
+ * no library module until an error needs one, so `--help` stays light.
+ */
 
 /** Exit codes of the CLI, documented in docs/CLI.md and the root --help. */
 export const ExitCode = {
@@ -26,8 +28,19 @@ Exit codes:
   7  a run was cancelled (crm-sync cancel, the API)
 Errors are one line; --verbose prints the stack.`;
 
+/** Exit code for a finished run: 0 completed, 1 failed, 5 stopped by a threshold, 7 cancelled. */
+export function exitCodeOf(status: string): number {
+  if (status === 'completed') return ExitCode.ok;
+  if (status === 'stopped') return ExitCode.stopped;
+  if (status === 'cancelled') return ExitCode.cancelled;
+  return ExitCode.failed;
+}
+
 /** Prints an error as one line (or with its stack when verbose) and sets the exit code. */
-export function reportFatal(err: unknown, verbose: boolean): void {
+export async function reportFatal(err: unknown, verbose: boolean): Promise<void> {
+  // Loaded already by the command that failed, except for an error before it began.
+  const { redactSecrets } = await import('../log.js');
+  const { RedisUnavailableError } = await import('../redis/connection.js');
   const e = err instanceof Error ? err : new Error(String(err));
   const code = (e as { code?: unknown }).code;
   const text = verbose && e.stack ? e.stack : `crm-sync: ${e.message}`;

@@ -6,19 +6,10 @@
  * `full`/`force` options.
  */
 import type { Command } from 'commander';
-import {
-  jobLoader,
-  NoSuchRunError,
-  prepareRetry,
-  RunNotEndedError,
-  submitRun,
-  type PreparedRetry,
-} from '../engine/run-service.js';
-import { startWorkerService } from '../engine/worker-service.js';
-import { createShutdown } from '../ops/shutdown.js';
-import { ExitCode } from './output.js';
+import type { PreparedRetry } from '../engine/run-service.js';
+import { jobsOption } from './options.js';
+import { ExitCode, exitCodeOf } from './output.js';
 import { watch } from './run.js';
-import { cliRuntime, exitCodeOf, jobsOption, openProducer } from './runtime.js';
 
 interface RetryFlags {
   wait?: boolean;
@@ -57,6 +48,11 @@ export function registerRetryCommand(program: Command): void {
 }
 
 async function retryCommand(originalId: string, flags: RetryFlags): Promise<number> {
+  const { cliRuntime, openProducer } = await import('./runtime.js');
+  const { jobLoader, NoSuchRunError, prepareRetry, RunNotEndedError, submitRun } =
+    await import('../engine/run-service.js');
+  const { startWorkerService } = await import('../engine/worker-service.js');
+  const { createShutdown } = await import('../ops/shutdown.js');
   const { config, logger } = cliRuntime();
   const jobsDir = flags.jobs ?? config.jobsDir;
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });

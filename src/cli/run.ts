@@ -3,27 +3,14 @@
  * run (or attach to the one going), wait for it with a progress bar, print
  * it; or plan without writing anything.
  */
-import { SingleBar } from 'cli-progress';
+import type { SingleBar } from 'cli-progress';
 import { Option, type Command } from 'commander';
-import { requirePlatform } from '../config.js';
-import { coverageWarnings, unmatchedPaths } from '../crm/path-coverage.js';
 import type { RowWarning } from '../engine/plan-pass.js';
-import { planJob, planOutcomes } from '../engine/dry-run.js';
-import { jobLoader, prepareRun, submitRun } from '../engine/run-service.js';
-import { runSummary, waitForRun, type RunSummary } from '../engine/run-summary.js';
-import { startWorkerService } from '../engine/worker-service.js';
-import { createShutdown } from '../ops/shutdown.js';
-import { describeRate, readPacerState } from '../queue/pacer-store.js';
+import type { RunSummary } from '../engine/run-summary.js';
 import type { StateStore } from '../state/store.js';
 import { MODES, recordName, type Action, type Mode } from '../sync/action.js';
-import {
-  cliRuntime,
-  exitCodeOf,
-  formatSummary,
-  jobsOption,
-  openProducer,
-  pacedClient,
-} from './runtime.js';
+import { jobsOption } from './options.js';
+import { exitCodeOf } from './output.js';
 
 interface RunFlags {
   source?: string;
@@ -79,6 +66,7 @@ export function registerRunCommands(program: Command): void {
     .option('--wait', 'wait until the run ends')
     .option('--json', 'print the run summary as one JSON object')
     .action(async (runId: string, flags: { wait?: boolean; json?: boolean }) => {
+      const { cliRuntime, openProducer } = await import('./runtime.js');
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {
@@ -91,6 +79,10 @@ export function registerRunCommands(program: Command): void {
 }
 
 async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
+  const { cliRuntime, openProducer } = await import('./runtime.js');
+  const { jobLoader, prepareRun, submitRun } = await import('../engine/run-service.js');
+  const { startWorkerService } = await import('../engine/worker-service.js');
+  const { createShutdown } = await import('../ops/shutdown.js');
   const { config, logger } = cliRuntime();
   const jobsDir = flags.jobs ?? config.jobsDir;
   // Refuse a job that cannot run, or a --source with a credential, before anything starts.
@@ -140,6 +132,10 @@ export async function watch(
   runId: string,
   flags: { wait?: boolean; json?: boolean; prefix?: string },
 ): Promise<RunSummary | null> {
+  const { SingleBar } = await import('cli-progress');
+  const { formatSummary } = await import('./runtime.js');
+  const { runSummary, waitForRun } = await import('../engine/run-summary.js');
+  const { describeRate, readPacerState } = await import('../queue/pacer-store.js');
   let bar: SingleBar | undefined;
   const run = flags.wait
     ? await waitForRun(store, runId, {
@@ -176,6 +172,11 @@ export async function watch(
 }
 
 async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
+  const { cliRuntime, openProducer, pacedClient } = await import('./runtime.js');
+  const { requirePlatform } = await import('../config.js');
+  const { coverageWarnings, unmatchedPaths } = await import('../crm/path-coverage.js');
+  const { jobLoader } = await import('../engine/run-service.js');
+  const { planJob, planOutcomes } = await import('../engine/dry-run.js');
   const { config, logger } = cliRuntime();
   requirePlatform(config);
   const loadJob = jobLoader(config, flags.jobs);

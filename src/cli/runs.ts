@@ -4,10 +4,8 @@
  * shape `show --json` prints).
  */
 import type { Command } from 'commander';
-import { runSummary } from '../engine/run-summary.js';
 import type { RunRecord } from '../state/runs.js';
 import { integerOption } from './options.js';
-import { cliRuntime, openProducer } from './runtime.js';
 import { formatDuration, formatTable, formatTime, type Column } from './table.js';
 
 interface RunsFlags {
@@ -24,6 +22,8 @@ export function registerRunsCommand(program: Command): void {
     .option('--limit <N>', 'how many runs to list', integerOption('--limit', 1), 20)
     .option('--json', 'print one JSON array of run summaries')
     .action(async (flags: RunsFlags) => {
+      const { cliRuntime, openProducer } = await import('./runtime.js');
+      const { runSummary } = await import('../engine/run-summary.js');
       const { config } = cliRuntime();
       const producer = await openProducer(config);
       try {

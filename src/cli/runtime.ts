@@ -2,9 +2,9 @@
  * What CLI commands share: configuration and logger, a producer connection
  * that fails fast when Redis is down, the state store and the runs queue, and
  * how a run summary (src/engine/run-summary.ts) is printed in a few human
- * lines, with the exit code its status gives.
+ * lines. Commands load it in their actions (docs/ARCHITECTURE.md, "Layers"):
+ * it brings the library, which `--help` does not need.
  */
-import type { Command } from 'commander';
 import type { RedisClient } from '../redis/connection.js';
 import { loadConfig, requirePlatform, type Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
@@ -90,14 +90,6 @@ export function pacedClient(
   };
 }
 
-/** The `--jobs DIR` option, shared by the commands that read job definitions. */
-export function jobsOption(cmd: Command): Command {
-  return cmd.option(
-    '--jobs <dir>',
-    'folder of job definitions (default: CRM_SYNC_JOBS_DIR or ./jobs)',
-  );
-}
-
 /** A run summary in a few human lines (what `show` prints without --json). */
 export function formatSummary(s: RunSummary): string {
   const c = s.counts;
@@ -125,12 +117,4 @@ export function formatSummary(s: RunSummary): string {
     );
   }
   return lines.join('\n');
-}
-
-/** Exit code for a finished run: 0 completed, 1 failed, 5 stopped by a threshold, 7 cancelled. */
-export function exitCodeOf(status: string): number {
-  if (status === 'completed') return 0;
-  if (status === 'stopped') return 5;
-  if (status === 'cancelled') return 7;
-  return 1;
 }

@@ -10,8 +10,6 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { RateLimitMode, SandboxExtension } from '@crm-sync/platform-sandbox';
-import { loadConfig } from '../config.js';
-import { createLogger, registerSecret } from '../log.js';
 
 const PACKAGE = '@crm-sync/platform-sandbox';
 
@@ -147,6 +145,8 @@ export function registerSandboxCommand(program: Command): void {
           { exitCode: 2, code: 'crm-sync.usage' },
         );
       }
+      const { loadConfig } = await import('../config.js');
+      const { createLogger, registerSecret } = await import('../log.js');
       const config = loadConfig();
       const apiKey = opts.apiKey ?? config.sandboxApiKey;
       if (!apiKey) {

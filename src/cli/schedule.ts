@@ -5,11 +5,8 @@
  */
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { jobSchedule } from '../engine/job-service.js';
-import { jobLoader } from '../engine/run-service.js';
-import { pauseJob, resumeJob } from '../schedule/pause.js';
+import { jobsOption } from './options.js';
 import { ExitCode } from './output.js';
-import { cliRuntime, jobsOption, openProducer } from './runtime.js';
 
 interface ScheduleFlags {
   jobs?: string;
@@ -53,6 +50,10 @@ async function scheduleCommand(
   name: string,
   flags: ScheduleFlags,
 ): Promise<number> {
+  const { cliRuntime, openProducer } = await import('./runtime.js');
+  const { jobSchedule } = await import('../engine/job-service.js');
+  const { jobLoader } = await import('../engine/run-service.js');
+  const { pauseJob, resumeJob } = await import('../schedule/pause.js');
   const { config } = cliRuntime();
   const def = jobLoader(config, flags.jobs ?? config.jobsDir)(name);
   if (action === 'pause' && def.schedule === undefined) {

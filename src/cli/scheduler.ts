@@ -5,11 +5,6 @@
  * ops routes (OPS_HOST, OPS_PORT) for health checks and the dashboard.
  */
 import type { Command } from 'commander';
-import { loadConfig } from '../config.js';
-import { createLogger } from '../log.js';
-import { startOpsServer } from '../ops/server.js';
-import { createShutdown } from '../ops/shutdown.js';
-import { startSchedulerService } from '../schedule/scheduler-service.js';
 
 export function registerSchedulerCommand(program: Command): void {
   program
@@ -17,6 +12,11 @@ export function registerSchedulerCommand(program: Command): void {
     .description('enqueue scheduled runs of the job definitions until SIGTERM/SIGINT')
     .option('--jobs <DIR>', 'folder of job definitions (env CRM_SYNC_JOBS_DIR, default ./jobs)')
     .action(async (opts: { jobs?: string }) => {
+      const { loadConfig } = await import('../config.js');
+      const { createLogger } = await import('../log.js');
+      const { startOpsServer } = await import('../ops/server.js');
+      const { createShutdown } = await import('../ops/shutdown.js');
+      const { startSchedulerService } = await import('../schedule/scheduler-service.js');
       const config = loadConfig();
       const logger = createLogger({ level: config.logLevel });
       const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });

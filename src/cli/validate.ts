@@ -15,12 +15,9 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { jobAlertProblems } from '../alerts/rules.js';
-import { loadConfig } from '../config.js';
-import { loadJobs, type JobDefinition } from '../jobs/definition.js';
+import type { JobDefinition } from '../jobs/definition.js';
+import { jobsOption } from './options.js';
 import { ExitCode } from './output.js';
-import { pathReport } from './validate-paths.js';
-import { jobsOption } from './runtime.js';
 
 export function registerValidateCommand(program: Command): void {
   jobsOption(
@@ -29,6 +26,10 @@ export function registerValidateCommand(program: Command): void {
       .description('check every job definition and its mapping; list every problem at once')
       .option('--fetch', 'also read the first rows of URL sources to check the mapped paths'),
   ).action(async (flags: { jobs?: string; fetch?: boolean }) => {
+    const { jobAlertProblems } = await import('../alerts/rules.js');
+    const { loadConfig } = await import('../config.js');
+    const { loadJobs } = await import('../jobs/definition.js');
+    const { pathReport } = await import('./validate-paths.js');
     const config = loadConfig();
     const dir = resolve(flags.jobs ?? config.jobsDir);
     const loaded = loadJobs(dir, { mappingsDir: config.mappingsDir });

@@ -7,12 +7,7 @@
  */
 import type { Command } from 'commander';
 import type { Queue } from 'bullmq';
-import { startWorkerService } from '../engine/worker-service.js';
-import { createMetrics } from '../ops/metrics.js';
-import { startOpsServer } from '../ops/server.js';
-import { createShutdown } from '../ops/shutdown.js';
-import { startSchedulerService } from '../schedule/scheduler-service.js';
-import { cliRuntime, jobsOption } from './runtime.js';
+import { jobsOption } from './options.js';
 
 export function registerWorkerCommands(program: Command): void {
   jobsOption(
@@ -29,6 +24,12 @@ export function registerWorkerCommands(program: Command): void {
 }
 
 async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never> {
+  const { cliRuntime } = await import('./runtime.js');
+  const { startWorkerService } = await import('../engine/worker-service.js');
+  const { createMetrics } = await import('../ops/metrics.js');
+  const { startOpsServer } = await import('../ops/server.js');
+  const { createShutdown } = await import('../ops/shutdown.js');
+  const { startSchedulerService } = await import('../schedule/scheduler-service.js');
   const { config, logger } = cliRuntime();
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
   shutdown.listen();

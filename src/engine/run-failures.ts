@@ -6,7 +6,8 @@
  * same way.
  */
 import { csvRow } from '../csv.js';
-import type { FailureKind, FailureRow } from '../state/runs.js';
+import type { FailureKind } from '../state/failure-kinds.js';
+import type { FailureRow } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 
 const PAGE = 1_000;

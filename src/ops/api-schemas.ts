@@ -4,13 +4,8 @@
  * request bodies and query strings are parsed with them.
  */
 import { z } from 'zod';
-import {
-  FAILURE_KINDS,
-  FailureRowSchema,
-  RUN_COUNTERS,
-  RUN_STATUSES,
-  type RunCounter,
-} from '../state/runs.js';
+import { FAILURE_KINDS } from '../state/failure-kinds.js';
+import { FailureRowSchema, RUN_COUNTERS, RUN_STATUSES, type RunCounter } from '../state/runs.js';
 import { MAX_WEIGHT } from '../queue/fair-share.js';
 
 export const ErrorBody = z.strictObject({ error: z.string() }).meta({

@@ -14,6 +14,7 @@ import { callScript } from '../redis/scripts.js';
 import { z } from 'zod';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
+import { FAILURE_KINDS } from './failure-kinds.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { LAYOUT_VERSION, RunField, type KeyLayout } from './keys.js';
 import { chunks, execAll } from './pipeline.js';
@@ -122,24 +123,6 @@ export interface RunPatch {
   /** Merged into the stored timings. */
   timings?: Record<string, number>;
 }
-
-/**
- * `skipped`: a skip rule of the mapping said the row is no live record.
- * `duplicate`: another row claiming the same record keeps it (the job's `duplicates` rule).
- * `warning`: an optional field left out of a row that was still planned, or
- * (field `(row)`) a row that was read as windows-1252 (source.encoding auto).
- */
-export const FAILURE_KINDS = [
-  'invalid',
-  'rejected',
-  'conflict',
-  'duplicate',
-  'unsupported',
-  'failed',
-  'skipped',
-  'warning',
-] as const;
-export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 /** One row of a run that did not make it, and why; or a field of a row that did not (`warning`). */
 export const FailureRowSchema = z.object({

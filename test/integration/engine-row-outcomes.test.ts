@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { dryRun } from '../../src/engine/dry-run.js';
 import { failurePages } from '../../src/engine/run-failures.js';
 import { runSummary } from '../../src/engine/run-summary.js';
-import type { FailureKind, FailureRow } from '../../src/state/runs.js';
+import type { FailureKind } from '../../src/state/failure-kinds.js';
+import type { FailureRow } from '../../src/state/runs.js';
 import {
   countWrites,
   statsSince,
