@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { planJob } from '../../src/engine/dry-run.js';
+import { isWriteChunkOf } from '../../src/engine/payloads.js';
 import { cancelRun, jobLoader } from '../../src/engine/run-service.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import {
@@ -148,7 +149,7 @@ describe('engine: runs of different jobs share the writes', () => {
     await h.waitForRun(smallId, { timeoutMs: 30_000 });
   });
 
-  it("keeps a run's own waiting writes under maxWaitingWrites, a page of 500 more at most", async () => {
+  it("keeps a run's own waiting writes under maxWaitingWrites, a page of 500 more at most, and goes on from where it stopped", async () => {
     const h = await engine({ settings: { maxWaitingWrites: 50 } });
     const path = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(1_000).map(hubspotCells));
     h.writeJob('backfill', hubspotJob(path));
@@ -172,5 +173,14 @@ describe('engine: runs of different jobs share the writes', () => {
     // The run adds a page (500 writes, in chunks cut within the plan's) only while 50 or fewer wait.
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(50 + 500);
+
+    // Held at its bound, the run kept the plan line it got to and went on from there: no chunk
+    // was offered to the queue twice (BullMQ notes a job id added again as `duplicated`).
+    expect(run.enqueueFrom).toBeGreaterThan(0);
+    const events = await h.store.connection.xrange(service.writeQueue.keys.events!, '-', '+');
+    const offered = (event: string) =>
+      events.filter(([, f]) => f[1] === event && isWriteChunkOf(String(f[3]), run.id)).length;
+    expect(offered('added')).toBeGreaterThanOrEqual(1_000 / 50);
+    expect(offered('duplicated')).toBe(0);
   });
 });
