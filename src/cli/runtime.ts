@@ -2,8 +2,8 @@
  * What CLI commands share: configuration and logger, a producer connection
  * that fails fast when Redis is down, the state store and the runs queue, and
  * how a run summary (src/engine/run-summary.ts) is printed in a few human
- * lines. Commands load it in their actions (docs/ARCHITECTURE.md, "Layers"):
- * it brings the library, which `--help` does not need.
+ * lines. Commands load it in their actions (docs/ARCHITECTURE.md, "Layers and
+ * imports"): it brings the library, which `--help` does not need.
  */
 import type { RedisClient } from '../redis/connection.js';
 import { loadConfig, requirePlatform, type Config } from '../config.js';
