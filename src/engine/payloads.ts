@@ -91,13 +91,13 @@ export function writeChunks(
  * The write jobs of a page of planned writes: cut within each plan chunk,
  * never across two, so that a page read again after a restart (some chunks
  * dropped meanwhile, their lines settled) gives the chunks left the same jobs,
- * which the queue knows by their ids: no line is in two jobs at once.
+ * which the queue knows by their ids: no line is in two jobs at once. The
+ * enqueuer's chunks are round 0; later rounds are finalize's retries.
  */
 export function writeChunksOfPage(
   run: Pick<RunRecord, 'id'>,
   def: Pick<JobDefinition, 'entity' | 'createVia'>,
   page: { chunks: readonly (readonly { line: number }[])[] },
-  round: number,
   size: number = DEFAULT_WRITE_CHUNK,
 ) {
   return page.chunks.flatMap((c) =>
@@ -105,7 +105,7 @@ export function writeChunksOfPage(
       run,
       def,
       c.map((w) => w.line),
-      round,
+      0,
       size,
     ),
   );

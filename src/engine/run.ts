@@ -62,6 +62,11 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
   const req = parsed.data;
   const runId = job.id!;
   const log = ctx.logger.child({ runId, job: req.job });
+  /** Puts the run job in the delayed set for a poll interval: it holds no worker slot meanwhile. */
+  const sleepAPoll = async (): Promise<never> => {
+    await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
+    throw new DelayedError();
+  };
 
   let run = await ctx.store.runs.get(runId);
   if (!run && job.attemptsStarted > 1) {
@@ -103,18 +108,11 @@ export async function processRun(ctx: EngineContext, job: Job, token?: string): 
           break;
         case 'writing':
           if (run.phase !== 'waiting') {
-            if (!(await enqueueWrites(ctx, run, def))) {
-              // Its queued writes are at the bound: the run sleeps, as it does
-              // waiting for them to settle, and leaves its slot to other runs.
-              await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
-              throw new DelayedError();
-            }
+            // Its queued writes at their bound, the run sleeps as it does waiting for them to settle.
+            if (!(await enqueueWrites(ctx, run, def))) await sleepAPoll();
             await ctx.store.runs.update(runId, { phase: 'waiting' });
           }
-          if (!(await writesSettled(ctx, runId))) {
-            await job.moveToDelayed(Date.now() + ctx.settings.pollMs, token);
-            throw new DelayedError();
-          }
+          if (!(await writesSettled(ctx, runId))) await sleepAPoll();
           await ctx.store.runs.update(runId, { status: 'finalizing', phase: 'verifying creates' });
           break;
         case 'finalizing': {
@@ -274,7 +272,7 @@ async function enqueueWrites(
     if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return true;
     const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
-    await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, 0, size));
+    await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, size));
   } while (cursor !== '0');
   return true;
 }

@@ -191,7 +191,7 @@ async function pageJobs(runId: string): Promise<ReturnType<typeof writeChunksOfP
   do {
     const page = await store.plannedWrites.scan(runId, cursor, 500);
     cursor = page.cursor;
-    out.push(...writeChunksOfPage({ id: runId }, DEF, page, 0, 50));
+    out.push(...writeChunksOfPage({ id: runId }, DEF, page, 50));
   } while (cursor !== '0');
   return out;
 }
