@@ -20,9 +20,6 @@ export const DEFAULT_RATE_LIMIT = 10;
 /** The most `PLATFORM_RATE_LIMIT=auto` goes to (PLATFORM_RATE_LIMIT_MAX); write concurrency is sized for it. */
 export const DEFAULT_RATE_LIMIT_MAX = 200;
 
-/** Where `auto` starts when nothing was learned yet: low, so a strict platform sees few 429s. */
-export const DEFAULT_RATE_LIMIT_START = 5;
-
 /** The platform latency write concurrency is sized for (PLATFORM_LATENCY_HINT_MS). */
 export const DEFAULT_LATENCY_HINT_MS = 200;
 

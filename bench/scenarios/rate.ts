@@ -48,7 +48,7 @@ import {
   type Sample,
 } from '../lib/meter.js';
 import { writeFileSync } from 'node:fs';
-import { readPacerState, type PacerView } from '../../src/queue/pacer-store.js';
+import { readPacerState, SLOW_START_RATE, type PacerView } from '../../src/queue/pacer-store.js';
 import { FIXED_MARGIN, fixedPace, pacerKey } from '../../src/queue/pacer.js';
 
 const ROWS = process.env.BENCH_RATE_ROWS ? Number(process.env.BENCH_RATE_ROWS) : undefined;
@@ -227,7 +227,7 @@ export default {
         notes: [
           'start to end: rows over the run (its startedAt to its finishedAt, the run record), over the limit; the first and last writes as the sandbox logged their arrival',
           'steady: writes the sandbox accepted between 10% and 90% of them, per second',
-          `each case on a fresh sandbox and Redis prefix: auto starts at 5/s with nothing learned; the fixed rate is paced at ${ratio(FIXED_MARGIN, 3)} of PLATFORM_RATE_LIMIT`,
+          `each case on a fresh sandbox and Redis prefix: auto starts at ${SLOW_START_RATE}/s with nothing learned; the fixed rate is paced at ${ratio(FIXED_MARGIN, 3)} of PLATFORM_RATE_LIMIT`,
           `${RUNS} run(s) per case, the cases taking turns; the median run by start to end, [range]`,
           `PLATFORM_LATENCY_HINT_MS = the sandbox's latency L; load average ${load0} before, ${load1} after`,
         ],

@@ -4,8 +4,9 @@
  * keeps in Redis for every replica; each function here takes a state and an
  * observation and answers the next state, or `undefined` when nothing moves.
  *
- * - Start low (`start`, 5/s) and, from the first success, double the rate
- *   every round (`ROUND_MS`, 100 ms) whose turns were taken ("slow start",
+ * - Start low (`start`; the pacer's SLOW_START_RATE, 20/s) and, from the
+ *   first success, double the rate every round (`ROUND_MS`, 100 ms) whose
+ *   turns were taken ("slow start",
  *   as TCP finds a path's capacity), as long as the rate is actually used,
  *   until the first 429: a step grows it by 2 to the power of the rounds
  *   since the last, at most twofold. A learned rate (a stored state with a

@@ -41,6 +41,14 @@ export const HORIZON_MS = 200;
  * about a second.
  */
 export const SLOW_START_HORIZON_MS = ROUND_MS / 2;
+/**
+ * Where `auto` starts when nothing was learned yet: one turn per slow-start
+ * booking span (20/s). A booking holds one turn at least, so below this a
+ * turn lies further ahead than half a round and the first doublings wait
+ * for it (at 5/s, 200 ms a doubling). Any higher, and a strict platform's
+ * first round sends more before the first answer says anything.
+ */
+export const SLOW_START_RATE = 1_000 / SLOW_START_HORIZON_MS;
 export const LOG_SLOTS = 128;
 /** The recent successes, per 10 ms (`RECENT_SLOT_MS`), a ring of 256 fields `d<slot>`. */
 export const RECENT_SLOTS = 256;

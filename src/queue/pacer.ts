@@ -29,7 +29,6 @@
  * TOGETHER_MS of each other go out together, on one timer.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { DEFAULT_RATE_LIMIT_START } from '../defaults.js';
 import type { Logger } from '../log.js';
 import {
   RECENT_SLOT_MS,
@@ -56,6 +55,7 @@ import {
   pacerLogKey,
   scriptOf,
   SLOW_START_HORIZON_MS,
+  SLOW_START_RATE,
   STATE_FIELDS,
   stateOf,
   type PacerScript,
@@ -554,6 +554,6 @@ export class RedisPacer implements Pacer {
 /** The pacer's mode for the config's `platform` settings (PLATFORM_RATE_LIMIT, PLATFORM_RATE_LIMIT_MAX). */
 export function pacerModeOf(p: { rateMode: 'auto' | 'fixed'; rateLimit: number }): PacerMode {
   if (p.rateMode === 'fixed') return { kind: 'fixed', rate: p.rateLimit };
-  const start = Math.min(DEFAULT_RATE_LIMIT_START, p.rateLimit);
+  const start = Math.min(SLOW_START_RATE, p.rateLimit);
   return { kind: 'auto', start, min: Math.min(1, start), max: p.rateLimit };
 }

@@ -13,6 +13,7 @@ import {
   FIXED_MARGIN,
   fixedPace,
   pacerKey,
+  pacerModeOf,
   readPacerState,
   RedisPacer,
   TOGETHER_MS,
@@ -368,6 +369,19 @@ describe('pacer: a slow start', () => {
     }
     // A turn a millisecond: the span's, and the one at its start.
     expect(booked).toEqual([SLOW_START_HORIZON_MS + 1, HORIZON_MS + 1]);
+  });
+
+  it('starts, as a config sets it up, with turns no further apart than its booking span: the first doubling is not held back', async () => {
+    const p = await pacerOn(0, prefixOf(), pacerModeOf({ rateMode: 'auto', rateLimit: 2_000 }));
+    const callers = Array.from({ length: 20 }, () => p.acquire());
+    const settled = Promise.allSettled(callers);
+    const [first, second] = await Promise.all([callers[0]!, callers[1]!]);
+    p.stop();
+    await settled;
+    // A turn further ahead than the span would be booked at the start rate
+    // whatever the learner decided meanwhile: a doubling would wait for it.
+    expect(second.turn - first.turn).toBeGreaterThan(0);
+    expect(second.turn - first.turn).toBeLessThanOrEqual(SLOW_START_HORIZON_MS);
   });
 });
 
