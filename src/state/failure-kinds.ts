@@ -1,7 +1,9 @@
 /**
  * The kinds of row a run reports as not synced, or synced with a warning:
  * a module of its own, with no import, so the CLI can offer them as choices
- * without loading the state layer.
+ * without loading the state layer. The console, browser code, keeps its own
+ * copy (`KINDS`, src/ops/console/views/failures.js); a unit test holds the
+ * two equal.
  *
  * `skipped`: a skip rule of the mapping said the row is no live record.
  * `duplicate`: another row claiming the same record keeps it (the job's `duplicates` rule).

@@ -13,7 +13,8 @@ import { h, put } from '../dom.js';
 import { shown } from '../format.js';
 import { table } from '../parts.js';
 
-const KINDS = [
+/** The kinds a run's failures filter by: the server's (src/state/failure-kinds.ts), in its order. */
+export const KINDS = [
   'invalid',
   'rejected',
   'conflict',
