@@ -6,11 +6,10 @@
  *
  * - Start low (`start`; the pacer's SLOW_START_RATE, 20/s) and, from the
  *   first success, double the rate every round (`ROUND_MS`, 100 ms) whose
- *   turns were taken ("slow start",
- *   as TCP finds a path's capacity), as long as the rate is actually used,
- *   until the first 429: a step grows it by 2 to the power of the rounds
- *   since the last, at most twofold. A learned rate (a stored state with a
- *   ceiling) skips it.
+ *   turns were taken ("slow start", as TCP finds a path's capacity), as
+ *   long as the rate is actually used, until the first 429: a step grows
+ *   it by 2 to the power of the rounds since the last, at most twofold. A
+ *   learned rate (a stored state with a ceiling) skips it.
  * - On a 429: wait out its Retry-After (the pacer holds every request until
  *   then) and back off. The limit ("ceiling") of a one-second window is
  *   what the platform let through in the second before the refused request
