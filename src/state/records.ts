@@ -73,6 +73,17 @@ export interface RecordStatesParts {
   jobOfRun: JobOfRun;
 }
 
+/**
+ * Record buckets the orphan report reads per round trip. It reads every
+ * record of the entity (other jobs' too), and unpacks a round trip's
+ * replies in one go: the worker's event loop, whose timers send the other
+ * runs' paced writes, is held that long. At a million records (about 244 a
+ * bucket) a round trip of 256 buckets holds it up to 56-97 ms, longer than
+ * the pacer's 3% margin absorbs at 200-1,000 requests/s; one of 32, 15-26
+ * ms, and the whole scan takes no longer (`npm run bench -- orphans`).
+ */
+export const ORPHAN_SCAN_BUCKETS = 32;
+
 export class RecordStates {
   private readonly runNumbers: Numbering;
   private readonly jobNumbers: Numbering;
@@ -201,15 +212,20 @@ export class RecordStates {
   /**
    * Records in state that `run` neither saw (its seen buckets, and the one
    * set of seen ids of a run an earlier release began) nor wrote and whose
-   * last writer was a run of the same job, in batches, reading 256 buckets
-   * per round trip. The writer's job is the record state's job number:
-   * unchanged rows are never committed again, so the run number may name a
-   * run the history has forgotten. State written before job numbers were
-   * kept names only its run: `jobOfRun` answers for it (a run no longer
-   * known leaves that record out). Meaningful for full-snapshot sources only.
-   * Writes nothing.
+   * last writer was a run of the same job, in batches, reading
+   * ORPHAN_SCAN_BUCKETS buckets per round trip. The writer's job is the
+   * record state's job number: unchanged rows are never committed again,
+   * so the run number may name a run the history has forgotten. State
+   * written before job numbers were kept names only its run: `jobOfRun`
+   * answers for it (a run no longer known leaves that record out).
+   * Meaningful for full-snapshot sources only. Writes nothing.
+   * `bucketsPerRead` is for the orphans bench, which compares sizes.
    */
-  async *orphans(entity: Entity, run: { id: string; job: string }): AsyncGenerator<Orphan[]> {
+  async *orphans(
+    entity: Entity,
+    run: { id: string; job: string },
+    bucketsPerRead = ORPHAN_SCAN_BUCKETS,
+  ): AsyncGenerator<Orphan[]> {
     await this.layout.assertRead();
     const k = this.keys;
     const legacy = k.seen(run.id);
@@ -219,7 +235,7 @@ export class RecordStates {
     const thisJob = (await this.jobNumbers.peek(run.job)) ?? -1;
     const jobOf = new Map<number, string | undefined>();
     const buckets = Array.from({ length: k.buckets.records }, (_, b) => b);
-    for (const part of chunks(buckets, 256)) {
+    for (const part of chunks(buckets, bucketsPerRead)) {
       const p = this.redis.pipeline();
       for (const b of part) p.hgetall(k.recs(entity, b));
       const out = (await execAll(p, 'listing orphans')) as Record<string, string>[];

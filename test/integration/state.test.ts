@@ -5,6 +5,7 @@ import { identityKeys } from '../../src/sync/identity.js';
 import { planBatch } from '../../src/sync/plan.js';
 import { hashTag } from '../../src/redis/target.js';
 import type { PlatformRecord } from '../../src/state/platform-index.js';
+import { ORPHAN_SCAN_BUCKETS } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { keysMatching, useRedis } from '../harness/redis.js';
 
@@ -482,6 +483,46 @@ describe('StateStore: orphans and key layout', () => {
     for await (const batch of store.records.orphans('companies', { id: 'empty-export', job: 'j' }))
       all.push(...batch);
     expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
+  });
+
+  it('reads every record bucket for orphans, a few buckets a round trip: the event loop is not held by one large reply', async () => {
+    const store = new StateStore(redis, { prefix: `${prefix}:orphans-scan` });
+    const buckets = store.keys.buckets.records;
+    // A record in every bucket (a platform id's bucket is the id modulo their count).
+    await store.records.commit(
+      'companies',
+      Array.from({ length: buckets }, (_, id) => ({
+        keys: [`x:E${id}`],
+        platformId: id,
+        hash: 'h',
+        runId: 'old',
+        job: 'j',
+        at: 5,
+      })),
+    );
+    // Every pipeline the scan runs, by the buckets it reads (HGETALLs).
+    const reads: number[] = [];
+    const pipeline = redis.pipeline;
+    redis.pipeline = function (this: Redis, ...args: Parameters<Redis['pipeline']>) {
+      const p = pipeline.apply(this, args);
+      const exec = p.exec.bind(p);
+      p.exec = (...a: Parameters<typeof p.exec>) => {
+        reads.push(p.length);
+        return exec(...a);
+      };
+      return p;
+    } as Redis['pipeline'];
+    let found = 0;
+    try {
+      for await (const batch of store.records.orphans('companies', { id: 'new', job: 'j' }))
+        found += batch.length;
+    } finally {
+      redis.pipeline = pipeline;
+    }
+    expect(found).toBe(buckets);
+    expect(reads.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(buckets);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(ORPHAN_SCAN_BUCKETS);
+    expect(ORPHAN_SCAN_BUCKETS).toBeLessThanOrEqual(64);
   });
 
   it('keeps seen ids in small sets of integers with a TTL, and reads the one set of older runs', async () => {
