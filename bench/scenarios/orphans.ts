@@ -18,7 +18,7 @@ import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys } from '../../src/sync/identity.js';
 import { int, median } from '../lib/measure.js';
-import { startRedisServer } from '../../test/harness/redis-server.js';
+import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 
 const RECORDS = Number(process.env.BENCH_ORPHAN_RECORDS ?? 1_000_000);
 const SIZES = (process.env.BENCH_ORPHAN_BUCKETS ?? '256,32').split(',').map(Number);
@@ -88,6 +88,7 @@ const scenario: Scenario = {
     } finally {
       await redis.quit();
       await server.stop();
+      removeDir(server.dir);
     }
     return [
       {
