@@ -457,6 +457,16 @@ describe('StateStore: index of platform records', () => {
 });
 
 describe('StateStore: orphans and key layout', () => {
+  /** A record job `j` wrote in run `old`, at 5. */
+  const oldRecord = (id: number) => ({
+    keys: [`x:E${id}`],
+    platformId: id,
+    hash: 'h',
+    runId: 'old',
+    job: 'j',
+    at: 5,
+  });
+
   it('lists records in state that the run neither saw nor wrote', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans` });
     await store.records.commit(
@@ -491,14 +501,7 @@ describe('StateStore: orphans and key layout', () => {
     // A record in every bucket (a platform id's bucket is the id modulo their count).
     await store.records.commit(
       'companies',
-      Array.from({ length: buckets }, (_, id) => ({
-        keys: [`x:E${id}`],
-        platformId: id,
-        hash: 'h',
-        runId: 'old',
-        job: 'j',
-        at: 5,
-      })),
+      Array.from({ length: buckets }, (_, id) => oldRecord(id)),
     );
     // Every pipeline the scan runs, by the buckets it reads (HGETALLs).
     const reads: number[] = [];
