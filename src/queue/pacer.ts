@@ -11,8 +11,9 @@
  * has callers for), so the cost is one script call per batch, not per
  * request.
  *
- * A 429 sets a shared "not before" time from its Retry-After: no replica
- * sends before it, and a caller that simply retries is held by `acquire`.
+ * A 429 sets a shared "not before" time from its Retry-After, counted from
+ * when the answer came: no replica sends before it, and a caller that
+ * simply retries is held by `acquire`.
  * In `auto` mode the rate itself is learned (src/platform/rate-learner.ts):
  * its state lives in the same hash, so it is shared and survives restarts;
  * successes are logged by the time their request went out, per second
@@ -178,6 +179,8 @@ export class RedisPacer implements Pacer {
   private ticking = false;
   /** Local ms before which nothing is sent: a 429's Retry-After, before Redis has it. */
   private holdUntil = 0;
+  /** The latest `holdUntil` written to Redis. */
+  private holdShared = 0;
   private updating: Promise<void> = Promise.resolve();
 
   constructor(private readonly opts: PacerOptions) {
@@ -265,8 +268,15 @@ export class RedisPacer implements Pacer {
     const retryAfterMs = signals.retryAfterMs ?? signals.resetMs ?? 1_000;
     // Booked turns were spaced for a rate that proved too high.
     this.turns = [];
-    this.holdUntil = Math.max(this.holdUntil, local + retryAfterMs);
-    this.enqueueWrite(() => this.hold(retryAfterMs));
+    // The wait counts from when the answer came, not from when this process
+    // got to it: a busy event loop (a burst of 429s) would add its own lag.
+    const answered = timing
+      ? Math.min(local, timing.sentAt + timing.waitedMs - wall + local)
+      : local;
+    if (answered + retryAfterMs > this.holdUntil) {
+      this.holdUntil = answered + retryAfterMs;
+      this.enqueueWrite(() => this.shareHold());
+    }
     if (mode.kind !== 'auto') return;
     // One count for the 429s of an episode (the requests in flight when the
     // window filled): the first to go out is the one the window refused first.
@@ -510,6 +520,15 @@ export class RedisPacer implements Pacer {
 
   private async hold(ms: number): Promise<void> {
     await this.call(this.key, this.logKey, 'set', '-', Math.ceil(ms));
+  }
+
+  /** Gives every replica this process's hold (`holdUntil`) unless it has it already. */
+  private async shareHold(): Promise<void> {
+    const until = this.holdUntil;
+    const ms = until - performance.now();
+    if (until <= this.holdShared || ms <= 0) return;
+    await this.hold(ms);
+    this.holdShared = until;
   }
 
   /** Writes the state if no replica changed it since it was read; true when written. */

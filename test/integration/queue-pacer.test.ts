@@ -216,6 +216,28 @@ describe('pacer: a 429', () => {
     expect(performance.now() - held).toBeGreaterThan(700);
   });
 
+  it('counts the Retry-After from when the 429 was answered, not from when it is reported', async () => {
+    const prefix = prefixOf();
+    const [a, b] = [
+      await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 }),
+      await pacerOn(1, prefix, { kind: 'fixed', rate: 1000 }),
+    ];
+    const ticket = await a.acquire();
+    // Answered 400 ms ago (a busy event loop reports it only now), Retry-After: 1.
+    const answered = Date.now() - 400;
+    a.observe(429, { 'retry-after': '1' }, ticket, { sentAt: answered - 10, waitedMs: 10 });
+    await a.settled();
+    const [s, us] = await redis[0].time();
+    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
+    const left = notBefore - (Number(s) * 1000 + Math.floor(Number(us) / 1000));
+    expect(left).toBeGreaterThan(500);
+    expect(left).toBeLessThan(700);
+    const held = performance.now();
+    await b.acquire();
+    expect(performance.now() - held).toBeGreaterThan(500);
+    expect(performance.now() - held).toBeLessThan(750);
+  });
+
   it("holds the requests of a command (plan, audit) as it holds the workers'", async () => {
     const sb = await sandbox('2/s');
     const prefix = prefixOf();
