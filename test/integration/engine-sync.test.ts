@@ -4,6 +4,7 @@
  * and k edited rows make exactly k PUTs.
  */
 import { describe, expect, it } from 'vitest';
+import { identityKeys } from '../../src/sync/identity.js';
 import {
   companyRows,
   countRequests,
@@ -192,5 +193,27 @@ describe('engine: first sync, re-sync, changed rows', () => {
     const dump = await h.dump();
     expect(dump.companies).toHaveLength(20);
     expectCompanies(dump, [...next.slice(0, 10), ...more.slice(10)]);
+  });
+});
+
+describe('engine: a planning pass cut off', () => {
+  it('starts over from nothing: what the pass left (a claim, a count) decides nothing', async () => {
+    const h = await engine();
+    const rows = companyRows(10);
+    const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
+    h.writeJob('companies', hubspotJob(path));
+    const runId = await h.enqueue('companies');
+    // As a worker that died while planning leaves it: the run in `planning`, a claim of the
+    // first row's record by a line that is not in the export, and a count.
+    await h.store.runs.update(runId, { status: 'planning' });
+    const [key] = identityKeys('companies', expectedCompany(rows[0]!));
+    await h.store.claims.claim(runId, [{ line: 999, keys: [key!] }]);
+    await h.store.progress.setCounts(runId, { read: 999 });
+
+    await h.startWorkers();
+    const run = await h.waitForRun(runId);
+    expect(run.status).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 10, created: 10, conflict: 0 });
+    expectCompanies(await h.dump(), rows);
   });
 });

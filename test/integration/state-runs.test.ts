@@ -282,6 +282,30 @@ function settle(run: string, line: number, outcome: WriteOutcome, failure?: Fail
   ]);
 }
 
+describe('run scratch buckets', () => {
+  // Named here as docs/STATE.md names them: 16,384 claim buckets, a seen bucket per record bucket.
+  const run = 'bucket-run';
+  const claims = Array.from({ length: 16_384 }, (_, b) => `${prefix}:run:${run}:claims:${b}`);
+  const seen = Array.from({ length: 4_096 }, (_, b) => `${prefix}:run:${run}:seen:${b}`);
+  const fill = async () => {
+    const p = redis.pipeline();
+    for (const k of [...claims, ...seen]) p.set(k, '1');
+    await p.exec();
+  };
+  const left = () => keysMatching(redis, `${prefix}:run:${run}:*`);
+
+  it('are all unlinked by a release (claims), an end and a reset, the first and last included', async () => {
+    await fill();
+    await store.claims.release(run);
+    expect(await left()).toEqual([`${prefix}:run:${run}:claims`, ...seen].sort());
+    await store.progress.clear(run);
+    expect(await left()).toEqual([]);
+    await fill();
+    await store.progress.resetPlanning(run);
+    expect(await left()).toEqual([]);
+  });
+});
+
 describe('run progress', () => {
   it('settles each write once, counts late answers to unknown creates once, and resets', async () => {
     const run = 'progress-run';
