@@ -38,8 +38,11 @@ export async function planRun(
   const { progress } = store;
   const runId = run.id;
   const started = Date.now();
-  if (run.status === 'planning') log.info('planning was cut off; starting it again');
-  await progress.resetPlanning(runId);
+  // A pass cut off starts over from nothing; a new run has nothing to forget yet.
+  if (run.status === 'planning') {
+    log.info('planning was cut off; starting it again');
+    await progress.resetPlanning(runId);
+  }
   await store.runs.update(runId, {
     status: 'planning',
     phase: 'checking the platform index',

@@ -1,0 +1,108 @@
+/**
+ * What deleting a run's scratch costs, whatever the run's size: its 16,384
+ * claim buckets and 4,096 seen buckets are named by the worker and unlinked
+ * 1,024 a command (src/state/progress.ts, identity-claims.ts) when a
+ * planning pass cut off starts over (`resetPlanning`, in MULTI), when
+ * planning ends (the claims' release) and at the run's end (`clear`). On a
+ * private redis-server, BENCH_SCRATCH_CALLS (default 20) calls of each step,
+ * taking turns, on a run that has no scratch (the cost is the naming).
+ * Figures, medians: this process's CPU and wall time, the longest the event
+ * loop was held (a 1 ms timer's worst delay: in a worker, how late the other
+ * runs' paced writes go out meanwhile), and redis-server's CPU over the
+ * step (INFO cpu).
+ */
+import { Redis } from 'ioredis';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import type { BenchTable, Scenario } from '../run.js';
+import { StateStore } from '../../src/state/store.js';
+import { median } from '../lib/measure.js';
+import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
+
+const CALLS = Number(process.env.BENCH_SCRATCH_CALLS ?? 20);
+
+const STEPS = {
+  'planning reset (a pass cut off)': (s: StateStore, run: string) => s.progress.resetPlanning(run),
+  'claims released (planning ends)': (s: StateStore, run: string) => s.claims.release(run),
+  "cleared (the run's end)": (s: StateStore, run: string) => s.progress.clear(run),
+};
+
+interface Sample {
+  cpuMs: number;
+  wallMs: number;
+  heldMs: number;
+  redisMs: number;
+}
+
+/** redis-server's CPU so far (user + system), ms. */
+async function redisCpuMs(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+}
+
+async function sample(redis: Redis, fn: () => Promise<void>): Promise<Sample> {
+  const redis0 = await redisCpuMs(redis);
+  const held = monitorEventLoopDelay({ resolution: 1 });
+  held.enable();
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  await fn();
+  const wallMs = performance.now() - t0;
+  const used = process.cpuUsage(cpu);
+  held.disable();
+  return {
+    cpuMs: (used.user + used.system) / 1000,
+    wallMs,
+    heldMs: held.max / 1e6,
+    redisMs: (await redisCpuMs(redis)) - redis0,
+  };
+}
+
+const scenario: Scenario = {
+  name: 'scratch',
+  description: "deleting a run's scratch buckets (reset, release, end)",
+  async run(): Promise<BenchTable[]> {
+    const server = await startRedisServer();
+    const redis = new Redis(server.url, { maxRetriesPerRequest: null });
+    const store = new StateStore(redis);
+    const cases = Object.entries(STEPS).map(([name, fn]) => ({
+      name,
+      fn,
+      samples: [] as Sample[],
+    }));
+    try {
+      for (let i = 0; i < CALLS; i++)
+        for (const c of cases) c.samples.push(await sample(redis, () => c.fn(store, `bench-${i}`)));
+    } finally {
+      await redis.quit();
+      await server.stop();
+      removeDir(server.dir);
+    }
+    const ms = (xs: number[]) => median(xs).toFixed(1);
+    return [
+      {
+        title: `A run's scratch deleted, ${CALLS} calls of each step (medians)`,
+        columns: [
+          'step',
+          'CPU ms',
+          'wall ms',
+          'event loop held, longest ms',
+          'redis-server CPU ms',
+        ],
+        rows: cases.map((c) => [
+          c.name,
+          ms(c.samples.map((x) => x.cpuMs)),
+          ms(c.samples.map((x) => x.wallMs)),
+          ms(c.samples.map((x) => x.heldMs)),
+          ms(c.samples.map((x) => x.redisMs)),
+        ]),
+        notes: [
+          'the reset and the end name 20,480 buckets and a few keys, the release 16,384',
+          'CPU: this process (the worker side); redis-server CPU: INFO cpu before and after, its INFO included',
+        ],
+      },
+    ];
+  },
+};
+
+export default scenario;
