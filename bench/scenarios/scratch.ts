@@ -3,9 +3,11 @@
  * claim buckets and 4,096 seen buckets are named by the worker and unlinked
  * 1,024 a command (src/state/progress.ts, identity-claims.ts) when a
  * planning pass cut off starts over (`resetPlanning`, in MULTI), when
- * planning ends (the claims' release) and at the run's end (`clear`). On a
- * private redis-server, BENCH_SCRATCH_CALLS (default 20) calls of each step,
- * taking turns, on a run that has no scratch (the cost is the naming).
+ * planning ends (the claims' release) and at the run's end (`clear`: the
+ * seen buckets, and the claim buckets only where no release unlinked them).
+ * On a private redis-server, BENCH_SCRATCH_CALLS (default 20) rounds of the
+ * three steps in a run's order on one run id, none of the buckets existing
+ * (the cost is the naming).
  * Figures, medians: this process's CPU and wall time, the longest the event
  * loop was held (a 1 ms timer's worst delay: in a worker, how late the other
  * runs' paced writes go out meanwhile), and redis-server's CPU over the
@@ -97,7 +99,7 @@ const scenario: Scenario = {
           ms(c.samples.map((x) => x.redisMs)),
         ]),
         notes: [
-          'the reset and the end name 20,480 buckets and a few keys, the release 16,384',
+          'names: the reset 20,480 buckets and a few keys, the release 16,384, the end after it 4,096 and a few keys',
           'CPU: this process (the worker side); redis-server CPU: INFO cpu before and after, its INFO included',
         ],
       },

@@ -142,7 +142,8 @@ export class IdentityClaims {
   /**
    * Frees the run's identity claims once the whole export is planned: only
    * planning decides by them. The marker stays (as `released`), so that
-   * `holders` answers from the planned writes from then on.
+   * `holders` answers from the planned writes from then on; once every
+   * bucket is unlinked, `claimsUnlinked` says so (see `releasedAndUnlinked`).
    */
   async release(runId: string): Promise<void> {
     const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
@@ -157,6 +158,22 @@ export class IdentityClaims {
     const p = this.redis.pipeline();
     unlinks(p, buckets);
     await execAll(p, 'releasing identity claims');
+    await redisCall('releasing identity claims', () =>
+      this.redis.set(this.keys.claimsUnlinked(runId), '1', 'PX', this.ttlMs),
+    );
+  }
+
+  /**
+   * Whether the run's claims are released and every bucket was unlinked
+   * then, so none is left to delete: not after a release cut off midway,
+   * nor once a new pass has claimed again (its marker is no longer
+   * `released`).
+   */
+  async releasedAndUnlinked(runId: string): Promise<boolean> {
+    const [marker, unlinked] = await redisCall('reading identity claims', () =>
+      this.redis.mget(this.keys.claims(runId), this.keys.claimsUnlinked(runId)),
+    );
+    return marker === RELEASED && unlinked !== null;
   }
 
   /**

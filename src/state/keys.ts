@@ -191,6 +191,10 @@ export class KeyLayout {
   claimBucketPrefix(runId: string): string {
     return `${this.prefix}:run:${runId}:claims:`;
   }
+  /** Set once a release has unlinked every claim bucket: the run's end need not name them. */
+  claimsUnlinked(runId: string): string {
+    return `${this.prefix}:run:${runId}:claims-unlinked`;
+  }
   conflicted(runId: string): string {
     return `${this.prefix}:run:${runId}:conflicted`;
   }
@@ -220,11 +224,15 @@ export class KeyLayout {
   seenBucketPrefix(runId: string): string {
     return `${this.prefix}:run:${runId}:seen:`;
   }
-  scratch(runId: string): string[] {
-    const claims = Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b));
+  /** Every scratch key of the run; without its claim buckets when `claimBuckets` is false. */
+  scratch(runId: string, claimBuckets = true): string[] {
+    const claims = claimBuckets
+      ? Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b))
+      : [];
     const seen = Array.from({ length: this.buckets.records }, (_, b) => this.seenBucket(runId, b));
     return [
       this.claims(runId),
+      this.claimsUnlinked(runId),
       ...claims,
       this.conflicted(runId),
       this.duplicates(runId),

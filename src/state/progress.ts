@@ -12,6 +12,7 @@ import { callScript } from '../redis/scripts.js';
 import { redisCall } from './errors.js';
 import { RunField, type KeyLayout } from './keys.js';
 import { execAll, unlinks } from './pipeline.js';
+import type { IdentityClaims } from './identity-claims.js';
 import type { RunCounter, RunCounts } from './runs.js';
 import { RUN_COUNTERS } from './runs.js';
 
@@ -25,6 +26,8 @@ export class RunProgress {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeyLayout,
+    /** The run's identity claims: whether the release left any claim bucket to delete. */
+    private readonly claims: IdentityClaims,
   ) {}
 
   /** Whether this write of the run has settled (a job added again after a crash is then a no-op). */
@@ -119,8 +122,11 @@ export class RunProgress {
 
   /** Deletes the run's scratch and progress at its end (the run record and failures stay). */
   async clear(runId: string): Promise<void> {
+    const k = this.keys;
+    // Claim buckets the claims' release unlinked are not named again (16,384 names).
+    const unlinked = await this.claims.releasedAndUnlinked(runId);
     const p = this.redis.pipeline();
-    unlinks(p, [...this.keys.progress(runId), ...this.keys.scratch(runId)]);
+    unlinks(p, [...k.progress(runId), ...k.scratch(runId, !unlinked)]);
     await execAll(p, 'clearing run progress');
   }
 }

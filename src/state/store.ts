@@ -132,7 +132,7 @@ export class StateStore {
       opts.scratchTtlMs ?? 7 * DAY,
       this.claims.claimTtls,
     );
-    this.progress = new RunProgress(connection, this.keys);
+    this.progress = new RunProgress(connection, this.keys, this.claims);
     this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now, this.layout);
   }
 

@@ -297,11 +297,36 @@ describe('run scratch buckets', () => {
   it('are all unlinked by a release (claims), an end and a reset, the first and last included', async () => {
     await fill();
     await store.claims.release(run);
-    expect(await left()).toEqual([`${prefix}:run:${run}:claims`, ...seen].sort());
+    const markers = [`${prefix}:run:${run}:claims`, `${prefix}:run:${run}:claims-unlinked`];
+    expect(await left()).toEqual([...markers, ...seen].sort());
     await store.progress.clear(run);
     expect(await left()).toEqual([]);
     await fill();
     await store.progress.resetPlanning(run);
+    expect(await left()).toEqual([]);
+  });
+
+  it('a claim after the release starts a new pass: its bucket gets the TTL again', async () => {
+    const again = 'bucket-run-again';
+    const bucket = store.keys.claimBucket(again, claimNames(['x:F1']).buckets[0]!);
+    await store.claims.claim(again, [{ line: 2, keys: ['x:F1'] }]);
+    await store.claims.release(again);
+    await store.claims.claim(again, [{ line: 2, keys: ['x:F1'] }]);
+    expect(await redis.pttl(bucket)).toBeGreaterThan(0);
+  });
+
+  it('are unlinked at the end when a pass claimed again after the release', async () => {
+    await store.claims.release(run);
+    await store.claims.claim(run, [{ line: 2, keys: ['x:G1'] }]);
+    await fill();
+    await store.progress.clear(run);
+    expect(await left()).toEqual([]);
+  });
+
+  it('are unlinked at the end after a release cut off midway (marker set, buckets left)', async () => {
+    await fill();
+    await redis.set(`${prefix}:run:${run}:claims`, 'released');
+    await store.progress.clear(run);
     expect(await left()).toEqual([]);
   });
 });

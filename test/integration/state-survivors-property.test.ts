@@ -110,4 +110,15 @@ describe('survivor claims and the TTL of their buckets', () => {
     expect(await redis.pttl(bucket!)).toBeLessThanOrEqual(30_000);
     await store.progress.clear(runId);
   });
+
+  it('a contest after the claims are released starts a new pass: its bucket gets the TTL again', async () => {
+    const runId = 'survivors-ttl-again';
+    const row: Entrant = { line: 2, keys: ['x:B'], sticky: false, rank: undefined, ref: 'x:B' };
+    await store.survivors.contend(runId, 'last', [row]);
+    await store.claims.release(runId);
+    await store.survivors.contend(runId, 'last', [row]);
+    const [bucket] = await redis.keys(`${store.keys.claimBucketPrefix(runId)}*`);
+    expect(await redis.pttl(bucket!)).toBeGreaterThan(0);
+    await store.progress.clear(runId);
+  });
 });
