@@ -198,22 +198,24 @@ describe('engine: first sync, re-sync, changed rows', () => {
 
 describe('engine: a planning pass cut off', () => {
   it('starts over from nothing: what the pass left (a claim, a count) decides nothing', async () => {
-    const h = await engine();
+    const h = await engine({ deferWorkers: true });
     const rows = companyRows(10);
     const path = h.writeCsv('companies.csv', HUBSPOT_HEADER, rows.map(hubspotCells));
     h.writeJob('companies', hubspotJob(path));
     const runId = await h.enqueue('companies');
-    // As a worker that died while planning leaves it: the run in `planning`, a claim of the
-    // first row's record by a line that is not in the export, and a count.
+    // As a worker that died while planning leaves it: the run in `planning`, the first row's
+    // record held (under the preset's `keep: newest`) by a newer line not in the export, and a
+    // count.
     await h.store.runs.update(runId, { status: 'planning' });
     const [key] = identityKeys('companies', expectedCompany(rows[0]!));
-    await h.store.claims.claim(runId, [{ line: 999, keys: [key!] }]);
+    const stale = { line: 999, keys: [key!], sticky: true, rank: Date.now(), ref: key! };
+    await h.store.survivors.contend(runId, 'newest', [stale]);
     await h.store.progress.setCounts(runId, { read: 999 });
 
     await h.startWorkers();
     const run = await h.waitForRun(runId);
-    expect(run.status).toBe('completed');
-    expect(run.counts).toMatchObject({ read: 10, created: 10, conflict: 0 });
+    expect(run.status, run.error).toBe('completed');
+    expect(run.counts).toMatchObject({ read: 10, created: 10, duplicates: 0, conflict: 0 });
     expectCompanies(await h.dump(), rows);
   });
 });
