@@ -469,17 +469,7 @@ describe('StateStore: orphans and key layout', () => {
 
   it('lists records in state that the run neither saw nor wrote', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans` });
-    await store.records.commit(
-      'companies',
-      [1, 2, 3, 4].map((id) => ({
-        keys: [`x:E${id}`],
-        platformId: id,
-        hash: 'h',
-        runId: 'old',
-        job: 'j',
-        at: 5,
-      })),
-    );
+    await store.records.commit('companies', [1, 2, 3, 4].map(oldRecord));
     await store.seen.mark('new', [1, 3]);
     await store.records.commit('companies', [
       { keys: ['x:E4'], platformId: 4, hash: 'h2', runId: 'new', job: 'j' },
