@@ -5,11 +5,11 @@
  * observation and answers the next state, or `undefined` when nothing moves.
  *
  * - Start low (`start`; the pacer's SLOW_START_RATE, 20/s) and, from the
- *   first success, double the rate every round (`ROUND_MS`, 100 ms) whose
- *   turns were taken ("slow start", as TCP finds a path's capacity), as
- *   long as the rate is actually used, until the first 429: a step grows
- *   it by 2 to the power of the rounds since the last, at most twofold. A
- *   learned rate (a stored state with a ceiling) skips it.
+ *   first success, double the rate every round (a round trip, 50-100 ms:
+ *   `roundOf`) whose turns were taken ("slow start", as TCP finds a path's
+ *   capacity), as long as the rate is actually used, until the first 429:
+ *   a step grows it by 2 to the power of the rounds since the last, at most
+ *   twofold. A learned rate (a stored state with a ceiling) skips it.
  * - On a 429: wait out its Retry-After (the pacer holds every request until
  *   then) and back off. The limit ("ceiling") of a one-second window is
  *   what the platform let through in the second before the refused request
@@ -106,13 +106,16 @@ export type Step = LearnerState & { holdMs?: number };
 /** Growth per round before the first 429 (slow start). */
 export const SLOW_START = 2;
 /**
- * A slow start's round: the rate doubles each round whose demand used at
- * least `USED` of it (the turns booked since the last step, by every
+ * A slow start's longest round: the rate doubles each round whose demand
+ * used at least `USED` of it (the turns booked since the last step, by every
  * replica's callers, counted as they are booked; successes reach the count
- * a round trip and a booking later). Steps come with bookings, which a
+ * a round trip and a booking later). A round is the platform's round trip
+ * as the pacer sees it (`roundOf`): TCP's slow start, too, doubles once a
+ * round trip, so the first 429 comes back before the rate has more than
+ * doubled past what met the limit. Steps come with bookings, which a
  * slow start makes often (SLOW_START_HORIZON_MS, src/queue/pacer-store.ts):
  * a step half a round or more after the last grows the rate by 2^(elapsed
- * / ROUND_MS), so the growth follows the clock whenever the bookings come
+ * / round), so the growth follows the clock whenever the bookings come
  * (a step only after a whole round would skip a booking that came a little
  * early, and wait for the next). Never more than twofold at a step: the
  * rate sent at trails the rate by a booking, and a one-second window then
@@ -122,6 +125,17 @@ export const SLOW_START = 2;
  * bunched at the window's edge.
  */
 export const ROUND_MS = 100;
+/**
+ * A slow start's shortest round: its steps come every half round, each a
+ * booking (a script call) of every replica, and the rate sent at trails
+ * the rate by a booking.
+ */
+export const MIN_ROUND_MS = 50;
+
+/** A slow start's round for answers that take `answerMs` (Infinity: none yet). */
+export function roundOf(answerMs: number): number {
+  return Math.min(ROUND_MS, Math.max(MIN_ROUND_MS, answerMs));
+}
 /** A slow-start round whose demand fell short is measured again over up to this long. */
 export const ROUND_SPAN_MS = 500;
 /** One step a second at most, once the slow start is over. */
@@ -180,8 +194,8 @@ export function slowStart(st: LearnerState): boolean {
 }
 
 /** How long a step of the state lasts at least: half a round in the slow start, else a second. */
-export function stepMs(st: LearnerState): number {
-  return slowStart(st) ? ROUND_MS / 2 : STEP_MS;
+export function stepMs(st: LearnerState, roundMs = ROUND_MS): number {
+  return slowStart(st) ? roundMs / 2 : STEP_MS;
 }
 
 /** The state of a cluster that learned nothing yet, or carries on from `stored`. */
@@ -205,15 +219,25 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
 /**
  * A second (or a slow start's round) went by: grow, settle or probe. `ok`
  * is the cluster's count of successful requests so far, `booked` of turns
- * booked. Undefined until a step is due.
+ * booked, `roundMs` the slow start's round (`roundOf`; ROUND_MS when not
+ * given), `starved` that the booking at hand had more callers waiting than
+ * turns to give. Undefined until a step is due.
  */
 export function onTick(
   st: LearnerState,
-  at: { now: number; ok: number; booked: number; log?: SuccessLog },
+  at: {
+    now: number;
+    ok: number;
+    booked: number;
+    log?: SuccessLog;
+    roundMs?: number;
+    starved?: boolean;
+  },
   s: LearnerSettings,
 ): Step | undefined {
   const elapsed = at.now - st.changedAt;
-  if (elapsed < stepMs(st)) return undefined;
+  const round = at.roundMs ?? ROUND_MS;
+  if (elapsed < stepMs(st, round)) return undefined;
   const base = { changedAt: at.now, okAtChange: at.ok, bookedAtChange: at.booked };
   if (at.log && windowed(st)) {
     // Probe only a window that was kept full: an idle one says nothing of its limit.
@@ -235,10 +259,12 @@ export function onTick(
   }
   if (slowStart(st)) {
     // Turns are booked a span ahead at once (one turn at least): a round's demand
-    // is measured over as many rounds as it takes to see it (ROUND_SPAN_MS at most).
+    // is measured over as many rounds as it takes to see it (ROUND_SPAN_MS at most),
+    // unless the booking had more callers than turns: then the rate is used, however
+    // idle the step was before (a worker waiting for its run).
     const demand = ((at.booked - st.bookedAtChange) * 1_000) / elapsed;
-    if (at.ok > 0 && demand >= st.rate * USED) {
-      const growth = Math.min(SLOW_START, SLOW_START ** (elapsed / ROUND_MS));
+    if (at.ok > 0 && (at.starved || demand >= st.rate * USED)) {
+      const growth = Math.min(SLOW_START, SLOW_START ** (elapsed / round));
       return { ...st, ...base, rate: clamp(st.rate * growth, s), source: 'ramp' };
     }
     return elapsed >= ROUND_SPAN_MS ? { ...st, ...base } : undefined;

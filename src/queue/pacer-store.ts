@@ -33,7 +33,8 @@ import { FIXED_MARGIN } from './window-echo.js';
 export const HORIZON_MS = 200;
 /**
  * The booking span of a slow start (src/platform/rate-learner.ts): half its
- * round. Its rate doubles every round, and turns booked ahead go out at the
+ * round, the longest round's until answers say the round trip is shorter.
+ * Its rate doubles every round, and turns booked ahead go out at the
  * rate they were booked at: booked HORIZON_MS ahead, a doubling would wait
  * for the next booking, and rounds would take 200-400 ms. Booked half a
  * round ahead, a doubling takes effect within half a round. The script

@@ -38,6 +38,7 @@ import {
   onPolicy,
   onTick,
   readRateHeaders,
+  roundOf,
   slowStart,
   stepMs,
   windowed,
@@ -55,7 +56,6 @@ import {
   pacerKey,
   pacerLogKey,
   scriptOf,
-  SLOW_START_HORIZON_MS,
   SLOW_START_RATE,
   STATE_FIELDS,
   stateOf,
@@ -485,27 +485,34 @@ export class RedisPacer implements Pacer {
       this.opts.onRate?.(rate, mode.kind === 'fixed' ? 'fixed' : (this.state?.source ?? 'start'));
     }
     if (mode.kind === 'auto' && this.state && !this.ticking) {
-      if (redisNow - this.state.changedAt >= stepMs(this.state)) {
+      if (redisNow - this.state.changedAt >= stepMs(this.state, this.round())) {
         this.ticking = true;
         this.enqueueWrite(() =>
-          this.tick(redisNow, total, booked).finally(() => (this.ticking = false)),
+          this.tick(redisNow, total, booked, want > n).finally(() => (this.ticking = false)),
         );
       }
     }
   }
 
-  /** How far ahead turns are booked: less in a slow start, whose rate doubles every round. */
+  /** How far ahead turns are booked: half a round in a slow start, whose rate doubles every round. */
   private horizon(): number {
     const st = this.opts.mode.kind === 'auto' ? this.state : undefined;
-    return st && slowStart(st) ? SLOW_START_HORIZON_MS : HORIZON_MS;
+    return st && slowStart(st) ? this.round() / 2 : HORIZON_MS;
+  }
+
+  /** A slow start's round: the platform's usual answer time lately, within bounds. */
+  private round(): number {
+    return roundOf(this.usualWait());
   }
 
   /** A learner's step (auto mode); a long window's step reads the success log and may hold. */
-  private async tick(now: number, ok: number, booked: number): Promise<void> {
+  private async tick(now: number, ok: number, booked: number, starved: boolean): Promise<void> {
     const mode = this.opts.mode;
     if (mode.kind !== 'auto' || !this.state) return;
     const log = windowed(this.state) ? (await this.readLogs()).log : undefined;
-    const next = onTick(this.state, { now, ok, booked, ...(log && { log }) }, mode);
+    const roundMs = this.round();
+    const at = { now, ok, booked, roundMs, starved, ...(log && { log }) };
+    const next = onTick(this.state, at, mode);
     if (next) await this.cas(next, next.holdMs ?? 0);
   }
 

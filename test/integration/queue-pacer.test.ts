@@ -26,6 +26,7 @@ import {
   STATE_FIELDS,
 } from '../../src/queue/pacer-store.js';
 import { turnsOf } from '../../src/queue/window-echo.js';
+import { MIN_ROUND_MS } from '../../src/platform/rate-learner.js';
 import { loadConfig } from '../../src/config.js';
 import { startWorkerService } from '../../src/engine/worker-service.js';
 import { silentLogger } from '../../src/log.js';
@@ -391,6 +392,53 @@ describe('pacer: a slow start', () => {
     }
     // A turn a millisecond: the span's, and the one at its start.
     expect(booked).toEqual([SLOW_START_HORIZON_MS + 1, HORIZON_MS + 1]);
+  });
+
+  it('books half a round ahead, the round the platform’s answer time when that is shorter', async () => {
+    const prefix = prefixOf();
+    const [sec] = await redis[0].time();
+    const changedAt = (Number(sec) + 60) * 1_000;
+    await redis[0].hset(pacerKey(prefix), 'rate', 1_000, 'ceiling', 0, 'changedAt', changedAt);
+    const p = await pacerOn(0, prefix, { kind: 'auto', start: 5, min: 1, max: 2_000 });
+    // Answered 5 ms after it went out: the round is the shortest.
+    const ticket = await p.acquire();
+    p.observe(200, {}, ticket, { sentAt: Date.now() - 5, waitedMs: 5 });
+    const before = Number(await redis[0].hget(pacerKey(prefix), 'booked'));
+    const callers = Array.from({ length: 400 }, () => p.acquire());
+    const settled = Promise.allSettled(callers);
+    await callers[1];
+    p.stop();
+    // The first of them books its own turn, the rest a span's together.
+    const booked = Number(await redis[0].hget(pacerKey(prefix), 'booked')) - before - 1;
+    await settled;
+    expect(booked).toBe(MIN_ROUND_MS / 2 + 1);
+  });
+
+  it('doubles at a booking with more callers than turns, however little was booked since its last step', async () => {
+    const prefix = prefixOf();
+    const [sec, usec] = await redis[0].time();
+    const now = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
+    // A success counted, then idle for most of ROUND_SPAN_MS: its demand since then reads low.
+    await redis[0].hset(
+      pacerKey(prefix),
+      'rate',
+      20,
+      'ceiling',
+      0,
+      'changedAt',
+      now - 400,
+      'ok',
+      1,
+    );
+    const p = await pacerOn(0, prefix, { kind: 'auto', start: 20, min: 1, max: 2_000 });
+    const callers = Array.from({ length: 50 }, () => p.acquire());
+    const settled = Promise.allSettled(callers);
+    // The first books its own turn; the 49 after it find one turn for them.
+    await callers[1];
+    p.stop();
+    await p.settled();
+    await settled;
+    expect(await readPacerState(redis[0], prefix)).toMatchObject({ rate: 40, source: 'ramp' });
   });
 
   it('starts, as a config sets it up, with turns no further apart than its booking span: the first doubling is not held back', async () => {

@@ -13,7 +13,9 @@ import {
   PROBE_MAX_MS,
   PROBE_MS,
   RECENT_SLOT_MS,
+  MIN_ROUND_MS,
   ROUND_MS,
+  roundOf,
   ROUND_SPAN_MS,
   SETTLE,
   SLOW_START,
@@ -83,6 +85,31 @@ describe('steps', () => {
     expect(onTick(first, { now: T0 + 2 * ROUND_MS, ok: 2, booked: 2 }, S)).toBeUndefined();
     // Three turns over two rounds is 15/s of demand, more than half of 10/s.
     expect(onTick(first, { now: T0 + 3 * ROUND_MS, ok: 3, booked: 5 }, S)?.rate).toBe(20);
+  });
+
+  it('grows at a booking that had more callers than turns, however idle the step was before', () => {
+    // A worker idle for a minute before its run: one turn booked since the last step.
+    const idle = initialState(S, T0);
+    const at = { now: T0 + 60_000, ok: 1, booked: 1 };
+    expect(onTick(idle, at, S)).toMatchObject({ rate: 5, source: 'start' });
+    expect(onTick(idle, { ...at, starved: true }, S)).toMatchObject({
+      rate: 5 * SLOW_START,
+      source: 'ramp',
+    });
+    // Still only from the first success, and never once a limit is learned.
+    expect(onTick(idle, { ...at, ok: 0, starved: true }, S)?.rate).toBe(5);
+    const learned: LearnerState = { ...idle, rate: 40, ceiling: 50 };
+    expect(onTick(learned, { ...at, ok: 2, starved: true }, S)?.rate).toBe(40);
+  });
+
+  it('takes a round to be the platform’s answer time, between MIN_ROUND_MS and ROUND_MS', () => {
+    expect([Infinity, 500, 70, 20].map(roundOf)).toEqual([ROUND_MS, ROUND_MS, 70, MIN_ROUND_MS]);
+    const st = initialState(S, T0);
+    const at = { ok: 5, booked: 5, roundMs: 70 };
+    // A step every half round, growing by 2 to the power of the rounds gone by.
+    expect(onTick(st, { ...at, now: T0 + 34 }, S)).toBeUndefined();
+    expect(onTick(st, { ...at, now: T0 + 35 }, S)?.rate).toBeCloseTo(5 * Math.SQRT2, 9);
+    expect(onTick(st, { ...at, now: T0 + 70 }, S)?.rate).toBe(5 * SLOW_START);
   });
 
   it('probes the ceiling upwards after a quiet while at the settled rate', () => {
