@@ -19,6 +19,7 @@ import {
   ROUND_SPAN_MS,
   SETTLE,
   SLOW_START,
+  slowStart,
   initialState,
   onLimited,
   onPolicy,
@@ -473,10 +474,12 @@ function simulate(
       notBefore = Math.max(notBefore, now + wait * 1000);
       counting ??= { at: now + answerMs, requestedAt: sentAt, retryAfterMs: wait * 1000, now };
     }
-    // The pacer offers a step at each booking, about every 100 ms.
-    if (now - lastTick >= 100) {
+    // The pacer offers a step at each booking: every quarter round in a slow start
+    // (half a round's booking, renewed halfway), every 100 ms after it.
+    const roundMs = roundOf(answerMs);
+    if (now - lastTick >= (slowStart(st) ? roundMs / 4 : 100)) {
       lastTick = now;
-      step(onTick(st, { now, ok, booked, log }, settings));
+      step(onTick(st, { now, ok, booked, log, roundMs }, settings));
     }
   }
   return { ok, limited, perSecond, okAt, st };
@@ -511,12 +514,16 @@ describe('against a DRF sliding window (simulated)', () => {
   ])(
     '%s: settles at 0.9 of the limit or more, under 1%% refused (max %i×…)',
     (limit, perS, windowS, secs, skip) => {
-      for (const [max, jitter] of cases(perS)) {
-        const r = simulate(limit, { seconds: secs }, { start: 5, min: 1, max }, jitter);
+      for (const [[max, jitter], answerMs] of cases(perS).flatMap((c) => [
+        [c, 250] as const,
+        [c, 40] as const,
+      ])) {
+        const settings = { start: 5, min: 1, max };
+        const r = simulate(limit, { seconds: secs }, settings, jitter, answerMs);
         const steady = r.perSecond.slice(skip);
         // Whole windows: a per-minute limit is an average over its minute.
         const rate = steady.reduce((a, b) => a + (b ?? 0), 0) / steady.length;
-        const shown = `${limit} max ${max} jitter ${jitter}: ${rate.toFixed(1)}/s, ${r.limited} of ${r.ok + r.limited} refused`;
+        const shown = `${limit} max ${max} jitter ${jitter} answers ${answerMs} ms: ${rate.toFixed(1)}/s, ${r.limited} of ${r.ok + r.limited} refused`;
         if (process.env.LEARNER_SIM_LOG) process.stdout.write(`${shown}\n`);
         expect(rate / perS, shown).toBeGreaterThanOrEqual(0.9);
         expect(rate / perS, shown).toBeLessThanOrEqual(1.0001 + 1 / windowS);
@@ -568,10 +575,13 @@ describe('a short first sync against a 1 s window (simulated)', () => {
   ])(
     '%s, %i requests from nothing learned: start to end at %s of the limit or more, under 1%% refused',
     (limit, requests, least, perS, max) => {
-      for (const jitter of [0, 5, 20]) {
-        const r = simulate(limit, { requests }, { start: 5, min: 1, max }, jitter);
+      for (const [jitter, answerMs] of [0, 5, 20].flatMap((j) => [
+        [j, 250] as const,
+        [j, 40] as const,
+      ])) {
+        const r = simulate(limit, { requests }, { start: 5, min: 1, max }, jitter, answerMs);
         const overall = overallRate(r.okAt);
-        const shown = `${limit} ${requests} jitter ${jitter}: overall ${overall.toFixed(1)}/s, ${r.limited} of ${r.ok + r.limited} refused`;
+        const shown = `${limit} ${requests} jitter ${jitter} answers ${answerMs} ms: overall ${overall.toFixed(1)}/s, ${r.limited} of ${r.ok + r.limited} refused`;
         if (process.env.LEARNER_SIM_LOG) process.stdout.write(`${shown}\n`);
         expect(overall / perS, shown).toBeGreaterThanOrEqual(least);
         expect(r.limited / (r.ok + r.limited), shown).toBeLessThan(0.01);
