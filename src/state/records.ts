@@ -74,15 +74,31 @@ export interface RecordStatesParts {
 }
 
 /**
- * Record buckets the orphan report reads per round trip. It reads every
+ * Records the orphan report reads per round trip, about. It reads every
  * record of the entity (other jobs' too), and unpacks a round trip's
  * replies in one go: the worker's event loop, whose timers send the other
  * runs' paced writes, is held that long. At a million records (about 244 a
- * bucket) a round trip of 256 buckets holds it up to 56-97 ms, longer than
- * the pacer's 3% margin absorbs at 200-1,000 requests/s; one of 32, 15-26
- * ms, and the whole scan takes no longer (`npm run bench -- orphans`).
+ * bucket) a round trip of 256 buckets held it up to 114 ms, longer than
+ * the pacer's 3% margin absorbs at 200-1,000 requests/s; one of 32 (7,800
+ * records) 25 ms, about 2,000 records 17 ms, the scan 5% longer (`npm run
+ * bench -- orphans`).
+ */
+export const ORPHAN_SCAN_RECORDS = 2_000;
+/**
+ * Record buckets of the orphan report's first round trip. Each next one
+ * reads as many buckets as hold about ORPHAN_SCAN_RECORDS at the records
+ * per bucket read so far, and at most four times the last: a small
+ * entity's scan takes a few round trips, not one per 32 of its 4,096
+ * buckets.
  */
 export const ORPHAN_SCAN_BUCKETS = 32;
+const ORPHAN_SCAN_GROWTH = 4;
+
+/** How the orphan report reads: `buckets` a round trip (the bench's sizes), or about `records`. */
+export interface OrphanScan {
+  buckets?: number;
+  records?: number;
+}
 
 export class RecordStates {
   private readonly runNumbers: Numbering;
@@ -212,19 +228,19 @@ export class RecordStates {
   /**
    * Records in state that `run` neither saw (its seen buckets, and the one
    * set of seen ids of a run an earlier release began) nor wrote and whose
-   * last writer was a run of the same job, in batches, reading
-   * ORPHAN_SCAN_BUCKETS buckets per round trip. The writer's job is the
+   * last writer was a run of the same job, in batches, reading about
+   * ORPHAN_SCAN_RECORDS records per round trip. The writer's job is the
    * record state's job number: unchanged rows are never committed again,
    * so the run number may name a run the history has forgotten. State
    * written before job numbers were kept names only its run: `jobOfRun`
    * answers for it (a run no longer known leaves that record out).
    * Meaningful for full-snapshot sources only. Writes nothing.
-   * `bucketsPerRead` is for the orphans bench, which compares sizes.
+   * `scan` is for the orphans bench, which compares sizes, and tests.
    */
   async *orphans(
     entity: Entity,
     run: { id: string; job: string },
-    bucketsPerRead = ORPHAN_SCAN_BUCKETS,
+    scan: OrphanScan = {},
   ): AsyncGenerator<Orphan[]> {
     await this.layout.assertRead();
     const k = this.keys;
@@ -234,14 +250,24 @@ export class RecordStates {
     // A job never numbered has written no record.
     const thisJob = (await this.jobNumbers.peek(run.job)) ?? -1;
     const jobOf = new Map<number, string | undefined>();
-    const buckets = Array.from({ length: k.buckets.records }, (_, b) => b);
-    for (const part of chunks(buckets, bucketsPerRead)) {
+    const total = k.buckets.records;
+    const perTrip = scan.records ?? ORPHAN_SCAN_RECORDS;
+    let size = scan.buckets ?? ORPHAN_SCAN_BUCKETS;
+    let records = 0;
+    for (let from = 0; from < total; from += size) {
+      if (from > 0 && scan.buckets === undefined) {
+        const fits = records > 0 ? Math.floor((perTrip * from) / records) : Infinity;
+        size = Math.max(1, Math.min(size * ORPHAN_SCAN_GROWTH, fits));
+      }
+      const part = Array.from({ length: Math.min(size, total - from) }, (_, i) => from + i);
       const p = this.redis.pipeline();
       for (const b of part) p.hgetall(k.recs(entity, b));
       const out = (await execAll(p, 'listing orphans')) as Record<string, string>[];
       const candidates: Candidate[] = [];
       for (const [n, h] of out.entries()) {
-        for (const [id, value] of Object.entries(h)) {
+        const ids = Object.entries(h);
+        records += ids.length;
+        for (const [id, value] of ids) {
           const s = unpackRecord(value);
           if (s.runNumber === thisRun) continue;
           if (s.jobNumber !== undefined && s.jobNumber !== thisJob) continue;

@@ -5,7 +5,11 @@ import { identityKeys } from '../../src/sync/identity.js';
 import { planBatch } from '../../src/sync/plan.js';
 import { hashTag } from '../../src/redis/target.js';
 import type { PlatformRecord } from '../../src/state/platform-index.js';
-import { ORPHAN_SCAN_BUCKETS } from '../../src/state/records.js';
+import {
+  ORPHAN_SCAN_BUCKETS,
+  ORPHAN_SCAN_RECORDS,
+  type OrphanScan,
+} from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { keysMatching, useRedis } from '../harness/redis.js';
 
@@ -485,7 +489,7 @@ describe('StateStore: orphans and key layout', () => {
     expect(all.map((o) => o.platformId).sort()).toEqual([1, 2, 3, 4]);
   });
 
-  it('reads every record bucket for orphans, a few buckets a round trip: the event loop is not held by one large reply', async () => {
+  it('reads every record bucket for orphans, about so many records a round trip: few round trips, and no large reply holds the event loop', async () => {
     const store = new StateStore(redis, { prefix: `${prefix}:orphans-scan` });
     const buckets = store.keys.buckets.records;
     // A record in every bucket (a platform id's bucket is the id modulo their count).
@@ -493,29 +497,50 @@ describe('StateStore: orphans and key layout', () => {
       'companies',
       Array.from({ length: buckets }, (_, id) => oldRecord(id)),
     );
-    // Every pipeline the scan runs, by the buckets it reads (HGETALLs).
-    const reads: number[] = [];
-    const pipeline = redis.pipeline;
-    redis.pipeline = function (this: Redis, ...args: Parameters<Redis['pipeline']>) {
-      const p = pipeline.apply(this, args);
-      const exec = p.exec.bind(p);
-      p.exec = (...a: Parameters<typeof p.exec>) => {
-        reads.push(p.length);
-        return exec(...a);
-      };
-      return p;
-    } as Redis['pipeline'];
-    let found = 0;
-    try {
-      for await (const batch of store.records.orphans('companies', { id: 'new', job: 'j' }))
-        found += batch.length;
-    } finally {
-      redis.pipeline = pipeline;
+    /** Every pipeline a scan runs, by the buckets it reads (HGETALLs), and the orphans it found. */
+    async function scan(how?: OrphanScan): Promise<{ reads: number[]; found: number }> {
+      const reads: number[] = [];
+      const pipeline = redis.pipeline;
+      redis.pipeline = function (this: Redis, ...args: Parameters<Redis['pipeline']>) {
+        const p = pipeline.apply(this, args);
+        let n = 0;
+        const hgetall = p.hgetall.bind(p);
+        p.hgetall = ((...a: Parameters<typeof hgetall>) => {
+          n++;
+          return hgetall(...a);
+        }) as typeof p.hgetall;
+        const exec = p.exec.bind(p);
+        p.exec = (...a: Parameters<typeof p.exec>) => {
+          if (n > 0) reads.push(n);
+          return exec(...a);
+        };
+        return p;
+      } as Redis['pipeline'];
+      let found = 0;
+      try {
+        for await (const batch of store.records.orphans('companies', { id: 'new', job: 'j' }, how))
+          found += batch.length;
+      } finally {
+        redis.pipeline = pipeline;
+      }
+      return { reads, found };
     }
-    expect(found).toBe(buckets);
-    expect(reads.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(buckets);
-    expect(Math.max(...reads)).toBeLessThanOrEqual(ORPHAN_SCAN_BUCKETS);
+    // The release's: a few buckets first, then more as they hold few records (here one each).
+    const release = await scan();
+    expect(release.found).toBe(buckets);
+    expect(release.reads.reduce((a, b) => a + b, 0)).toBe(buckets);
+    expect(release.reads[0]).toBe(ORPHAN_SCAN_BUCKETS);
     expect(ORPHAN_SCAN_BUCKETS).toBeLessThanOrEqual(64);
+    expect(release.reads.length).toBeLessThanOrEqual(6);
+    expect(Math.max(...release.reads)).toBeLessThanOrEqual(ORPHAN_SCAN_RECORDS);
+    // About 100 records a round trip: 100 buckets of one record each after the first.
+    const small = await scan({ records: 100 });
+    expect(small.found).toBe(buckets);
+    expect(small.reads.reduce((a, b) => a + b, 0)).toBe(buckets);
+    expect(small.reads[0]).toBe(ORPHAN_SCAN_BUCKETS);
+    expect(Math.max(...small.reads.slice(1))).toBe(100);
+    // A fixed size (the bench's).
+    expect((await scan({ buckets: 256 })).reads).toEqual(Array(buckets / 256).fill(256));
   });
 
   it('keeps seen ids in small sets of integers with a TTL, and reads the one set of older runs', async () => {
