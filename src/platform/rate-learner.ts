@@ -111,11 +111,12 @@ export const SLOW_START = 2;
  * replica's callers, counted as they are booked; successes reach the count
  * a round trip and a booking later). A round is the platform's round trip
  * as the pacer sees it (`roundOf`): TCP's slow start, too, doubles once a
- * round trip, so the first 429 comes back before the rate has more than
- * doubled past what met the limit. Steps come with bookings, which a
- * slow start makes often (SLOW_START_HORIZON_MS, src/queue/pacer-store.ts):
- * a step half a round or more after the last grows the rate by 2^(elapsed
- * / round), so the growth follows the clock whenever the bookings come
+ * round trip, and the first 429 then comes back about a doubling past what
+ * met the limit (more where the round trip is longer than ROUND_MS).
+ * Steps come with bookings, which a slow start makes often
+ * (SLOW_START_HORIZON_MS, src/queue/pacer-store.ts): a step half a round
+ * or more after the last grows the rate by 2^(elapsed / round), so the
+ * growth follows the clock whenever the bookings come
  * (a step only after a whole round would skip a booking that came a little
  * early, and wait for the next). Never more than twofold at a step: the
  * rate sent at trails the rate by a booking, and a one-second window then
