@@ -418,27 +418,28 @@ describe('pacer: a slow start', () => {
     const prefix = prefixOf();
     const [sec, usec] = await redis[0].time();
     const now = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
-    // A success counted, then idle for most of ROUND_SPAN_MS: its demand since then reads low.
+    // At 100/s, a success counted, then idle for 300 ms: the demand since reads below 50/s
+    // (seven turns booked here) for the whole 140-500 ms that a step measures it over.
     await redis[0].hset(
       pacerKey(prefix),
       'rate',
-      20,
+      100,
       'ceiling',
       0,
       'changedAt',
-      now - 400,
+      now - 300,
       'ok',
       1,
     );
     const p = await pacerOn(0, prefix, { kind: 'auto', start: 20, min: 1, max: 2_000 });
     const callers = Array.from({ length: 50 }, () => p.acquire());
     const settled = Promise.allSettled(callers);
-    // The first books its own turn; the 49 after it find one turn for them.
+    // The first books its own turn; the 49 after it find six turns for them.
     await callers[1];
     p.stop();
     await p.settled();
     await settled;
-    expect(await readPacerState(redis[0], prefix)).toMatchObject({ rate: 40, source: 'ramp' });
+    expect(await readPacerState(redis[0], prefix)).toMatchObject({ rate: 200, source: 'ramp' });
   });
 
   it('starts, as a config sets it up, with turns no further apart than its booking span: the first doubling is not held back', async () => {
