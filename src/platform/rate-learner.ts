@@ -217,6 +217,16 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
   };
 }
 
+/** What a step is told (`onTick`). */
+export interface TickAt {
+  now: number;
+  ok: number;
+  booked: number;
+  log?: SuccessLog;
+  roundMs?: number;
+  starved?: boolean;
+}
+
 /**
  * A second (or a slow start's round) went by: grow, settle or probe. `ok`
  * is the cluster's count of successful requests so far, `booked` of turns
@@ -224,18 +234,7 @@ export function initialState(s: LearnerSettings, now: number, stored?: LearnerSt
  * given), `starved` that the booking at hand had more callers waiting than
  * turns to give. Undefined until a step is due.
  */
-export function onTick(
-  st: LearnerState,
-  at: {
-    now: number;
-    ok: number;
-    booked: number;
-    log?: SuccessLog;
-    roundMs?: number;
-    starved?: boolean;
-  },
-  s: LearnerSettings,
-): Step | undefined {
+export function onTick(st: LearnerState, at: TickAt, s: LearnerSettings): Step | undefined {
   const elapsed = at.now - st.changedAt;
   const round = at.roundMs ?? ROUND_MS;
   if (elapsed < stepMs(st, round)) return undefined;

@@ -48,6 +48,7 @@ import {
   type RateSource,
   type RecentLog,
   type SuccessLog,
+  type TickAt,
 } from '../platform/rate-learner.js';
 import { nextSkew, type Skew } from './clock-skew.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -485,11 +486,11 @@ export class RedisPacer implements Pacer {
       this.opts.onRate?.(rate, mode.kind === 'fixed' ? 'fixed' : (this.state?.source ?? 'start'));
     }
     if (mode.kind === 'auto' && this.state && !this.ticking) {
-      if (redisNow - this.state.changedAt >= stepMs(this.state, this.round())) {
+      const roundMs = this.round();
+      if (redisNow - this.state.changedAt >= stepMs(this.state, roundMs)) {
         this.ticking = true;
-        this.enqueueWrite(() =>
-          this.tick(redisNow, total, booked, want > n).finally(() => (this.ticking = false)),
-        );
+        const at = { now: redisNow, ok: total, booked, roundMs, starved: want > n };
+        this.enqueueWrite(() => this.tick(at).finally(() => (this.ticking = false)));
       }
     }
   }
@@ -506,13 +507,11 @@ export class RedisPacer implements Pacer {
   }
 
   /** A learner's step (auto mode); a long window's step reads the success log and may hold. */
-  private async tick(now: number, ok: number, booked: number, starved: boolean): Promise<void> {
+  private async tick(at: Omit<TickAt, 'log'>): Promise<void> {
     const mode = this.opts.mode;
     if (mode.kind !== 'auto' || !this.state) return;
     const log = windowed(this.state) ? (await this.readLogs()).log : undefined;
-    const roundMs = this.round();
-    const at = { now, ok, booked, roundMs, starved, ...(log && { log }) };
-    const next = onTick(this.state, at, mode);
+    const next = onTick(this.state, { ...at, ...(log && { log }) }, mode);
     if (next) await this.cas(next, next.holdMs ?? 0);
   }
 
