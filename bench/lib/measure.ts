@@ -1,7 +1,9 @@
 /**
  * Small arithmetic shared by the sync benchmarks: medians, rates, ratios and
- * the number formats of the tables.
+ * the number formats of the tables; and what a step costs this process and
+ * redis-server.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -47,4 +49,33 @@ export function sleep(ms: number): Promise<void> {
 export async function loadAverage(): Promise<string> {
   const { loadavg } = await import('node:os');
   return loadavg()[0]!.toFixed(1);
+}
+
+/** redis-server's CPU so far (user + system, `INFO cpu`), ms. */
+export async function redisCpuMs(redis: {
+  info(section: 'cpu'): Promise<string>;
+}): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
+}
+
+/** What `fn` cost this process (CPU and wall ms) and the longest it held the event loop (a 1 ms timer's worst delay). */
+export interface StepCost<T> {
+  value: T;
+  cpuMs: number;
+  wallMs: number;
+  heldMs: number;
+}
+
+export async function stepCost<T>(fn: () => Promise<T>): Promise<StepCost<T>> {
+  const held = monitorEventLoopDelay({ resolution: 1 });
+  held.enable();
+  const cpu = process.cpuUsage();
+  const t0 = performance.now();
+  const value = await fn();
+  const wallMs = performance.now() - t0;
+  const used = process.cpuUsage(cpu);
+  held.disable();
+  return { value, cpuMs: (used.user + used.system) / 1000, wallMs, heldMs: held.max / 1e6 };
 }

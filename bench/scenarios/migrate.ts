@@ -12,6 +12,7 @@ import { KeyLayout } from '../../src/state/keys.js';
 import { migrateRecordJobs } from '../../src/state/migrate-record-jobs.js';
 import { migrate } from '../../src/state/migrations.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
+import { redisCpuMs } from '../lib/measure.js';
 
 const N = 100_000;
 const RUNS = 50;
@@ -21,12 +22,6 @@ const noWorkers = async (): Promise<{ names: string[]; unknown: boolean }> => ({
   names: [],
   unknown: false,
 });
-
-async function redisCpuMs(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const f = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
-  return (f('used_cpu_sys') + f('used_cpu_user')) * 1000;
-}
 
 /** The state layout 1 leaves: meta version 1, run numbers, run records, three-part values. */
 async function writeLayout1(redis: Redis, keys: KeyLayout): Promise<void> {

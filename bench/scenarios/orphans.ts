@@ -13,13 +13,12 @@
  * late the other runs' paced writes go out. Medians of 3.
  */
 import { Redis } from 'ioredis';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { BenchTable, Scenario } from '../run.js';
 import { ORPHAN_SCAN_RECORDS, type OrphanScan } from '../../src/state/records.js';
 import { StateStore } from '../../src/state/store.js';
 import { contentHash } from '../../src/sync/hash.js';
 import { identityKeys } from '../../src/sync/identity.js';
-import { int, median } from '../lib/measure.js';
+import { int, median, stepCost } from '../lib/measure.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 
 const RECORDS = Number(process.env.BENCH_ORPHAN_RECORDS ?? 1_000_000);
@@ -52,17 +51,13 @@ interface Scan {
 
 async function scan(store: StateStore, job: string, run: string, size: string): Promise<Scan> {
   const how: OrphanScan = size === 'release' ? {} : { buckets: Number(size) };
-  const held = monitorEventLoopDelay({ resolution: 1 });
-  held.enable();
-  const cpu = process.cpuUsage();
-  const t0 = performance.now();
-  let orphans = 0;
-  for await (const batch of store.records.orphans('companies', { id: run, job }, how))
-    orphans += batch.length;
-  const wallMs = performance.now() - t0;
-  const used = process.cpuUsage(cpu);
-  held.disable();
-  return { wallMs, cpuMs: (used.user + used.system) / 1000, heldMs: held.max / 1e6, orphans };
+  const { value: orphans, ...cost } = await stepCost(async () => {
+    let n = 0;
+    for await (const batch of store.records.orphans('companies', { id: run, job }, how))
+      n += batch.length;
+    return n;
+  });
+  return { ...cost, orphans };
 }
 
 const scenario: Scenario = {

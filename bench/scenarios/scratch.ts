@@ -14,10 +14,9 @@
  * step (INFO cpu).
  */
 import { Redis } from 'ioredis';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { BenchTable, Scenario } from '../run.js';
 import { StateStore } from '../../src/state/store.js';
-import { median } from '../lib/measure.js';
+import { median, redisCpuMs, stepCost } from '../lib/measure.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 
 const CALLS = Number(process.env.BENCH_SCRATCH_CALLS ?? 20);
@@ -35,29 +34,10 @@ interface Sample {
   redisMs: number;
 }
 
-/** redis-server's CPU so far (user + system), ms. */
-async function redisCpuMs(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
-  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000;
-}
-
 async function sample(redis: Redis, fn: () => Promise<void>): Promise<Sample> {
   const redis0 = await redisCpuMs(redis);
-  const held = monitorEventLoopDelay({ resolution: 1 });
-  held.enable();
-  const cpu = process.cpuUsage();
-  const t0 = performance.now();
-  await fn();
-  const wallMs = performance.now() - t0;
-  const used = process.cpuUsage(cpu);
-  held.disable();
-  return {
-    cpuMs: (used.user + used.system) / 1000,
-    wallMs,
-    heldMs: held.max / 1e6,
-    redisMs: (await redisCpuMs(redis)) - redis0,
-  };
+  const { cpuMs, wallMs, heldMs } = await stepCost(fn);
+  return { cpuMs, wallMs, heldMs, redisMs: (await redisCpuMs(redis)) - redis0 };
 }
 
 const scenario: Scenario = {

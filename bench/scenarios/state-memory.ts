@@ -13,6 +13,7 @@ import { identityKeys, type Entity } from '../../src/sync/identity.js';
 import { removeDir, startRedisServer } from '../../test/harness/redis-server.js';
 import { firstSyncMemory, type FirstSyncMemory } from '../lib/first-sync-memory.js';
 import { benchDuplicatesText } from '../lib/plan-pass.js';
+import { redisCpuMs } from '../lib/measure.js';
 
 const N = 100_000;
 /**
@@ -151,13 +152,6 @@ async function stateMemory(
   ];
 }
 
-async function redisCpuSeconds(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const user = Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]);
-  const sys = Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
-  return user + sys;
-}
-
 /** Records/s by the wall clock, and per CPU-second of the bench process and of redis-server. */
 async function lookupRate(
   redis: Redis,
@@ -167,7 +161,7 @@ async function lookupRate(
   const body = entity === 'companies' ? companyBody : memberBody;
   const records = Array.from({ length: N }, (_, n) => ({ keys: identityKeys(entity, body(n)) }));
   const cpu0 = process.cpuUsage();
-  const redis0 = await redisCpuSeconds(redis);
+  const redis0 = await redisCpuMs(redis);
   const t0 = performance.now();
   let found = 0;
   for (let start = 0; start < N; start += 500) {
@@ -176,7 +170,7 @@ async function lookupRate(
   }
   const wall = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const redisCpu = (await redisCpuSeconds(redis)) - redis0;
+  const redisCpu = ((await redisCpuMs(redis)) - redis0) / 1000;
   if (found !== N) throw new Error(`lookup found ${found} of ${N}`);
   const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
   return [entity, fmt(N / wall), fmt(N / ((cpu.user + cpu.system) / 1e6)), fmt(N / redisCpu)];
