@@ -131,10 +131,15 @@ export function cliEnv(e: SyncEnv): NodeJS.ProcessEnv {
   };
 }
 
-/** BENCH_CPU_PROF=DIR: every CLI process writes a V8 CPU profile there (to see where time goes). */
+/**
+ * Node's flags for every CLI process: BENCH_NODE_FLAGS, split at spaces (V8's
+ * too, e.g. `--max-opt=1` to leave optimizing compilers out); with
+ * BENCH_CPU_PROF=DIR, a V8 CPU profile written there (to see where time goes).
+ */
 function nodeFlags(): string[] {
   const dir = process.env.BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+  const given = process.env.BENCH_NODE_FLAGS?.split(' ').filter((f) => f !== '') ?? [];
+  return [...given, ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [])];
 }
 
 export interface CliResult {
