@@ -69,6 +69,9 @@ export interface FairnessFigures extends FairnessSizes {
   smallShareMs: number;
   /** Writes per second the platform saw over the backfill alone's steady part. */
   aloneRate: number;
+  /** Requests the platform answered 429, alone and together (a fixed limit paced under it: none). */
+  limitedAlone: number;
+  limitedTogether: number;
 }
 
 const FULL: FairnessSizes = {
@@ -109,6 +112,8 @@ interface Pass {
   backfill: RunRecord;
   small?: RunRecord;
   aloneRate: number;
+  /** Requests the sandbox answered 429. */
+  limited: number;
 }
 
 /** One sync on a fresh sandbox and prefix: the backfill, and the small job `startAfterMs` into it. */
@@ -139,6 +144,7 @@ async function pass(
   const store = new StateStore(conn, { prefix });
   const timeoutMs = Math.max(300_000, (sizes.backfill / R) * 4_000);
   try {
+    const before = await sandbox.totals();
     const rec = sandbox.record(200);
     const backfill = syncRun('backfill', env, { withWorker: false, timeoutMs });
     // Awaited below; a failure while the small job waits must not go unhandled.
@@ -167,7 +173,12 @@ async function pass(
     const s = withSmall ? await runOf(store, 'small') : undefined;
     if (s && s.counts.created !== sizes.small)
       throw new BenchError(`${name}: the small job created ${s.counts.created} of ${sizes.small}`);
-    return { backfill: b, ...(s && { small: s }), aloneRate: writePhase(samples).steadyRate };
+    return {
+      backfill: b,
+      ...(s && { small: s }),
+      aloneRate: writePhase(samples).steadyRate,
+      limited: (await sandbox.totals()).rateLimited - before.rateLimited,
+    };
   } finally {
     await worker.stop();
     await closeRedis(conn);
@@ -232,6 +243,8 @@ async function measure(sizes: FairnessSizes, passes: number): Promise<FairnessFi
         backfillAloneMs: runMs(alone.backfill),
         smallShareMs: (sizes.small / fixedPace(R)) * 1_000,
         aloneRate: alone.aloneRate,
+        limitedAlone: alone.limited,
+        limitedTogether: together.limited,
       };
       process.stderr.write(`fairness pass ${i + 1}: ${JSON.stringify(figures)}\n`);
       out.push(figures);
@@ -326,6 +339,11 @@ const scenario: Scenario = {
               1,
             ),
             passes.map((x) => ratio(x.aloneRate, 1)).join(', '),
+          ],
+          [
+            '429s, backfill alone / with the small job',
+            '',
+            passes.map((x) => `${x.limitedAlone} / ${x.limitedTogether}`).join(', '),
           ],
         ],
         notes: [
