@@ -19,6 +19,7 @@ import { claimNames, type ClaimNames } from './claim-digest.js';
 import { parseStored, redisCall, StateError } from './errors.js';
 import { CLAIM_BUCKETS, type KeyLayout } from './keys.js';
 import { BucketTtls } from './bucket-ttls.js';
+import { ClaimedBuckets } from './claimed-buckets.js';
 import { execAll, unlinks } from './pipeline.js';
 import type { PlannedWrites } from './planned-writes.js';
 
@@ -69,6 +70,8 @@ const RELEASED = 'released';
 export class IdentityClaims {
   /** Which claim buckets got their TTL (shared with the survivor claims: the same buckets). */
   readonly claimTtls = new BucketTtls(CLAIM_BUCKETS);
+  /** Which claim buckets each run's pass wrote to here (shared with the survivor claims). */
+  readonly claimed = new ClaimedBuckets(CLAIM_BUCKETS);
 
   constructor(
     private readonly redis: RedisClient,
@@ -92,6 +95,7 @@ export class IdentityClaims {
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
     const expire = this.claimTtls.flags(runId, names.buckets);
+    this.claimed.mark(runId, names.buckets);
     let reply: [(string | number)[], string[], (string | null)[], number];
     try {
       reply = (await redisCall('claiming identities', () =>
@@ -144,11 +148,14 @@ export class IdentityClaims {
    * planning decides by them. The marker stays (as `released`), so that
    * `holders` answers from the planned writes from then on; once every
    * bucket is unlinked, `claimsUnlinked` says so (see `releasedAndUnlinked`).
+   * The buckets are those this process's pass claimed into (`claimed`), or
+   * all of them when it has no marks of the run.
    */
   async release(runId: string): Promise<void> {
-    const buckets = Array.from({ length: CLAIM_BUCKETS }, (_, b) =>
-      this.keys.claimBucket(runId, b),
-    );
+    const numbers = this.claimed.take(runId);
+    const buckets = numbers
+      ? numbers.map((b) => this.keys.claimBucket(runId, b))
+      : Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.keys.claimBucket(runId, b));
     // The marker first: a release cut off midway leaves buckets to their TTL, never a reader
     // that trusts half the claims. Small UNLINKs: one of 16,384 keys would hold a megabyte
     // of arguments in Redis at the moment the run's scratch is largest.

@@ -131,6 +131,7 @@ export class StateStore {
       this.keys,
       opts.scratchTtlMs ?? 7 * DAY,
       this.claims.claimTtls,
+      this.claims.claimed,
     );
     this.progress = new RunProgress(connection, this.keys, this.claims);
     this.writes = new WriteSteps(connection, this.keys, runNumbers, jobNumbers, now, this.layout);

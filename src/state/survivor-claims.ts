@@ -21,6 +21,7 @@ import { parseStored, redisCall } from './errors.js';
 import type { KeyLayout } from './keys.js';
 import { execAll } from './pipeline.js';
 import type { BucketTtls } from './bucket-ttls.js';
+import type { ClaimedBuckets } from './claimed-buckets.js';
 import { claimLayout } from './identity-claims.js';
 
 /** The digits of a rank in a claim, 0 to 63; none is `|` (lua/contend-survivors-1.lua reads them). */
@@ -66,6 +67,8 @@ export class SurvivorClaims {
     private readonly ttlMs: number,
     /** The claim buckets' TTL flags, shared with the conflict claims (one kind of bucket). */
     private readonly ttls: BucketTtls,
+    /** The buckets each run's pass claimed into, shared with the conflict claims (their release). */
+    private readonly claimed: ClaimedBuckets,
   ) {}
 
   /**
@@ -81,6 +84,7 @@ export class SurvivorClaims {
     const names = claimNames(keys);
     const layout = claimLayout(entries, names);
     const expire = this.ttls.flags(runId, names.buckets);
+    this.claimed.mark(runId, names.buckets);
     // Per row: which of its keys (1-based, 0 for none) is its record, then its claim's tail.
     const tails = entries.map(
       (e) => `${e.keys.indexOf(e.ref) + 1}|${e.sticky ? 1 : 0}|${rankText(e.rank)}|${e.ref}`,

@@ -306,6 +306,69 @@ describe('run scratch buckets', () => {
     expect(await left()).toEqual([]);
   });
 
+  /** The claim bucket keys of `runId` each UNLINK names while `act` runs (MONITOR, our prefix only). */
+  async function unlinkedClaimBuckets(runId: string, act: () => Promise<void>): Promise<string[]> {
+    const bucketPrefix = `${prefix}:run:${runId}:claims:`;
+    const named: string[] = [];
+    const monitor = await redis.monitor();
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'unlink')
+        named.push(...args.slice(1).filter((k) => k.startsWith(bucketPrefix)));
+    });
+    try {
+      await act();
+      // MONITOR reports a command as it runs: a PING after the act's replies comes after them.
+      await redis.ping();
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      monitor.disconnect();
+    }
+    return named.sort();
+  }
+
+  const rows = (runId: string, count: number) =>
+    Array.from({ length: count }, (_, n) => ({
+      line: n + 2,
+      keys: [`x:${runId}:${n}`, `y:${runId}:${n}`],
+    }));
+
+  it('a release names the buckets its pass claimed into, not all 16,384, and leaves none', async () => {
+    const r = 'claimed-100';
+    await store.claims.claim(r, rows(r, 100));
+    const there = await keysMatching(redis, `${prefix}:run:${r}:claims:*`);
+    expect(there.length).toBeGreaterThan(150);
+    expect(await unlinkedClaimBuckets(r, () => store.claims.release(r))).toEqual(there.sort());
+    expect(await keysMatching(redis, `${prefix}:run:${r}:claims:*`)).toEqual([]);
+  });
+
+  it('a release of runs planned side by side names each its own buckets', async () => {
+    const [a, b] = ['side-a', 'side-b'];
+    // Interleaved batches, as a worker planning two runs at once sends them.
+    await store.claims.claim(a, rows(a, 50));
+    await store.survivors.contend(
+      b,
+      'last',
+      rows(b, 50).map((e) => ({ ...e, sticky: false, rank: undefined, ref: e.keys[0]! })),
+    );
+    await store.claims.claim(a, rows(a, 100).slice(50));
+    const ofB = await keysMatching(redis, `${prefix}:run:${b}:claims:*`);
+    const ofA = await keysMatching(redis, `${prefix}:run:${a}:claims:*`);
+    expect(await unlinkedClaimBuckets(a, () => store.claims.release(a))).toEqual(ofA.sort());
+    expect(await keysMatching(redis, `${prefix}:run:${a}:claims:*`)).toEqual([]);
+    expect((await keysMatching(redis, `${prefix}:run:${b}:claims:*`)).sort()).toEqual(ofB.sort());
+    expect(await unlinkedClaimBuckets(b, () => store.claims.release(b))).toEqual(ofB.sort());
+  });
+
+  it('a release of a run this process has no marks of names every bucket', async () => {
+    const r = 'claimed-elsewhere';
+    // Claimed through another store (another process), then released here.
+    const other = new StateStore(redis, { prefix });
+    await other.claims.claim(r, rows(r, 10));
+    const named = await unlinkedClaimBuckets(r, () => store.claims.release(r));
+    expect(named.length).toBe(16_384);
+    expect(await keysMatching(redis, `${prefix}:run:${r}:claims:*`)).toEqual([]);
+  });
+
   it('a claim after the release starts a new pass: its bucket gets the TTL again', async () => {
     const again = 'bucket-run-again';
     const bucket = store.keys.claimBucket(again, claimNames(['x:F1']).buckets[0]!);
