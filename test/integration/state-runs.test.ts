@@ -309,17 +309,23 @@ describe('run scratch buckets', () => {
   /** The claim bucket keys of `runId` each UNLINK names while `act` runs (MONITOR, our prefix only). */
   async function unlinkedClaimBuckets(runId: string, act: () => Promise<void>): Promise<string[]> {
     const bucketPrefix = `${prefix}:run:${runId}:claims:`;
+    const fence = `${prefix}:monitor-fence:${runId}`;
     const named: string[] = [];
+    let fenced: () => void = () => undefined;
+    const seenFence = new Promise<void>((resolve) => (fenced = resolve));
     const monitor = await redis.monitor();
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === 'unlink')
+      const command = args[0]?.toLowerCase();
+      if (command === 'unlink')
         named.push(...args.slice(1).filter((k) => k.startsWith(bucketPrefix)));
+      if (command === 'get' && args[1] === fence) fenced();
     });
     try {
       await act();
-      // MONITOR reports a command as it runs: a PING after the act's replies comes after them.
-      await redis.ping();
-      await new Promise((r) => setTimeout(r, 50));
+      // MONITOR streams commands in the order they ran: once it shows a GET sent after the
+      // act's replies came back, it has shown every command of the act.
+      await redis.get(fence);
+      await seenFence;
     } finally {
       monitor.disconnect();
     }
