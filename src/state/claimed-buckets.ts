@@ -2,7 +2,8 @@
  * The claim buckets each run's planning pass in this process has written to,
  * so that the claims' release names those buckets and not all
  * `CLAIM_BUCKETS` of them: a 100-row run claims into about 200 buckets, and
- * naming 16,384 cost it 8-36 ms of CPU in one stretch of the event loop.
+ * naming all 16,384 costs some 17 ms of CPU and holds the event loop 9 ms
+ * (`npm run bench -- scratch`).
  *
  * A bucket is marked before the call that writes it goes out (a call whose
  * answer is lost may still have written) and is never unmarked, so the marks
