@@ -304,7 +304,11 @@ export type RecentLog = ReadonlyMap<number, number>;
  * 105 that way; in slots of 100 ms, logged when the answers were counted
  * rather than when the requests went out, as 95. Logged by when each
  * request went out, in slots of 10 ms, the count is off by what arrived
- * out of order across the window's edges, and a part of one slot.
+ * out of order across the window's edges, and a part of one slot. "Went
+ * out" is when the request was written to its socket, not when its turn
+ * fired: a busy worker writes late, and by their turns a slow machine's
+ * first syncs (bench rate, case f, 4,000 rows) learned a 1,000/s limit as
+ * 969-1,019, by when they were written as 998-1,005 (14 runs each).
  */
 export const RECENT_SLOT_MS = 10;
 /** The recent log covers this much (256 slots of 10 ms, less some either side). */
@@ -380,14 +384,16 @@ function windowCount(
 }
 
 /**
- * A 429 answered a request sent at `requestedAt`. Undefined when an earlier
- * one already backed off for it (that request went out before the back-off).
+ * A 429 answered a request whose turn fired at `requestedAt` and that was
+ * written out at `sentAt` (the same when not known). Undefined when an
+ * earlier one already backed off for it (its turn came before the back-off).
  */
 export function onLimited(
   st: LearnerState,
   at: {
     now: number;
     requestedAt: number;
+    sentAt?: number;
     retryAfterMs: number;
     log?: SuccessLog;
     recent?: RecentLog;
@@ -412,7 +418,7 @@ export function onLimited(
   // out, up to the refused one): the limit itself, give or take a request.
   const fine =
     at.recent && periodMs <= RECENT_SPAN_MS
-      ? windowEstimate(at.recent, at.requestedAt, 1_000, periodMs, RECENT_SLOT_MS)
+      ? windowEstimate(at.recent, at.sentAt ?? at.requestedAt, 1_000, periodMs, RECENT_SLOT_MS)
       : undefined;
   const inWindow = at.log ? windowEstimate(at.log, at.now, at.retryAfterMs, periodMs) : undefined;
   // Seconds alone (a 1 s window): never more than the rate we sent at.

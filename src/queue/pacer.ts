@@ -165,7 +165,8 @@ export class RedisPacer implements Pacer {
   /** The shortest wait for an answer of each of the last seconds: [second, ms]. */
   private waits: [number, number][] = [];
   /** The first 429 of an episode, waiting to be counted up (auto), and that count. */
-  private limited: { now: number; requestedAt: number; retryAfterMs: number } | undefined;
+  private limited:
+    { now: number; requestedAt: number; sentAt: number; retryAfterMs: number } | undefined;
   private counting: Promise<void> = Promise.resolve();
   /** How late this process's timers fired lately: [local ms, ms late]. */
   private lags: [number, number][] = [];
@@ -242,18 +243,20 @@ export class RedisPacer implements Pacer {
     const skew = this.skew?.skew ?? this.offset + wall - local;
     const now = local + skew;
     const firedAt = ticket.firedAt + skew;
+    // Written out when the wall clock said `timing.sentAt`: on Redis' clock through this
+    // process's. A busy event loop writes a request out later than its turn fired, and the
+    // platform's window counts it by when it arrives: the log goes by when it went out.
+    const sentAt = timing ? timing.sentAt - wall + local + skew : firedAt;
     const signals = readRateHeaders(headers, Date.now());
     const mode = this.opts.mode;
     if (status !== 429) {
       // Counted by the platform's window, whatever its answer: logged when it went out.
-      const slot = Math.floor(firedAt / RECENT_SLOT_MS);
+      const slot = Math.floor(sentAt / RECENT_SLOT_MS);
       this.okPending.set(slot, (this.okPending.get(slot) ?? 0) + 1);
       if (timing) {
         if (status >= 200 && status < 300) this.noteWait(timing.waitedMs, local);
         // Later than usual by more than this worker's event loop was late: the platform's part.
         const lateBy = timing.waitedMs - this.usualWait() - this.loopLag(local);
-        // Written out when the wall clock said `sentAt`: on Redis' clock through this process's.
-        const sentAt = timing.sentAt - wall + local + skew;
         this.echo({ turn: ticket.turn, firedAt, sentAt, lateBy: Math.max(0, lateBy) });
       }
       let hold = 0;
@@ -281,9 +284,9 @@ export class RedisPacer implements Pacer {
     if (mode.kind !== 'auto') return;
     // One count for the 429s of an episode (the requests in flight when the
     // window filled): the first to go out is the one the window refused first.
-    const at = { now, requestedAt: firedAt, retryAfterMs };
+    const at = { now, requestedAt: firedAt, sentAt, retryAfterMs };
     if (this.limited) {
-      if (at.requestedAt < this.limited.requestedAt) this.limited = at;
+      if (at.sentAt < this.limited.sentAt) this.limited = at;
       return;
     }
     this.limited = at;

@@ -325,6 +325,31 @@ describe('pacer: a 429', () => {
 });
 
 describe('pacer: auto', () => {
+  it('counts what the window let through by when requests were written out, not when their turns fired', async () => {
+    const prefix = prefixOf();
+    const p = await pacerOn(0, prefix, { kind: 'auto', start: 5, min: 1, max: 2_000 });
+    const [local, wall] = [performance.now(), Date.now()];
+    const answered = (firedAgo: number, writtenAgo: number, status: number) =>
+      p.observe(
+        status,
+        status === 429 ? { 'retry-after': '1' } : {},
+        { turn: 0, firedAt: local - firedAgo },
+        { sentAt: wall - writtenAgo, waitedMs: 5 },
+      );
+    // 80 whose turns fired and that were written out 1.3 s ago; 60 whose turns fired then
+    // too, written out 0.4 s ago (a worker that stalled); then the refused one, written now.
+    for (let i = 0; i < 80; i++) answered(1_300, 1_300, 201);
+    for (let i = 0; i < 60; i++) answered(1_300, 400, 201);
+    answered(1_250, 5, 429);
+    await p.settled();
+    // The platform's window when the refused one arrived held the 60; the second before its
+    // turn fired, all 140.
+    expect(await readPacerState(redis[0], prefix)).toMatchObject({
+      ceiling: 60,
+      source: 'limited',
+    });
+  });
+
   it('learns a limit it was not told, shares it, and a restarted pacer starts from it', async () => {
     const sb = await sandbox('60/s');
     const prefix = prefixOf();

@@ -300,6 +300,25 @@ describe('slow start', () => {
     expect(next.rate).toBeCloseTo(100 * SETTLE, 9);
   });
 
+  it('counts the window up to when the refused request was written out, not when its turn fired', () => {
+    const st: LearnerState = { ...initialState(S, T0), rate: 400, source: 'ramp' };
+    const now = (Math.floor(T0 / 1_000) + 10) * 1_000 + 500;
+    // Its turn fired 700 ms before it was written out (a worker busy that long).
+    const written = now - 40;
+    const fired = written - 700;
+    const slot = (ms: number) => Math.floor(ms / RECENT_SLOT_MS);
+    // By when they were written: 60 in the second before it; 80 more before that.
+    const recent = new Map([
+      [slot(written - 1_600), 30],
+      [slot(written - 1_150), 50],
+      [slot(written - 500), 60],
+    ]);
+    const at = { now, requestedAt: fired, sentAt: written, retryAfterMs: 1_000, recent };
+    // The platform's window at its arrival held the 60; a window ending at its turn, the 80.
+    expect(onLimited(st, at, S)?.ceiling).toBe(60);
+    expect(onLimited(st, { ...at, sentAt: undefined }, S)?.ceiling).toBe(80);
+  });
+
   it('is skipped when a learned rate is known at start', () => {
     const stored: LearnerState = {
       ...initialState(S, T0),
