@@ -307,8 +307,9 @@ export type RecentLog = ReadonlyMap<number, number>;
  * out of order across the window's edges, and a part of one slot. "Went
  * out" is when the request was written to its socket, not when its turn
  * fired: a busy worker writes late, and by their turns a slow machine's
- * first syncs (bench rate, case f, 4,000 rows) learned a 1,000/s limit as
- * 969-1,019, by when they were written as 998-1,005 (14 runs each).
+ * first syncs (bench rate, case f, 4,000 and 20,000 rows) learned a
+ * 1,000/s limit as 891-1,027 (25 runs), by when they were written as
+ * 992-1,005 (20 runs).
  */
 export const RECENT_SLOT_MS = 10;
 /** The recent log covers this much (256 slots of 10 ms, less some either side). */
