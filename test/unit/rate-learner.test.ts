@@ -223,6 +223,11 @@ describe('steps', () => {
 });
 
 describe('slow start', () => {
+  /** A slow start at 400/s, the state a 429 ends. */
+  const ramping = (): LearnerState => ({ ...initialState(S, T0), rate: 400, source: 'ramp' });
+  /** The recent log's slot of a time. */
+  const slot = (ms: number) => Math.floor(ms / RECENT_SLOT_MS);
+
   /** Rounds of the slow start, every turn of each round booked and answered (a 100/s platform). */
   function ramp(rounds: number) {
     let st = initialState(S, T0);
@@ -272,12 +277,11 @@ describe('slow start', () => {
   });
 
   it('counts the window from the recent log, by when requests went out: the limit, and the rate goes straight to SETTLE of it', () => {
-    const st: LearnerState = { ...initialState(S, T0), rate: 400, source: 'ramp' };
+    const st = ramping();
     const sec = Math.floor(T0 / 1_000) + 10;
     // The refused request went out 40 ms before the answer was read, at `sent`.
     const now = sec * 1_000 + 500;
     const sent = now - 40;
-    const slot = (ms: number) => Math.floor(ms / RECENT_SLOT_MS);
     // 100 went out in the second before it: 80 in its last 300 ms (a ramp fills it late),
     // 20 in the 460 ms after; 7 went out just over a second before it, outside the window.
     const recent = new Map([
@@ -301,12 +305,11 @@ describe('slow start', () => {
   });
 
   it('counts the window up to when the refused request was written out, not when its turn fired', () => {
-    const st: LearnerState = { ...initialState(S, T0), rate: 400, source: 'ramp' };
+    const st = ramping();
     const now = (Math.floor(T0 / 1_000) + 10) * 1_000 + 500;
     // Its turn fired 700 ms before it was written out (a worker busy that long).
     const written = now - 40;
     const fired = written - 700;
-    const slot = (ms: number) => Math.floor(ms / RECENT_SLOT_MS);
     // By when they were written: 60 in the second before it; 80 more before that.
     const recent = new Map([
       [slot(written - 1_600), 30],
