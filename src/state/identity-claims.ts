@@ -152,10 +152,7 @@ export class IdentityClaims {
    * all of them when it has no marks of the run.
    */
   async release(runId: string): Promise<void> {
-    const numbers = this.claimed.take(runId);
-    const buckets = numbers
-      ? numbers.map((b) => this.keys.claimBucket(runId, b))
-      : Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.keys.claimBucket(runId, b));
+    const buckets = this.keys.claimBuckets(runId, this.claimed.take(runId));
     // The marker first: a release cut off midway leaves buckets to their TTL, never a reader
     // that trusts half the claims. Small UNLINKs: one of 16,384 keys would hold a megabyte
     // of arguments in Redis at the moment the run's scratch is largest.

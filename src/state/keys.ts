@@ -191,7 +191,13 @@ export class KeyLayout {
   claimBucketPrefix(runId: string): string {
     return `${this.prefix}:run:${runId}:claims:`;
   }
-  /** Set once a release has unlinked every claim bucket: the run's end need not name them. */
+  /** Every claim bucket of the run, or those numbered in `buckets`. */
+  claimBuckets(runId: string, buckets?: readonly number[]): string[] {
+    return buckets
+      ? buckets.map((b) => this.claimBucket(runId, b))
+      : Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b));
+  }
+  /** Set once a release has unlinked the buckets its pass wrote: the run's end need not name them. */
   claimsUnlinked(runId: string): string {
     return `${this.prefix}:run:${runId}:claims-unlinked`;
   }
@@ -226,9 +232,7 @@ export class KeyLayout {
   }
   /** Every scratch key of the run; without its claim buckets when `claimBuckets` is false. */
   scratch(runId: string, claimBuckets = true): string[] {
-    const claims = claimBuckets
-      ? Array.from({ length: CLAIM_BUCKETS }, (_, b) => this.claimBucket(runId, b))
-      : [];
+    const claims = claimBuckets ? this.claimBuckets(runId) : [];
     const seen = Array.from({ length: this.buckets.records }, (_, b) => this.seenBucket(runId, b));
     return [
       this.claims(runId),
