@@ -56,6 +56,12 @@ async function sandbox(rateLimit: string): Promise<Sandbox> {
   return sb;
 }
 
+/** Redis' clock now (ms), as the pacer reads it. */
+async function redisNow(): Promise<number> {
+  const [s, us] = await redis[0].time();
+  return Number(s) * 1_000 + Math.floor(Number(us) / 1_000);
+}
+
 async function pacerOn(i: 0 | 1, prefix: string, mode: PacerMode): Promise<RedisPacer> {
   const p = new RedisPacer({ redis: redis[i], prefix, mode });
   await p.start();
@@ -164,10 +170,6 @@ describe('pacer: the window’s echo', () => {
         .split(',')
         .filter(Boolean)
         .map((e) => e.split(':').map(Number) as [number, number]);
-    const redisNow = async () => {
-      const [s, us] = await redis[0].time();
-      return Number(s) * 1_000 + Math.floor(Number(us) / 1_000);
-    };
     // On its turn (now): written out as the turn came, no echo.
     const onTime = await redisNow();
     a.observe(
@@ -228,9 +230,9 @@ describe('pacer: a 429', () => {
     const answered = Date.now() - 400;
     a.observe(429, { 'retry-after': '1' }, ticket, { sentAt: answered - 10, waitedMs: 10 });
     await a.settled();
-    const [s, us] = await redis[0].time();
+    const now = await redisNow();
     const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
-    const left = notBefore - (Number(s) * 1000 + Math.floor(Number(us) / 1000));
+    const left = notBefore - now;
     expect(left).toBeGreaterThan(500);
     expect(left).toBeLessThan(700);
     const held = performance.now();
@@ -441,8 +443,7 @@ describe('pacer: a slow start', () => {
 
   it('doubles at a booking with more callers than turns, however little was booked since its last step', async () => {
     const prefix = prefixOf();
-    const [sec, usec] = await redis[0].time();
-    const now = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
+    const now = await redisNow();
     // At 100/s, a success counted, then idle for 300 ms: the demand since reads below 50/s
     // (seven turns booked here) for the whole 140-500 ms that a step measures it over.
     await redis[0].hset(
