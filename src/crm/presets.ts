@@ -53,16 +53,17 @@ function searchDirs(options: LoadMappingOptions): string[] {
   return [...new Set([options.mappingsDir, builtinMappingsDir].filter((d): d is string => !!d))];
 }
 
+/** Where a preset may be, in the order searched: the first that exists is the preset. */
+export function presetFiles(name: string, options: LoadMappingOptions = {}): string[] {
+  if (!PRESET_NAME.test(name)) return [];
+  return searchDirs(options).flatMap((dir) =>
+    ['.yaml', '.yml'].map((ext) => join(dir, name + ext)),
+  );
+}
+
 /** The file of a preset, or undefined when no folder has it. */
 export function findPreset(name: string, options: LoadMappingOptions = {}): string | undefined {
-  if (!PRESET_NAME.test(name)) return undefined;
-  for (const dir of searchDirs(options)) {
-    for (const ext of ['.yaml', '.yml']) {
-      const file = join(dir, name + ext);
-      if (existsSync(file)) return file;
-    }
-  }
-  return undefined;
+  return presetFiles(name, options).find((file) => existsSync(file));
 }
 
 /** Names of every preset available, sorted. */

@@ -25,7 +25,7 @@ import type { Listing } from '../state/record-lookup.js';
 import type { StateStore } from '../state/store.js';
 import type { RunJobRequest } from './payloads.js';
 import { planExport, type PlanCounts, type PlanningSink, type RowWarning } from './plan-pass.js';
-import type { JobLoader } from './run-service.js';
+import type { JobLoader } from '../jobs/job-loader.js';
 import { sourceEnvOf, sourceOf } from './run-source.js';
 import type { RunSummary } from './run-summary.js';
 

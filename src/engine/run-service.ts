@@ -14,7 +14,8 @@
  * run to stop.
  */
 import type { Config } from '../config.js';
-import { loadJob, type JobDefinition } from '../jobs/definition.js';
+import type { JobDefinition } from '../jobs/definition.js';
+import { cachedJobLoader, type JobLoader } from '../jobs/job-loader.js';
 import { enqueueRun, releaseStaleRun, type TypedQueue } from '../queue/queues.js';
 import { stripCredentials } from '../state/redaction.js';
 import type { RunRecord } from '../state/runs.js';
@@ -25,16 +26,15 @@ import { createRunRecord } from './run.js';
 import { hasEnded } from './run-summary.js';
 import { checkSourceOverride, sourceLabel } from './run-source.js';
 
-/** The job definition of a name, freshly read (a job file edited between runs counts). */
-export type JobLoader = (name: string) => JobDefinition;
-
-/** The job definitions of a folder (`config.jobsDir` unless another is given), with the config's mappings. */
+/**
+ * The job definitions of a folder (`config.jobsDir` unless another is given), with the config's
+ * mappings: read again whenever a job's files change (a job file edited between runs counts).
+ */
 export function jobLoader(
   config: Pick<Config, 'jobsDir' | 'mappingsDir'>,
   jobsDir?: string,
 ): JobLoader {
-  const dir = jobsDir ?? config.jobsDir;
-  return (name) => loadJob(dir, name, { mappingsDir: config.mappingsDir });
+  return cachedJobLoader(jobsDir ?? config.jobsDir, { mappingsDir: config.mappingsDir });
 }
 
 export interface RunDeps {

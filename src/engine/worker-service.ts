@@ -12,7 +12,6 @@ import {
   type AlertQueue,
 } from '../alerts/delivery.js';
 import { requirePlatform, type Config } from '../config.js';
-import { loadJob } from '../jobs/definition.js';
 import type { Logger } from '../log.js';
 import { processMetrics, type Metrics } from '../ops/metrics.js';
 import { workerCloser, type Shutdown } from '../ops/shutdown.js';
@@ -38,6 +37,7 @@ import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
 import type { RunJobData, WriteChunkData } from './payloads.js';
 import { processRun } from './run.js';
+import { jobLoader } from './run-service.js';
 import { processWriteChunk, settleAbandoned } from './write-chunk.js';
 import { WriteSlots } from './write-slots.js';
 
@@ -136,7 +136,8 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // them raw on stderr. The outage itself is logged once by the connection.
     q.on('error', (err) => logger.debug({ err, queue: name }, 'queue connection error'));
   }
-  const loadJobOf = (name: string) => loadJob(jobsDir, name, { mappingsDir: config.mappingsDir });
+  // One loader for the process: a run's definition is read again only when its files change.
+  const loadJobOf = jobLoader(config, jobsDir);
   const store = new StateStore(stateRedis, {
     prefix: config.prefix,
     runHistory: config.runHistory,

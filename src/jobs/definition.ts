@@ -19,7 +19,7 @@ import {
 } from '../crm/duplicates.js';
 import type { CompiledMapping, Entity } from '../crm/mapped.js';
 import { MappingError, compileMapping, formatIssues } from '../crm/mapping.js';
-import { loadMapping, readYamlFile } from '../crm/presets.js';
+import { loadMapping, presetFiles, readYamlFile } from '../crm/presets.js';
 import { JobSourceSchema } from '../crm/source-spec.js';
 import { MAX_WEIGHT } from '../queue/fair-share.js';
 import { isTimeZone } from '../time-zone.js';
@@ -126,6 +126,12 @@ export interface JobDefinition<E extends Entity = Entity> extends Omit<
 export interface LoadJobOptions {
   /** Searched for mapping presets before the built-in ones (CRM_SYNC_MAPPINGS_DIR). */
   mappingsDir?: string;
+  /**
+   * Told the files a load looks for, just before it reads them: the job's
+   * `.yaml` and `.yml`, then, for a preset mapping, every file the preset
+   * search tries (src/jobs/job-loader.ts stamps them).
+   */
+  reading?: (files: readonly string[]) => void;
 }
 
 /** A job's name: its file name, lower-case letters, digits, - and _. */
@@ -148,6 +154,7 @@ function parseJob(
   const def = parsed.data;
   let mapping: CompiledMapping;
   try {
+    if (typeof def.mapping === 'string') options.reading?.(presetFiles(def.mapping, options));
     mapping =
       typeof def.mapping === 'string'
         ? loadMapping(def.mapping, options)
@@ -207,7 +214,7 @@ function parseJob(
   return { job, problems: [] };
 }
 
-function jobFiles(dir: string): Map<string, string[]> {
+function jobFilesByName(dir: string): Map<string, string[]> {
   const byName = new Map<string, string[]>();
   for (const f of readdirSync(dir).sort()) {
     const m = /^(.+)\.ya?ml$/.exec(f);
@@ -219,12 +226,20 @@ function jobFiles(dir: string): Map<string, string[]> {
   return byName;
 }
 
+/** Where the job of a name may be defined: `<dir>/<name>.yaml` and `.yml`. */
+export function jobFiles(dir: string, name: string): string[] {
+  const root = resolve(dir);
+  return ['.yaml', '.yml'].map((e) => join(root, name + e));
+}
+
 /** One job by name (`<dir>/<name>.yaml` or `.yml`); throws JobError with every problem. */
 export function loadJob(dir: string, name: string, options: LoadJobOptions = {}): JobDefinition {
   const root = resolve(dir);
-  const files = ['.yaml', '.yml'].map((e) => join(root, name + e)).filter((f) => existsSync(f));
+  const candidates = jobFiles(root, name);
+  options.reading?.(candidates);
+  const files = candidates.filter((f) => existsSync(f));
   if (!JOB_NAME.test(name) || files.length === 0) {
-    const known = existsSync(root) ? [...jobFiles(root).keys()].join(', ') : '';
+    const known = existsSync(root) ? [...jobFilesByName(root).keys()].join(', ') : '';
     throw new JobError('job.not-found', [
       `no job "${name}" in ${root}${known ? ` (have: ${known})` : ''}`,
     ]);
@@ -246,7 +261,7 @@ export function loadJobs(
   if (!existsSync(root)) return { jobs: [], problems: [`jobs folder ${root} does not exist`] };
   const jobs: JobDefinition[] = [];
   const problems: string[] = [];
-  for (const [name, files] of jobFiles(root)) {
+  for (const [name, files] of jobFilesByName(root)) {
     if (files.length > 1) {
       problems.push(`job "${name}" is defined twice: ${files.join(' and ')}`);
       continue;
