@@ -154,11 +154,12 @@ function parseJob(
   const def = parsed.data;
   let mapping: CompiledMapping;
   try {
-    if (typeof def.mapping === 'string') options.reading?.(presetFiles(def.mapping, options));
-    mapping =
-      typeof def.mapping === 'string'
-        ? loadMapping(def.mapping, options)
-        : compileMapping(def.mapping, { origin: 'mapping' });
+    if (typeof def.mapping === 'string') {
+      options.reading?.(presetFiles(def.mapping, options));
+      mapping = loadMapping(def.mapping, options);
+    } else {
+      mapping = compileMapping(def.mapping, { origin: 'mapping' });
+    }
   } catch (err) {
     if (err instanceof MappingError) {
       // Preset problems already name their own file.
