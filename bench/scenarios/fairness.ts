@@ -1,7 +1,7 @@
 /**
  * Fair between jobs (src/queue/fair-share.ts): a small job started during a
  * backfill. One `crm-sync worker` process on a private redis-server, the
- * sandbox allowing R = 200 requests/s (a sliding window) at L = 50 ms, and
+ * sandbox allowing R requests/s (200; a sliding window) at L = 50 ms, and
  * PLATFORM_RATE_LIMIT = R; runs enqueued as a deployment does, with
  * `crm-sync run JOB --wait --json`. Each pass, on a fresh sandbox and Redis
  * prefix:
@@ -19,8 +19,9 @@
  *
  * `fairnessCheck()` is the short form for `npm run bench -- check`: one
  * pass of a 2,000-row backfill with the 100-row job started 3 s in.
- * BENCH_FAIRNESS_ROWS sets the backfill's size; BENCH_FAIRNESS_TRACE=1
- * prints the small job's phases as they change.
+ * BENCH_FAIRNESS_ROWS sets the backfill's size, BENCH_FAIRNESS_RATE the
+ * limit R (default 200); BENCH_FAIRNESS_TRACE=1 prints the small job's
+ * phases as they change.
  */
 import { createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,7 +46,7 @@ import { fixedPace } from '../../src/queue/pacer.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 
-const R = 200;
+const R = Number(process.env.BENCH_FAIRNESS_RATE ?? 200);
 const LATENCY_MS = 50;
 
 export interface FairnessSizes {
