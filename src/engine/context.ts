@@ -23,7 +23,7 @@ export interface EngineSettings {
   batchSize: number;
   /** A run waits before enqueueing more while this many of its own writes are waiting (in chunks). */
   maxWaitingWrites: number;
-  /** Planned writes per `platform-writes` job. */
+  /** Planned writes per `platform-writes` job at most (fewer at a low limit: `chunkSize`, src/queue/limiter.ts). */
   writeChunk: number;
   /** How often a run waiting for its writes checks on them (ms). */
   pollMs: number;
@@ -56,6 +56,12 @@ export interface EngineContext {
   store: StateStore;
   client: PlatformClient;
   writeQueue: TypedQueue<WriteChunkData>;
+  /**
+   * The platform's limit as this process knows it now (requests/s; the
+   * pacer's `limit`): a run's chunk jobs are sized by it when it starts to
+   * write. None: `settings.rateLimit`.
+   */
+  platformLimit?: () => number;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
   writeSlots?: WriteSlots;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */

@@ -20,7 +20,7 @@ import { foreignRecordReason } from '../sync/match.js';
 import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
-import { shareOf, writeChunks } from './payloads.js';
+import { chunkLinesOf, shareOf, writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
 import { RunCancelledError, watchCancel } from './run-cancel.js';
 
@@ -110,16 +110,15 @@ async function verifyAndComplete(
           missing.map((a) => a.line),
         );
         await store.runs.increment(run.id, { writesPlanned: missing.length });
-        const size = ctx.settings.writeChunk;
         await addInTurn(
           ctx.writeQueue,
-          shareOf(run, def, size),
+          shareOf(run, def, ctx.settings),
           writeChunks(
             run,
             def,
             missing.map((a) => a.line),
             round,
-            size,
+            chunkLinesOf(run, ctx.settings),
           ),
         );
         await store.runs.update(run.id, { status: 'writing', phase: 'waiting' });

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { JOB_NAME, type JobDefinition } from '../jobs/definition.js';
 import type { ShareOf } from '../queue/fair-share-store.js';
+import { chunkSize } from '../queue/limiter.js';
 import { RUN_ID, type RunRecord } from '../state/runs.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -123,13 +124,35 @@ export function isWriteChunkOf(jobId: string, runId: string): boolean {
   return jobId.startsWith(`${runId}-`) && CHUNK_ID_TAIL.test(jobId.slice(runId.length + 1));
 }
 
-/** The share of the write queue a run's chunks take: its job's `priority` is its weight. */
+/** The limits a run's chunks are cut and shared by (the engine's settings). */
+export interface ChunkSettings {
+  /** Requests/s: PLATFORM_RATE_LIMIT, or PLATFORM_RATE_LIMIT_MAX with `auto`. */
+  rateLimit: number;
+  /** Planned writes per chunk job at most. */
+  writeChunk: number;
+}
+
+/**
+ * Lines of each chunk job of a run: as decided when it started to write
+ * (its record's `writeChunk`), or the most for a run that has no such number.
+ */
+export function chunkLinesOf(run: Pick<RunRecord, 'writeChunk'>, s: ChunkSettings): number {
+  return run.writeChunk ?? s.writeChunk;
+}
+
+/**
+ * The share of the write queue a run's chunks take: its job's `priority` is
+ * its weight. A round has a chunk's lines at the configured limit
+ * (`chunkSize`): the same for every run of a deployment, whatever limit each
+ * started to write at, so that shares are counted in writes alike, and a
+ * run that starts waits for one round of each other run at most.
+ */
 export function shareOf(
   run: Pick<RunRecord, 'id'>,
   def: Pick<JobDefinition, 'priority'>,
-  chunkSize: number,
+  s: ChunkSettings,
 ): ShareOf {
-  return { runId: run.id, weight: def.priority, chunkSize };
+  return { runId: run.id, weight: def.priority, chunkSize: chunkSize(s.rateLimit, s.writeChunk) };
 }
 
 function digest(lines: readonly number[]): string {

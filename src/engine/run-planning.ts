@@ -10,6 +10,7 @@
 import { sinceText } from '../crm/since.js';
 import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
 import type { JobDefinition } from '../jobs/definition.js';
+import { chunkSize } from '../queue/limiter.js';
 import type { RunRecord } from '../state/runs.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import type { EngineContext } from './context.js';
@@ -151,7 +152,12 @@ export async function planRun(
     log.warn({ reason: verdict.reason }, 'run stopped before writing');
     return;
   }
-  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', timings });
+  // Its chunks are a quarter second of writes at the limit known now, kept for the whole run.
+  const writeChunk = chunkSize(
+    ctx.platformLimit?.() ?? ctx.settings.rateLimit,
+    ctx.settings.writeChunk,
+  );
+  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', writeChunk, timings });
 }
 
 /** Planning counts under the run record's counter names. */

@@ -38,6 +38,7 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import {
+  chunkLinesOf,
   isWriteChunkOf,
   RunJobData,
   shareOf,
@@ -245,7 +246,7 @@ async function onRunError(
 // ---- writing -------------------------------------------------------------------
 
 /**
- * Enqueues the planned writes in chunk jobs of up to `writeChunk` lines, cut
+ * Enqueues the planned writes in chunk jobs of up to the run's `writeChunk` lines, cut
  * within each plan chunk (only the lines travel; the bodies stay in the
  * run's plan), a page at a time from the run's `enqueueFrom`, each chunk in
  * the run's turn among the runs writing (src/queue/fair-share.ts). Once more
@@ -259,8 +260,8 @@ async function enqueueWrites(
   run: RunRecord,
   def: JobDefinition,
 ): Promise<boolean> {
-  const size = ctx.settings.writeChunk;
-  const share = shareOf(run, def, size);
+  const size = chunkLinesOf(run, ctx.settings);
+  const share = shareOf(run, def, ctx.settings);
   let cursor = String(run.enqueueFrom ?? 0);
   do {
     if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {

@@ -23,7 +23,7 @@ import {
   createRedis,
   whenReady,
 } from '../redis/connection.js';
-import { clearGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
+import { chunkJobs, clearGlobalRateLimit, writeConcurrency } from '../queue/limiter.js';
 import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
 import {
   createRunQueue,
@@ -161,6 +161,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // Every write of the process shares the slots, whichever chunk it is in.
     writeSlots: new WriteSlots(concurrency),
     loadJob: loadJobOf,
+    platformLimit: () => pacer.limit,
     onRunEnd: (run) => alerts.runEnded(run),
     sourceEnv: config.sourceEnv,
     wakeRun: async (runId) => {
@@ -183,15 +184,18 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // The layout it writes, in its connection's name: `crm-sync migrate` lists the others.
     name: WORKER_NAME,
   };
-  // Enough chunks at once to fill the write slots, and one more to start while another ends.
-  const chunkJobs = Math.ceil(concurrency / ctx.settings.writeChunk) + 1;
+  const chunks = chunkJobs({
+    concurrency,
+    most: ctx.settings.writeChunk,
+    latencyMs: config.writes.latencyHintMs,
+  });
   const writeWorker = new Worker(
     QueueName.writes,
     (job: Job, token?: string, signal?: AbortSignal) => processWriteChunk(ctx, job, signal, token),
     {
       ...workerOptions(QueueName.writes, {
         ...settings,
-        concurrency: chunkJobs,
+        concurrency: chunks,
         retry: config.retry,
       }),
       ...lock,

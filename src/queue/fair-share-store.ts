@@ -28,7 +28,7 @@ export interface ChunkJob<D extends { lines: readonly number[] }> {
 export interface ShareOf {
   runId: string;
   weight: number;
-  /** Lines of a full chunk (`writeChunk`). */
+  /** Lines of a full chunk: a round's of a run of weight 1 (the engine's `shareOf`). */
   chunkSize: number;
 }
 

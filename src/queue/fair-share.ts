@@ -3,7 +3,8 @@
  * by run, each run's chunk jobs placed in rounds that the write queue serves
  * in order (BullMQ priorities: the lowest first, first come first served
  * within one). A run of weight `w` (its job's `priority`) has `w` full
- * chunks in each round, a shorter chunk less; so runs with writes waiting
+ * chunks in each round (`ShareOf.chunkSize` lines: the same for every run
+ * of a deployment), a shorter chunk less; so runs with writes waiting
  * share the queue in proportion to their weights, whatever each has already
  * enqueued, and a run that starts while another has thousands of writes
  * waiting has its first chunk in the round served next.
@@ -32,8 +33,10 @@ export const PRIORITY_LIMIT = 2_097_151;
  * queue has been idle for REBASE_IDLE_MS: nothing waiting, delayed or
  * active, and no chunk tagged since (one tagged may be on its way to the
  * queue). Until then a queue never idle reaches PRIORITY_LIMIT after
- * about a million more rounds (50 million writes or more) and serves
- * first come, first served from there.
+ * about a million more rounds (50 million writes at a round of 50; three
+ * days of writing or more at a round of a quarter second's writes, a
+ * limit under 200/s: src/queue/limiter.ts) and serves first come, first
+ * served from there.
  */
 export const REBASE_AT = 1_048_576;
 export const REBASE_IDLE_MS = 60_000;

@@ -196,6 +196,18 @@ export class RedisPacer implements Pacer {
     return this.current;
   }
 
+  /**
+   * The platform's limit as this process knows it (requests/s): a fixed
+   * PLATFORM_RATE_LIMIT; with `auto`, the limit learned, or
+   * PLATFORM_RATE_LIMIT_MAX until one is.
+   */
+  get limit(): number {
+    const mode = this.opts.mode;
+    if (mode.kind === 'fixed') return mode.rate;
+    const ceiling = this.state?.ceiling ?? 0;
+    return ceiling > 0 ? Math.min(ceiling, mode.max) : mode.max;
+  }
+
   /** The learner's state as last read (auto mode). */
   get learned(): LearnerState | undefined {
     return this.state;

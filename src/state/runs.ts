@@ -107,6 +107,8 @@ export interface RunRecord {
    * (0: the start), kept while the run waits for its queued writes to drain.
    */
   enqueueFrom?: number;
+  /** Planned writes per chunk job, decided when the run starts to write (`chunkSize`). */
+  writeChunk?: number;
   counts: RunCounts;
   /** Milliseconds per named phase. */
   timings: Record<string, number>;
@@ -120,6 +122,7 @@ export interface RunPatch {
   error?: string;
   alertUndelivered?: string;
   enqueueFrom?: number;
+  writeChunk?: number;
   /** Merged into the stored timings. */
   timings?: Record<string, number>;
 }
@@ -163,6 +166,7 @@ const RunHashSchema = z.looseObject({
   alertUndelivered: z.string().optional(),
   cancelRequested: num.optional(),
   enqueueFrom: num.pipe(z.number().int().min(0)).optional(),
+  writeChunk: num.pipe(z.number().int().min(1)).optional(),
 });
 
 /** Longest stored value of a failure row: a huge cell must not bloat Redis. */
@@ -339,6 +343,7 @@ export class Runs {
     if (patch.startedAt !== undefined) fields.startedAt = String(patch.startedAt);
     if (patch.finishedAt !== undefined) fields.finishedAt = String(patch.finishedAt);
     if (patch.enqueueFrom !== undefined) fields.enqueueFrom = String(patch.enqueueFrom);
+    if (patch.writeChunk !== undefined) fields.writeChunk = String(patch.writeChunk);
     if (patch.error !== undefined) fields.error = scrubText(patch.error);
     if (patch.alertUndelivered !== undefined)
       fields.alertUndelivered = scrubText(patch.alertUndelivered);
@@ -481,5 +486,6 @@ function parseRun(id: string, h: Record<string, string>): RunRecord {
   if (d.alertUndelivered !== undefined) run.alertUndelivered = d.alertUndelivered;
   if (d.cancelRequested !== undefined) run.cancelRequested = d.cancelRequested;
   if (d.enqueueFrom !== undefined) run.enqueueFrom = d.enqueueFrom;
+  if (d.writeChunk !== undefined) run.writeChunk = d.writeChunk;
   return run;
 }

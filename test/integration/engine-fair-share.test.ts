@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { planJob } from '../../src/engine/dry-run.js';
 import { isWriteChunkOf } from '../../src/engine/payloads.js';
 import { cancelRun, jobLoader } from '../../src/engine/run-service.js';
+import { pacerKey, RedisPacer } from '../../src/queue/pacer.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import {
   companyRows,
@@ -104,6 +105,62 @@ describe('engine: runs of different jobs share the writes', () => {
     expect(done.counts.created).toBe(done.counts.writesSettled);
     const dump = await h.dump();
     expect(dump.companies).toHaveLength(done.counts.created + SMALL);
+  });
+
+  it('at a low limit, starts a small job after a few of the backfill’s writes, not its chunks of 50', async () => {
+    // 20/s (paced at 19.4): a chunk is a quarter second of writes, 5; a worker holds 3 chunks
+    // (the 200 ms latency hint), and a round of the share is 5 writes of each run.
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: '20' } });
+    const big = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(600).map(hubspotCells));
+    const small = h.writeCsv(
+      'small.csv',
+      HUBSPOT_HEADER,
+      companyRows(5, 7_000_001).map(hubspotCells),
+    );
+    h.writeJob('backfill', hubspotJob(big));
+    h.writeJob('small', hubspotJob(small));
+    await h.startWorkers();
+    const backfillId = await h.enqueue('backfill');
+    const settled = async (id: string) => (await h.store.runs.get(id))?.counts.writesSettled ?? 0;
+    while ((await settled(backfillId)) < 10) await new Promise((r) => setTimeout(r, 25));
+    expect((await h.store.runs.get(backfillId))?.writeChunk).toBe(5);
+
+    const smallId = await h.enqueue('small');
+    const deadline = Date.now() + 30_000;
+    let atWriting: number | undefined;
+    for (;;) {
+      const r = (await h.store.runs.get(smallId))!;
+      if (atWriting === undefined && r.status === 'writing') atWriting = await settled(backfillId);
+      if (r.counts.writesSettled > 0) break;
+      expect(Date.now(), 'the small job has written nothing').toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const before = (await settled(backfillId)) - atWriting!;
+    // Ahead of its first write: the worker's 3 chunks (15 writes) and the backfill's chunk of
+    // the current round (5). Chunks of 50 held 50 to 150 of the backfill's writes ahead of it.
+    expect(before).toBeLessThanOrEqual(25);
+
+    await cancelRun({ store: h.store }, backfillId);
+    expect((await h.waitForRun(backfillId, { timeoutMs: 30_000 })).status).toBe('cancelled');
+    const done = await h.waitForRun(smallId, { timeoutMs: 30_000 });
+    expect(done.counts).toMatchObject({ created: 5, failed: 0 });
+  });
+
+  it('cuts a run’s chunks by the limit `auto` learned, not by PLATFORM_RATE_LIMIT_MAX', async () => {
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: 'auto' }, deferWorkers: true });
+    // An earlier worker learned 20/s (the sandbox has no limit: nothing moves it in this run).
+    const mode = { kind: 'auto', start: 20, min: 1, max: 200 } as const;
+    const earlier = new RedisPacer({ redis: h.store.connection, prefix: h.prefix, mode });
+    await earlier.start();
+    earlier.stop();
+    await h.store.connection.hset(pacerKey(h.prefix), { rate: 19, ceiling: 20, source: 'limited' });
+    const rows = companyRows(12).map(hubspotCells);
+    h.writeJob('small', hubspotJob(h.writeCsv('small.csv', HUBSPOT_HEADER, rows)));
+    await h.startWorkers();
+    const run = await h.runJob('small', { timeoutMs: 30_000 });
+    expect(run.counts).toMatchObject({ created: 12, failed: 0 });
+    // A quarter second at 20/s; at PLATFORM_RATE_LIMIT_MAX (200/s), 50.
+    expect(run.writeChunk).toBe(5);
   });
 
   it('leaves its run slot while its queued writes are at their bound: a fifth job runs meanwhile', async () => {
