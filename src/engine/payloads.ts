@@ -51,7 +51,7 @@ export const WriteChunkData = z.strictObject({
 export type WriteChunkData = z.input<typeof WriteChunkData>;
 export type WriteChunk = z.output<typeof WriteChunkData>;
 
-/** Planned writes per chunk job by default (WRITE_CHUNK). */
+/** Planned writes per chunk job at most (the engine's `writeChunk`; fewer at a low limit). */
 export const DEFAULT_WRITE_CHUNK = 50;
 
 /**
@@ -144,8 +144,9 @@ export function chunkLinesOf(run: Pick<RunRecord, 'writeChunk'>, s: ChunkSetting
  * The share of the write queue a run's chunks take: its job's `priority` is
  * its weight. A round has a chunk's lines at the configured limit
  * (`chunkSize`): the same for every run of a deployment, whatever limit each
- * started to write at, so that shares are counted in writes alike, and a
- * run that starts waits for one round of each other run at most.
+ * started to write at, so that shares are counted in writes alike. A run
+ * that starts waits for the chunks the workers hold and for one round of
+ * each other run at most.
  */
 export function shareOf(
   run: Pick<RunRecord, 'id'>,
