@@ -1,7 +1,8 @@
 /**
  * Fair between jobs (src/queue/fair-share.ts): a small job started during a
- * backfill. One `crm-sync worker` process on a private redis-server, the
- * sandbox allowing R requests/s (200; a sliding window) at L = 50 ms, and
+ * backfill. One `crm-sync worker` process (BENCH_FAIRNESS_WORKERS) on a
+ * private redis-server, the sandbox allowing R requests/s (200; a sliding
+ * window) at L = 50 ms, and
  * PLATFORM_RATE_LIMIT = R; runs enqueued as a deployment does, with
  * `crm-sync run JOB --wait --json`. Each pass, on a fresh sandbox and Redis
  * prefix:
@@ -20,8 +21,9 @@
  * `fairnessCheck()` is the short form for `npm run bench -- check`: one
  * pass of a 2,000-row backfill with the 100-row job started 3 s in.
  * BENCH_FAIRNESS_ROWS sets the backfill's size, BENCH_FAIRNESS_RATE the
- * limit R (default 200); BENCH_FAIRNESS_TRACE=1 prints the small job's
- * phases as they change.
+ * limit R (default 200), BENCH_FAIRNESS_WORKERS the worker processes
+ * (default 1); BENCH_FAIRNESS_TRACE=1 prints the small job's phases as
+ * they change.
  */
 import { createWriteStream, existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -47,6 +49,7 @@ import type { RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 
 const R = Number(process.env.BENCH_FAIRNESS_RATE ?? 200);
+const WORKERS = Math.max(1, Number(process.env.BENCH_FAIRNESS_WORKERS ?? 1));
 const LATENCY_MS = 50;
 
 export interface FairnessSizes {
@@ -140,7 +143,7 @@ async function pass(
     jobs: jobs.dir,
     extra: { PLATFORM_LATENCY_HINT_MS: String(LATENCY_MS) },
   });
-  const worker = startWorker(env);
+  const workers = Array.from({ length: WORKERS }, () => startWorker(env));
   const conn = await connectProducer(redis.url);
   const store = new StateStore(conn, { prefix });
   const timeoutMs = Math.max(300_000, (sizes.backfill / R) * 4_000);
@@ -181,7 +184,7 @@ async function pass(
       limited: (await sandbox.totals()).rateLimited - before.rateLimited,
     };
   } finally {
-    await worker.stop();
+    await Promise.all(workers.map((w) => w.stop()));
     await closeRedis(conn);
     await sandbox.close();
   }
@@ -278,7 +281,7 @@ const PASSES = Number(process.env.BENCH_FAIRNESS_PASSES ?? 3);
 
 const scenario: Scenario = {
   name: 'fairness',
-  description: `a ${FULL.small}-row job started ${FULL.startAfterMs / 1000} s into a ${int(FULL.backfill)}-row backfill, one worker, R = ${R}/s, L = ${LATENCY_MS} ms`,
+  description: `a ${FULL.small}-row job started ${FULL.startAfterMs / 1000} s into a ${int(FULL.backfill)}-row backfill, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, R = ${R}/s, L = ${LATENCY_MS} ms`,
   async run(): Promise<BenchTable[]> {
     const load0 = await loadAverage();
     const passes = await measure(FULL, PASSES);
@@ -348,7 +351,7 @@ const scenario: Scenario = {
           ],
         ],
         notes: [
-          `one \`crm-sync worker\` process, PLATFORM_RATE_LIMIT=${R} (paced at ${ratio(fixedPace(R), 0)}/s) against the sandbox's ${R}/s sliding window, L = ${LATENCY_MS} ms; each pass on a fresh sandbox and Redis prefix`,
+          `${WORKERS === 1 ? 'one `crm-sync worker` process' : `${WORKERS} \`crm-sync worker\` processes`}, PLATFORM_RATE_LIMIT=${R} (paced at ${ratio(fixedPace(R), 0)}/s) against the sandbox's ${R}/s sliding window, L = ${LATENCY_MS} ms; each pass on a fresh sandbox and Redis prefix`,
           `a run's time is from its start (a worker took it) to its end, from its record; the small job's rows are other companies of the same entity`,
           `load average ${load0} before, ${load1} after`,
         ],
