@@ -50,6 +50,7 @@ import { StateStore } from '../../src/state/store.js';
 
 const R = Number(process.env.BENCH_FAIRNESS_RATE ?? 200);
 const WORKERS = Math.max(1, Number(process.env.BENCH_FAIRNESS_WORKERS ?? 1));
+const WORKERS_TEXT = WORKERS === 1 ? 'one worker' : `${WORKERS} workers`;
 const LATENCY_MS = 50;
 
 export interface FairnessSizes {
@@ -281,7 +282,7 @@ const PASSES = Number(process.env.BENCH_FAIRNESS_PASSES ?? 3);
 
 const scenario: Scenario = {
   name: 'fairness',
-  description: `a ${FULL.small}-row job started ${FULL.startAfterMs / 1000} s into a ${int(FULL.backfill)}-row backfill, ${WORKERS === 1 ? 'one worker' : `${WORKERS} workers`}, R = ${R}/s, L = ${LATENCY_MS} ms`,
+  description: `a ${FULL.small}-row job started ${FULL.startAfterMs / 1000} s into a ${int(FULL.backfill)}-row backfill, ${WORKERS_TEXT}, R = ${R}/s, L = ${LATENCY_MS} ms`,
   async run(): Promise<BenchTable[]> {
     const load0 = await loadAverage();
     const passes = await measure(FULL, PASSES);
@@ -351,7 +352,7 @@ const scenario: Scenario = {
           ],
         ],
         notes: [
-          `${WORKERS === 1 ? 'one `crm-sync worker` process' : `${WORKERS} \`crm-sync worker\` processes`}, PLATFORM_RATE_LIMIT=${R} (paced at ${ratio(fixedPace(R), 0)}/s) against the sandbox's ${R}/s sliding window, L = ${LATENCY_MS} ms; each pass on a fresh sandbox and Redis prefix`,
+          `${WORKERS_TEXT} (\`crm-sync worker\`), PLATFORM_RATE_LIMIT=${R} (paced at ${ratio(fixedPace(R), 0)}/s) against the sandbox's ${R}/s sliding window, L = ${LATENCY_MS} ms; each pass on a fresh sandbox and Redis prefix`,
           `a run's time is from its start (a worker took it) to its end, from its record; the small job's rows are other companies of the same entity`,
           `load average ${load0} before, ${load1} after`,
         ],

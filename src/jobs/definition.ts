@@ -227,16 +227,10 @@ function jobFilesByName(dir: string): Map<string, string[]> {
   return byName;
 }
 
-/** Where the job of a name may be defined: `<dir>/<name>.yaml` and `.yml`. */
-export function jobFiles(dir: string, name: string): string[] {
-  const root = resolve(dir);
-  return ['.yaml', '.yml'].map((e) => join(root, name + e));
-}
-
 /** One job by name (`<dir>/<name>.yaml` or `.yml`); throws JobError with every problem. */
 export function loadJob(dir: string, name: string, options: LoadJobOptions = {}): JobDefinition {
   const root = resolve(dir);
-  const candidates = jobFiles(root, name);
+  const candidates = ['.yaml', '.yml'].map((e) => join(root, name + e));
   options.reading?.(candidates);
   const files = candidates.filter((f) => existsSync(f));
   if (!JOB_NAME.test(name) || files.length === 0) {
