@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { JOB_NAME, type JobDefinition } from '../jobs/definition.js';
 import type { ShareOf } from '../queue/fair-share-store.js';
-import { chunkSize } from '../queue/limiter.js';
 import { RUN_ID, type RunRecord } from '../state/runs.js';
 import { MODES, type Mode } from '../sync/action.js';
 import { ENTITIES, type Entity } from '../sync/identity.js';
@@ -124,10 +123,8 @@ export function isWriteChunkOf(jobId: string, runId: string): boolean {
   return jobId.startsWith(`${runId}-`) && CHUNK_ID_TAIL.test(jobId.slice(runId.length + 1));
 }
 
-/** The limits a run's chunks are cut and shared by (the engine's settings). */
+/** What a run's chunks are cut by (the engine's settings). */
 export interface ChunkSettings {
-  /** Requests/s: PLATFORM_RATE_LIMIT, or PLATFORM_RATE_LIMIT_MAX with `auto`. */
-  rateLimit: number;
   /** Planned writes per chunk job at most. */
   writeChunk: number;
 }
@@ -142,18 +139,17 @@ export function chunkLinesOf(run: Pick<RunRecord, 'writeChunk'>, s: ChunkSetting
 
 /**
  * The share of the write queue a run's chunks take: its job's `priority` is
- * its weight. A round has a chunk's lines at the configured limit
- * (`chunkSize`): the same for every run of a deployment, whatever limit each
- * started to write at, so that shares are counted in writes alike. A run
- * that starts waits for the chunks the workers hold and for one round of
- * each other run at most.
+ * its weight, and its chunks' lines the round it proposes (the share takes
+ * it while nothing waits: src/queue/fair-share.ts). A run that starts waits
+ * for the chunks the workers hold and for one round of each other run at
+ * most.
  */
 export function shareOf(
-  run: Pick<RunRecord, 'id'>,
+  run: Pick<RunRecord, 'id' | 'writeChunk'>,
   def: Pick<JobDefinition, 'priority'>,
   s: ChunkSettings,
 ): ShareOf {
-  return { runId: run.id, weight: def.priority, chunkSize: chunkSize(s.rateLimit, s.writeChunk) };
+  return { runId: run.id, weight: def.priority, chunkSize: chunkLinesOf(run, s) };
 }
 
 function digest(lines: readonly number[]): string {

@@ -5,14 +5,14 @@
  * the reading of the queue), and a run asks how many of its writes still
  * wait before it enqueues more.
  *
- * `<prefix>:fair-share` (a hash): `v` (the current round), `at` (when a
- * chunk was last tagged), `r:<runId>` per run with chunks waiting (the tag
- * after its last chunk).
+ * `<prefix>:fair-share` (a hash): `v` (the current round), `u` (a round's
+ * lines of a run of weight 1), `at` (when a chunk was last tagged),
+ * `r:<runId>` per run with chunks waiting (the tag after its last chunk).
  */
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
 import { DEFAULT_PREFIX } from '../defaults.js';
-import { chunkCost, waitingWrites } from './fair-share.js';
+import { waitingWrites } from './fair-share.js';
 import type { TypedQueue } from './queues.js';
 
 export const fairShareKey = (prefix: string): string => `${prefix}:fair-share`;
@@ -28,7 +28,7 @@ export interface ChunkJob<D extends { lines: readonly number[] }> {
 export interface ShareOf {
   runId: string;
   weight: number;
-  /** Lines of a full chunk: a round's of a run of weight 1 (the engine's `shareOf`). */
+  /** Lines of the run's full chunks: the round's unit it proposes (the engine's `shareOf`). */
   chunkSize: number;
 }
 
@@ -60,8 +60,15 @@ export async function addInTurn<D extends { lines: readonly number[] }>(
   jobs: readonly ChunkJob<D>[],
 ): Promise<void> {
   if (jobs.length === 0) return;
-  const costs = jobs.map((j) => chunkCost(j.data.lines.length, of.chunkSize, of.weight));
-  const priorities = (await share(queue, 'assign', of.runId, ...costs)) as number[];
+  const lines = jobs.map((j) => j.data.lines.length);
+  const priorities = (await share(
+    queue,
+    'assign',
+    of.runId,
+    of.chunkSize,
+    of.weight,
+    ...lines,
+  )) as number[];
   await queue.addBulk(
     jobs.map((j, n) => ({ ...j, opts: { ...j.opts, priority: Number(priorities[n]) } })),
   );
@@ -69,6 +76,6 @@ export async function addInTurn<D extends { lines: readonly number[] }>(
 
 /** About how many of a run's writes wait in the queue (its chunks in rounds not served yet). */
 export async function writesWaiting<D>(queue: TypedQueue<D>, of: ShareOf): Promise<number> {
-  const units = Number(await share(queue, 'backlog', of.runId));
-  return waitingWrites(units, of.weight, of.chunkSize);
+  const [units, unit] = (await share(queue, 'backlog', of.runId, of.chunkSize)) as number[];
+  return waitingWrites(Number(units), of.weight, Number(unit));
 }

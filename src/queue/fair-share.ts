@@ -2,12 +2,19 @@
  * Who goes next among the runs writing at once, pure: weighted round robin
  * by run, each run's chunk jobs placed in rounds that the write queue serves
  * in order (BullMQ priorities: the lowest first, first come first served
- * within one). A run of weight `w` (its job's `priority`) has `w` full
- * chunks in each round (`ShareOf.chunkSize` lines: the same for every run
- * of a deployment), a shorter chunk less; so runs with writes waiting
- * share the queue in proportion to their weights, whatever each has already
- * enqueued, and a run that starts while another has thousands of writes
- * waiting has its first chunk in the round served next.
+ * within one). A round has `unit` lines of each run of weight 1, `w` times
+ * that of a run of weight `w` (its job's `priority`); so runs with writes
+ * waiting share the queue in proportion to their weights, counted in
+ * writes, whatever each has already enqueued and however long its chunks
+ * are, and a run that starts while another has thousands of writes waiting
+ * has its first chunk in the round served next.
+ *
+ * The unit is a chunk's lines as the runs cut them at the limit known when
+ * they started to write (src/queue/limiter.ts `chunkSize`): each run
+ * proposes its own, and the share takes it whenever nothing waits in the
+ * queue. Every run is level then, so no chunk waiting was costed by
+ * another unit; a limit learned meanwhile (`auto`) shortens the rounds
+ * from the next time the queue drains.
  *
  * This is start-time fair queuing with rounds for virtual time. Tags are
  * kept in thousandths of a round (`ROUND` units): a chunk's tag is where its
@@ -47,6 +54,8 @@ export const MAX_WEIGHT = 100;
 export interface FairState {
   /** The current round's start: no new chunk is tagged earlier. */
   v: number;
+  /** Lines of a round of a run of weight 1 (0: none taken yet). */
+  unit: number;
   /** Per run, the tag after its last chunk (runs whose tag `v` has passed are forgotten). */
   runs: Record<string, number>;
   /** When a chunk was last tagged (ms). */
@@ -64,26 +73,30 @@ export interface QueueView {
 }
 
 export function initialState(): FairState {
-  return { v: ROUND, runs: {}, at: 0 };
+  return { v: ROUND, unit: 0, runs: {}, at: 0 };
 }
 
-/** The state brought up to what the queue holds. */
-export function observe(state: FairState, queue: QueueView): FairState {
+/**
+ * The state brought up to what the queue holds, for a run whose chunks
+ * have `unit` lines: the round's unit while nothing waits (or none was
+ * taken yet).
+ */
+export function observe(state: FairState, queue: QueueView, unit: number): FairState {
   if (queue.head !== undefined) {
     const v = Math.max(state.v, queue.head * ROUND);
     const runs: Record<string, number> = {};
     for (const [run, tag] of Object.entries(state.runs)) if (tag > v) runs[run] = tag;
-    return { ...state, v, runs };
+    return { ...state, v, unit: state.unit > 0 ? state.unit : unit, runs };
   }
   // Nothing waits: every chunk tagged has been served (or is delayed with its own priority).
   let v = Math.max(state.v, ...Object.values(state.runs));
   if (queue.idle && v >= REBASE_AT * ROUND && queue.now - state.at >= REBASE_IDLE_MS) v = ROUND;
-  return { ...state, v, runs: {} };
+  return { ...state, v, unit, runs: {} };
 }
 
-/** The units a chunk of `lines` costs a run of weight `weight`, chunks being `chunkSize` lines. */
-export function chunkCost(lines: number, chunkSize: number, weight: number): number {
-  return Math.max(1, Math.ceil((lines * ROUND) / (chunkSize * weight)));
+/** The units a chunk of `lines` costs a run of weight `weight`, a round's unit being `unit` lines. */
+export function chunkCost(lines: number, unit: number, weight: number): number {
+  return Math.max(1, Math.ceil((lines * ROUND) / (unit * weight)));
 }
 
 /** The priority (BullMQ: lowest first) of a chunk tagged `tag`. */
@@ -91,18 +104,22 @@ export function priorityOf(tag: number): number {
   return Math.min(Math.max(1, Math.floor(tag / ROUND)), PRIORITY_LIMIT);
 }
 
-/** Tags a run's next chunks, of the costs given, in order: their priorities and the new state. */
+/**
+ * Tags a run's next chunks, of `lines` lines each, in order, costed by the
+ * state's unit: their priorities and the new state.
+ */
 export function assign(
   state: FairState,
   runId: string,
-  costs: readonly number[],
+  lines: readonly number[],
+  weight: number,
   now: number,
 ): { state: FairState; priorities: number[] } {
   let tag = Math.max(state.v, state.runs[runId] ?? 0);
   const priorities: number[] = [];
-  for (const cost of costs) {
+  for (const n of lines) {
     priorities.push(priorityOf(tag));
-    tag += cost;
+    tag += chunkCost(n, state.unit, weight);
   }
   return { state: { ...state, runs: { ...state.runs, [runId]: tag }, at: now }, priorities };
 }
@@ -112,7 +129,7 @@ export function backlog(state: FairState, runId: string): number {
   return Math.max(0, (state.runs[runId] ?? 0) - state.v);
 }
 
-/** A backlog in writes: a run has `weight` chunks of `chunkSize` lines in each round. */
-export function waitingWrites(units: number, weight: number, chunkSize: number): number {
-  return Math.ceil((units / ROUND) * weight * chunkSize);
+/** A backlog in writes: a run of weight `weight` has `weight` × `unit` lines in each round. */
+export function waitingWrites(units: number, weight: number, unit: number): number {
+  return Math.ceil((units / ROUND) * weight * unit);
 }

@@ -18,6 +18,7 @@ import {
   hubspotJob,
   HUBSPOT_HEADER,
   useEngines,
+  type EngineHarness,
 } from '../harness/engine.js';
 
 const engine = useEngines();
@@ -111,49 +112,22 @@ describe('engine: runs of different jobs share the writes', () => {
     // 20/s (paced at 19.4): a chunk is a quarter second of writes, 5; a worker holds 3 chunks
     // (the 200 ms latency hint), and a round of the share is 5 writes of each run.
     const h = await engine({ env: { PLATFORM_RATE_LIMIT: '20' } });
-    const big = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(600).map(hubspotCells));
-    const small = h.writeCsv(
-      'small.csv',
-      HUBSPOT_HEADER,
-      companyRows(5, 7_000_001).map(hubspotCells),
-    );
-    h.writeJob('backfill', hubspotJob(big));
-    h.writeJob('small', hubspotJob(small));
-    await h.startWorkers();
-    const backfillId = await h.enqueue('backfill');
-    const settled = async (id: string) => (await h.store.runs.get(id))?.counts.writesSettled ?? 0;
-    while ((await settled(backfillId)) < 10) await new Promise((r) => setTimeout(r, 25));
-    expect((await h.store.runs.get(backfillId))?.writeChunk).toBe(5);
-
-    const smallId = await h.enqueue('small');
-    const deadline = Date.now() + 30_000;
-    let atWriting: number | undefined;
-    for (;;) {
-      const r = (await h.store.runs.get(smallId))!;
-      if (atWriting === undefined && r.status === 'writing') atWriting = await settled(backfillId);
-      if (r.counts.writesSettled > 0) break;
-      expect(Date.now(), 'the small job has written nothing').toBeLessThan(deadline);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    const before = (await settled(backfillId)) - atWriting!;
     // Ahead of its first write: the worker's 3 chunks (15 writes) and the backfill's chunk of
     // the current round (5). With chunks of 50, 123 were ahead of it; with rounds of 50, 39.
-    expect(before).toBeLessThanOrEqual(25);
+    expect(await writesAheadOfSmallJob(h)).toBeLessThanOrEqual(25);
+  });
 
-    await cancelRun({ store: h.store }, backfillId);
-    expect((await h.waitForRun(backfillId, { timeoutMs: 30_000 })).status).toBe('cancelled');
-    const done = await h.waitForRun(smallId, { timeoutMs: 30_000 });
-    expect(done.counts).toMatchObject({ created: 5, failed: 0 });
+  it('at a limit `auto` learned, shares in rounds of that limit’s chunks', async () => {
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: 'auto' }, deferWorkers: true });
+    await learned(h, 20);
+    // As at a fixed 20/s; with rounds of 50 (a quarter second at PLATFORM_RATE_LIMIT_MAX,
+    // 200/s), 39-40 were ahead of it.
+    expect(await writesAheadOfSmallJob(h)).toBeLessThanOrEqual(25);
   });
 
   it('cuts a run’s chunks by the limit `auto` learned, not by PLATFORM_RATE_LIMIT_MAX', async () => {
     const h = await engine({ env: { PLATFORM_RATE_LIMIT: 'auto' }, deferWorkers: true });
-    // An earlier worker learned 20/s (the sandbox has no limit: nothing moves it in this run).
-    const mode = { kind: 'auto', start: 20, min: 1, max: 200 } as const;
-    const earlier = new RedisPacer({ redis: h.store.connection, prefix: h.prefix, mode });
-    await earlier.start();
-    earlier.stop();
-    await h.store.connection.hset(pacerKey(h.prefix), { rate: 19, ceiling: 20, source: 'limited' });
+    await learned(h, 20);
     const rows = companyRows(12).map(hubspotCells);
     h.writeJob('small', hubspotJob(h.writeCsv('small.csv', HUBSPOT_HEADER, rows)));
     await h.startWorkers();
@@ -241,3 +215,56 @@ describe('engine: runs of different jobs share the writes', () => {
     expect(offered('duplicated')).toBe(0);
   });
 });
+
+/**
+ * A limit an earlier worker learned with `auto`, `ceiling` requests/s, in the
+ * pacer's state (the sandbox has no limit: nothing moves it within a test).
+ */
+async function learned(h: EngineHarness, ceiling: number): Promise<void> {
+  const mode = { kind: 'auto', start: 20, min: 1, max: 200 } as const;
+  const earlier = new RedisPacer({ redis: h.store.connection, prefix: h.prefix, mode });
+  await earlier.start();
+  earlier.stop();
+  const rate = Math.floor(ceiling * 0.97);
+  await h.store.connection.hset(pacerKey(h.prefix), { rate, ceiling, source: 'limited' });
+}
+
+/**
+ * A 600-row backfill at a limit of 20/s, and a 5-row job enqueued once 10
+ * of its writes settled: the backfill's writes settled between the small
+ * job's start of writing and its first settled write. The backfill is then
+ * cancelled, and the small job completes.
+ */
+async function writesAheadOfSmallJob(h: EngineHarness): Promise<number> {
+  const big = h.writeCsv('big.csv', HUBSPOT_HEADER, companyRows(600).map(hubspotCells));
+  const small = h.writeCsv(
+    'small.csv',
+    HUBSPOT_HEADER,
+    companyRows(5, 7_000_001).map(hubspotCells),
+  );
+  h.writeJob('backfill', hubspotJob(big));
+  h.writeJob('small', hubspotJob(small));
+  await h.startWorkers();
+  const backfillId = await h.enqueue('backfill');
+  const settled = async (id: string) => (await h.store.runs.get(id))?.counts.writesSettled ?? 0;
+  while ((await settled(backfillId)) < 10) await new Promise((r) => setTimeout(r, 25));
+  expect((await h.store.runs.get(backfillId))?.writeChunk).toBe(5);
+
+  const smallId = await h.enqueue('small');
+  const deadline = Date.now() + 30_000;
+  let atWriting: number | undefined;
+  for (;;) {
+    const r = (await h.store.runs.get(smallId))!;
+    if (atWriting === undefined && r.status === 'writing') atWriting = await settled(backfillId);
+    if (r.counts.writesSettled > 0) break;
+    expect(Date.now(), 'the small job has written nothing').toBeLessThan(deadline);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const before = (await settled(backfillId)) - atWriting!;
+
+  await cancelRun({ store: h.store }, backfillId);
+  expect((await h.waitForRun(backfillId, { timeoutMs: 30_000 })).status).toBe('cancelled');
+  const done = await h.waitForRun(smallId, { timeoutMs: 30_000 });
+  expect(done.counts).toMatchObject({ created: 5, failed: 0 });
+  return before;
+}

@@ -30,16 +30,24 @@ import { useRedis } from '../harness/redis.js';
 const { redis, prefix, url } = useRedis();
 
 describe('the share script and the pure rules', () => {
+  // The rounds' units runs propose: chunks at the most, at 20/s, at 7/s, and any.
+  const units = fc.oneof(fc.constantFrom(50, 5, 2), fc.integer({ min: 1, max: 50 }));
   const ops = fc.array(
     fc.oneof(
       fc.record({
         kind: fc.constant('assign' as const),
         run: fc.constantFrom('a', 'b', 'c'),
-        costs: fc.array(fc.oneof(fc.constant(ROUND), fc.integer({ min: 1, max: ROUND })), {
+        unit: units,
+        weight: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 100 })),
+        lines: fc.array(fc.oneof(fc.constant(50), fc.integer({ min: 1, max: 50 })), {
           maxLength: 6,
         }),
       }),
-      fc.record({ kind: fc.constant('backlog' as const), run: fc.constantFrom('a', 'b', 'c') }),
+      fc.record({
+        kind: fc.constant('backlog' as const),
+        run: fc.constantFrom('a', 'b', 'c'),
+        unit: units,
+      }),
       fc.record({ kind: fc.constant('push' as const), priority: fc.integer({ min: 1, max: 40 }) }),
       fc.record({ kind: fc.constant('pop' as const) }),
       fc.record({
@@ -113,14 +121,14 @@ describe('the share script and the pure rules', () => {
             case 'assign':
             case 'backlog': {
               const now = await redisNow();
-              model = observe(model, view(now));
+              model = observe(model, view(now), step.unit);
               const args =
                 step.kind === 'assign'
-                  ? ['assign', step.run, ...step.costs]
-                  : ['backlog', step.run];
+                  ? ['assign', step.run, step.unit, step.weight, ...step.lines]
+                  : ['backlog', step.run, step.unit];
               const got = await callScript(redis, 'fair-share', ...keys, ...args);
               if (step.kind === 'assign') {
-                const a = assign(model, step.run, step.costs, now);
+                const a = assign(model, step.run, step.lines, step.weight, now);
                 expect(got).toEqual(a.priorities);
                 // The script stamps its own clock: the same instant or a few ms on.
                 const at = Number(await redis.hget(shareKey, 'at'));
@@ -128,7 +136,7 @@ describe('the share script and the pure rules', () => {
                 expect(at - now).toBeLessThan(1_000);
                 model = { ...a.state, at };
               } else {
-                expect(got).toBe(backlog(model, step.run));
+                expect(got).toEqual([backlog(model, step.run), model.unit]);
               }
               const stored = await redis.hgetall(shareKey);
               const runs = Object.fromEntries(
@@ -136,7 +144,11 @@ describe('the share script and the pure rules', () => {
                   .filter(([k]) => k.startsWith('r:'))
                   .map(([k, v]) => [k.slice(2), Number(v)]),
               );
-              expect({ v: Number(stored.v), runs }).toEqual({ v: model.v, runs: model.runs });
+              expect({ v: Number(stored.v), unit: Number(stored.u), runs }).toEqual({
+                v: model.v,
+                unit: model.unit,
+                runs: model.runs,
+              });
               break;
             }
           }

@@ -29,17 +29,22 @@ import {
 const idle = (now = 0) => ({ idle: true, now });
 const busy = (head: number, now = 0) => ({ head, idle: false, now });
 
+const U = 50;
+/** `n` full chunks of a run whose chunks have U lines. */
+const full = (n: number) => Array<number>(n).fill(U);
+const at50: FairState = { ...initialState(), unit: U };
+
 describe('steps', () => {
   it('tags a run from the current round, or from where its last chunk ended', () => {
-    let s = observe(initialState(), idle());
-    const a = assign(s, 'A', [ROUND, ROUND, ROUND], 5);
+    let s = observe(initialState(), idle(), U);
+    const a = assign(s, 'A', full(3), 1, 5);
     expect(a.priorities).toEqual([1, 2, 3]);
-    s = observe(a.state, busy(1));
+    s = observe(a.state, busy(1), U);
     // B arrives while A's three chunks wait: B's first is in round 1, with A's first.
-    const b = assign(s, 'B', [ROUND, ROUND], 6);
+    const b = assign(s, 'B', full(2), 1, 6);
     expect(b.priorities).toEqual([1, 2]);
     // A's next chunks go on from round 4.
-    expect(assign(b.state, 'A', [ROUND], 7).priorities).toEqual([4]);
+    expect(assign(b.state, 'A', full(1), 1, 7).priorities).toEqual([4]);
     // Round 1 is not served yet: A's three chunks and B's two wait.
     expect(backlog(b.state, 'A')).toBe(3 * ROUND);
     expect(backlog(b.state, 'B')).toBe(2 * ROUND);
@@ -53,49 +58,67 @@ describe('steps', () => {
     // Rounded up to whole units, never 0.
     expect(chunkCost(1, 50, 100)).toBe(1);
     expect(chunkCost(50, 50, 3)).toBe(334);
-    const { priorities } = assign(initialState(), 'A', Array(6).fill(chunkCost(50, 50, 3)), 0);
-    expect(priorities).toEqual([1, 1, 1, 2, 2, 2]);
+    expect(assign(at50, 'A', full(6), 3, 0).priorities).toEqual([1, 1, 1, 2, 2, 2]);
+    expect(assign(at50, 'A', [25, 25, 25, 25], 1, 0).priorities).toEqual([1, 1, 2, 2]);
+  });
+
+  it('takes the unit a run proposes while nothing waits, and keeps it while chunks wait', () => {
+    let s = observe(initialState(), idle(), U);
+    expect(s.unit).toBe(U);
+    s = assign(s, 'A', full(2), 1, 0).state;
+    // B cuts chunks of 5 (it started at a lower limit) while A's wait: the round stays 50
+    // lines, ten of B's chunks.
+    s = observe(s, busy(1), 5);
+    expect(s.unit).toBe(U);
+    const b = assign(s, 'B', Array<number>(11).fill(5), 1, 0);
+    expect(b.priorities).toEqual([...Array<number>(10).fill(1), 2]);
+    // Drained, every run is level, and B's proposal is the round: A's chunk of 50 is ten.
+    s = observe(b.state, idle(), 5);
+    expect(s.unit).toBe(5);
+    expect(assign(s, 'A', full(2), 1, 0).priorities).toEqual([3, 13]);
+    // A state written before the unit was kept takes the proposal even while chunks wait.
+    expect(observe({ v: ROUND, unit: 0, runs: {}, at: 0 }, busy(1), 5).unit).toBe(5);
   });
 
   it('lets no run earn credit by waiting: a run idle behind the current round starts at it', () => {
-    let s = assign(initialState(), 'A', [ROUND], 0).state;
-    s = assign(s, 'B', Array(10).fill(ROUND), 0).state;
+    let s = assign(at50, 'A', full(1), 1, 0).state;
+    s = assign(s, 'B', full(10), 1, 0).state;
     // A's chunk served; B's chunks wait from round 4 on.
-    s = observe(s, busy(4));
+    s = observe(s, busy(4), U);
     expect(s.runs).toEqual({ B: 11 * ROUND });
-    expect(assign(s, 'A', [ROUND], 0).priorities).toEqual([4]);
+    expect(assign(s, 'A', full(1), 1, 0).priorities).toEqual([4]);
   });
 
   it('never moves the round back for a chunk returning with an earlier priority (a retry)', () => {
-    let s = observe(initialState(), busy(40));
-    s = observe(s, busy(3));
+    let s = observe(initialState(), busy(40), U);
+    s = observe(s, busy(3), U);
     expect(s.v).toBe(40 * ROUND);
   });
 
   it('starts every run level once nothing waits, at the latest tag', () => {
-    let s = assign(initialState(), 'A', Array(5).fill(ROUND), 0).state;
-    s = assign(s, 'B', [ROUND], 0).state;
-    s = observe(s, { idle: false, now: 0 });
+    let s = assign(at50, 'A', full(5), 1, 0).state;
+    s = assign(s, 'B', full(1), 1, 0).state;
+    s = observe(s, { idle: false, now: 0 }, U);
     expect(s).toMatchObject({ v: 6 * ROUND, runs: {} });
-    expect(assign(s, 'B', [ROUND], 0).priorities).toEqual([6]);
+    expect(assign(s, 'B', full(1), 1, 0).priorities).toEqual([6]);
   });
 
   it('numbers rounds from 1 again only after REBASE_AT rounds and REBASE_IDLE_MS with nothing in the queue', () => {
-    const late: FairState = { v: REBASE_AT * ROUND, runs: {}, at: 1_000 };
+    const late: FairState = { v: REBASE_AT * ROUND, unit: U, runs: {}, at: 1_000 };
     const at = 1_000 + REBASE_IDLE_MS;
-    expect(observe(late, idle(at)).v).toBe(ROUND);
+    expect(observe(late, idle(at), U).v).toBe(ROUND);
     // A chunk tagged within the idle time may be on its way to the queue.
-    expect(observe(late, idle(at - 1)).v).toBe(REBASE_AT * ROUND);
+    expect(observe(late, idle(at - 1), U).v).toBe(REBASE_AT * ROUND);
     // Something delayed or active carries a priority of the old numbering.
-    expect(observe(late, { idle: false, now: at }).v).toBe(REBASE_AT * ROUND);
-    expect(observe({ ...late, v: late.v - 1 }, idle(at)).v).toBe(late.v - 1);
+    expect(observe(late, { idle: false, now: at }, U).v).toBe(REBASE_AT * ROUND);
+    expect(observe({ ...late, v: late.v - 1 }, idle(at), U).v).toBe(late.v - 1);
   });
 
   it('writes rounds past BullMQ priority limit as the limit', () => {
     expect(priorityOf(0)).toBe(1);
     expect(priorityOf(PRIORITY_LIMIT * ROUND + 5 * ROUND)).toBe(PRIORITY_LIMIT);
-    const s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, runs: {}, at: 0 };
-    expect(assign(s, 'A', [ROUND, ROUND, ROUND], 0).priorities).toEqual([
+    const s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0 };
+    expect(assign(s, 'A', full(3), 1, 0).priorities).toEqual([
       PRIORITY_LIMIT - 1,
       PRIORITY_LIMIT,
       PRIORITY_LIMIT,
@@ -105,6 +128,7 @@ describe('steps', () => {
   it('reads a backlog as writes: a run has `weight` chunks a round', () => {
     expect(waitingWrites(100 * ROUND, 1, 50)).toBe(5_000);
     expect(waitingWrites(25 * ROUND, 4, 50)).toBe(5_000);
+    expect(waitingWrites(100 * ROUND, 1, 5)).toBe(500);
     expect(waitingWrites(0, 3, 50)).toBe(0);
   });
 });
@@ -114,6 +138,8 @@ describe('steps', () => {
 interface RunSpec {
   arrive: number;
   weight: number;
+  /** The round's unit it proposes (its chunks' size as cut; they may be shorter or longer). */
+  unit: number;
   /** Lines of each of its chunks, in order. */
   chunks: number[];
 }
@@ -121,7 +147,8 @@ interface RunSpec {
 interface Chunk {
   run: number;
   lines: number;
-  cost: number;
+  /** The round's unit it was costed by. */
+  unit: number;
   priority: number;
   seq: number;
 }
@@ -131,14 +158,14 @@ interface Schedule {
   served: (Chunk | undefined)[];
   /** Per tick: which runs had chunks waiting before it was served. */
   waiting: Set<number>[];
-  /** Per run: the tick its first chunk was tagged, and the runs with chunks waiting then. */
-  firstTagged: { tick: number; others: Set<number> }[];
+  /** Per run: the tick its first chunk was tagged, the runs with chunks waiting then, the unit. */
+  firstTagged: { tick: number; others: Set<number>; unit: number }[];
   /** Per run: the ticks its chunks were served, in order, and their priorities as tagged. */
   servedTicks: number[][];
   tagged: number[][];
 }
 
-function simulate(specs: RunSpec[], size: number, page: number, bound: number): Schedule {
+function simulate(specs: RunSpec[], page: number, bound: number): Schedule {
   let state = initialState();
   const queue: Chunk[] = [];
   const left = specs.map((r) => [...r.chunks]);
@@ -159,16 +186,18 @@ function simulate(specs: RunSpec[], size: number, page: number, bound: number): 
     const now = tick * 10;
     specs.forEach((r, i) => {
       if (tick < r.arrive || left[i]!.length === 0) return;
-      state = observe(state, view(now));
-      if (waitingWrites(backlog(state, String(i)), r.weight, size) > bound) return;
+      state = observe(state, view(now), r.unit);
+      if (waitingWrites(backlog(state, String(i)), r.weight, state.unit) > bound) return;
       const lines = left[i]!.splice(0, page);
-      const costs = lines.map((n) => chunkCost(n, size, r.weight));
-      if (out.firstTagged[i] === undefined)
-        out.firstTagged[i] = { tick, others: new Set(queue.map((c) => c.run)) };
-      const a = assign(state, String(i), costs, now);
+      if (out.firstTagged[i] === undefined) {
+        const others = new Set(queue.map((c) => c.run));
+        out.firstTagged[i] = { tick, others, unit: state.unit };
+      }
+      const a = assign(state, String(i), lines, r.weight, now);
+      const unit = state.unit;
       state = a.state;
       lines.forEach((n, k) => {
-        const chunk = { run: i, lines: n, cost: costs[k]!, priority: a.priorities[k]!, seq: seq++ };
+        const chunk = { run: i, lines: n, unit, priority: a.priorities[k]!, seq: seq++ };
         queue.push(chunk);
         out.tagged[i]!.push(chunk.priority);
       });
@@ -197,6 +226,7 @@ const SIZE = 50;
 const specArb = fc.record({
   arrive: fc.integer({ min: 0, max: 150 }),
   weight: fc.integer({ min: 1, max: 4 }),
+  unit: fc.oneof(fc.constant(SIZE), fc.integer({ min: 1, max: SIZE })),
   chunks: fc.array(fc.oneof(fc.constant(SIZE), fc.integer({ min: 1, max: SIZE })), {
     minLength: 1,
     maxLength: 60,
@@ -212,7 +242,7 @@ describe('schedules (property)', () => {
   it('serves every chunk once, each run in the order it tagged them, priorities within BullMQ range', () => {
     fc.assert(
       fc.property(caseArb, ({ runs, page, bound }) => {
-        const s = simulate(runs, SIZE, page, bound);
+        const s = simulate(runs, page, bound);
         runs.forEach((r, i) => {
           const lines = s.served.filter((c) => c?.run === i).map((c) => c!.lines);
           expect(lines).toEqual(r.chunks);
@@ -228,7 +258,8 @@ describe('schedules (property)', () => {
 
   /*
    * Normalised service: a chunk served counts its cost in rounds (lines /
-   * (chunk size × weight)). While two runs both have chunks waiting, each
+   * (the round's unit × weight); the unit changes only while nothing
+   * waits, so it is one unit within a stretch). While two runs both have chunks waiting, each
    * has a chunk in every round between its first waiting and its last
    * (its tags are contiguous, steps of at most a round), and rounds are
    * served in order. Over any stretch of ticks, a run's normalised service
@@ -240,9 +271,12 @@ describe('schedules (property)', () => {
   it('keeps the weighted shares of runs writing at once within two rounds and a chunk each', () => {
     fc.assert(
       fc.property(caseArb, ({ runs, page, bound }) => {
-        const s = simulate(runs, SIZE, page, bound);
+        const s = simulate(runs, page, bound);
         const T = s.served.length;
-        const maxCost = runs.map((r) => Math.max(...r.chunks.map((n) => n / (SIZE * r.weight))));
+        const norm = (c: Chunk) => c.lines / (c.unit * runs[c.run]!.weight);
+        const maxCost = runs.map((_, i) =>
+          Math.max(...s.served.filter((c) => c?.run === i).map((c) => norm(c!))),
+        );
         for (let i = 0; i < runs.length; i++) {
           for (let j = i + 1; j < runs.length; j++) {
             const limit = 2 + maxCost[i]! + maxCost[j]! + 0.01;
@@ -257,8 +291,8 @@ describe('schedules (property)', () => {
                 continue;
               }
               const c = s.served[t];
-              if (c?.run === i) d += c.lines / (SIZE * runs[i]!.weight);
-              if (c?.run === j) d -= c.lines / (SIZE * runs[j]!.weight);
+              if (c?.run === i) d += norm(c);
+              if (c?.run === j) d -= norm(c);
               lo = Math.min(lo, d);
               hi = Math.max(hi, d);
               expect(hi - lo, `runs ${i} and ${j} by tick ${t}`).toBeLessThanOrEqual(limit);
@@ -274,19 +308,22 @@ describe('schedules (property)', () => {
    * A run's first chunk is tagged in the round of the first chunk waiting
    * (no earlier round holds one), after every chunk already in that round:
    * at most, of each other run with chunks waiting, tags from the round's
-   * start to its end plus one chunk, w + 1 chunks' lines (w its weight).
+   * start to its end plus one chunk: w times the round's unit (w its
+   * weight) and its longest chunk's lines.
    */
   it('serves a run that starts during others within one round of theirs', () => {
     fc.assert(
       fc.property(caseArb, ({ runs, page, bound }) => {
-        const s = simulate(runs, SIZE, page, bound);
+        const s = simulate(runs, page, bound);
         runs.forEach((_, i) => {
           const first = s.firstTagged[i]!;
           const servedAt = s.servedTicks[i]![0]!;
           let before = 0;
           for (let t = first.tick; t < servedAt; t++) before += s.served[t]?.lines ?? 0;
           let limit = 0;
-          for (const j of first.others) if (j !== i) limit += SIZE * (runs[j]!.weight + 1);
+          for (const j of first.others) {
+            if (j !== i) limit += first.unit * runs[j]!.weight + Math.max(...runs[j]!.chunks);
+          }
           expect(before, `run ${i}`).toBeLessThanOrEqual(limit);
         });
       }),
@@ -302,10 +339,11 @@ describe('schedules (property)', () => {
         fc.integer({ min: 0, max: 60 }),
         fc.integer({ min: 1, max: 3 }),
         (big, small, arrive, weight) => {
-          const backfill = { arrive: 0, weight: 1, chunks: Array<number>(big).fill(SIZE) };
-          const late = { arrive, weight, chunks: Array<number>(small).fill(SIZE) };
-          const alone = simulate([backfill], SIZE, 10, 5_000);
-          const both = simulate([backfill, late], SIZE, 10, 5_000);
+          const chunks = (n: number) => Array<number>(n).fill(SIZE);
+          const backfill = { arrive: 0, weight: 1, unit: SIZE, chunks: chunks(big) };
+          const late = { arrive, weight, unit: SIZE, chunks: chunks(small) };
+          const alone = simulate([backfill], 10, 5_000);
+          const both = simulate([backfill, late], 10, 5_000);
           const end = (s: Schedule, i: number) => s.servedTicks[i]!.at(-1)!;
           expect(end(both, 1)).toBeLessThan(end(both, 0));
           expect(end(both, 0)).toBeLessThanOrEqual(end(alone, 0) + small);

@@ -8,27 +8,31 @@
 
   Input:
     KEYS[1]  the share: `v` (the current round's start, in thousandths of
-             a round), `at` (ms of the last assign, Redis' clock),
-             `r:<runId>` (the tag after the run's last chunk)
+             a round), `u` (a round's lines of a run of weight 1), `at`
+             (ms of the last assign, Redis' clock), `r:<runId>` (the tag
+             after the run's last chunk)
     KEYS[2]  the write queue's prioritized set (BullMQ: score = priority *
              2^32 + a counter)
     KEYS[3]  its delayed set
     KEYS[4]  its wait list
     KEYS[5]  its active list
-    ARGV[1]  the operation, then its arguments:
-      assign runId cost ...
-               tags the run's next chunks, of these costs (units), in order
-      backlog runId
+    ARGV[1]  the operation, ARGV[2] the run, ARGV[3] the lines of its
+             chunks (the round's unit while nothing waits), then:
+      assign runId unit weight lines ...
+               tags the run's next chunks, of these lines, in order
+      backlog runId unit
 
   Output:
     assign   the chunks' priorities, in order
-    backlog  how far (units) the run's chunks reach past the current round
+    backlog  how far (units) the run's chunks reach past the current
+             round, and the round's unit
 ]]
 local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS = 1000, 2097151, 1048576, 60000
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local v = tonumber(redis.call('HGET', key, 'v') or ROUND)
+local u = tonumber(redis.call('HGET', key, 'u') or 0)
 local at = tonumber(redis.call('HGET', key, 'at') or 0)
 local flat = redis.call('HGETALL', key)
 local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -38,6 +42,7 @@ local gone = {}
 if #head > 0 then
   local h = math.floor(tonumber(head[2]) / 4294967296) * ROUND
   if h > v then v = h end
+  if u <= 0 then u = tonumber(ARGV[3]) end
   for i = 1, #flat, 2 do
     if string.sub(flat[i], 1, 2) == 'r:' and tonumber(flat[i + 1]) <= v then
       gone[#gone + 1] = flat[i]
@@ -54,26 +59,30 @@ else
   local idle = redis.call('ZCARD', KEYS[3]) == 0 and redis.call('LLEN', KEYS[4]) == 0
     and redis.call('LLEN', KEYS[5]) == 0
   if idle and v >= REBASE_AT * ROUND and now - at >= REBASE_IDLE_MS then v = ROUND end
+  u = tonumber(ARGV[3])
 end
 if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
-redis.call('HSET', key, 'v', tostring(v))
+redis.call('HSET', key, 'v', tostring(v), 'u', tostring(u))
 
 local field = 'r:' .. ARGV[2]
 local last = tonumber(redis.call('HGET', key, field) or 0)
 if ARGV[1] == 'backlog' then
-  if last > v then return last - v end
-  return 0
+  if last > v then return { last - v, u } end
+  return { 0, u }
 end
 
+local weight = tonumber(ARGV[4])
 local tag = last
 if v > tag then tag = v end
 local out = {}
-for i = 3, #ARGV do
+for i = 5, #ARGV do
   local p = math.floor(tag / ROUND)
   if p < 1 then p = 1 end
   if p > LIMIT then p = LIMIT end
   out[#out + 1] = p
-  tag = tag + tonumber(ARGV[i])
+  local cost = math.ceil(tonumber(ARGV[i]) * ROUND / (u * weight))
+  if cost < 1 then cost = 1 end
+  tag = tag + cost
 end
 redis.call('HSET', key, field, tostring(tag), 'at', tostring(now))
 return out
