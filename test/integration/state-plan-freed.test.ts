@@ -36,6 +36,7 @@ const DEF = {
   entity: 'companies',
   createVia: 'companies',
   fullSnapshot: false,
+  priority: 1,
 } as unknown as JobDefinition;
 
 let n = 0;
