@@ -3,9 +3,9 @@
  * steps, and a property test of whole schedules. The simulation is a queue
  * served as BullMQ serves prioritized jobs (the lowest priority first, the
  * first added first within one), one chunk a tick, fed by runs that arrive
- * at random ticks with random sizes, chunk lengths and weights, each
- * enqueuing a page of chunks whenever its own writes waiting are under the
- * bound (as src/engine/run.ts does). The bounds checked are those of
+ * at random ticks with random sizes, chunk lengths, weights and proposed
+ * round sizes, each enqueuing a page of chunks whenever its own writes
+ * waiting are under the bound (as src/engine/run.ts does). The bounds checked are those of
  * start-time fair queuing over whole rounds, worked out below, not read
  * from the code.
  */
