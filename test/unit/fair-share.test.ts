@@ -5,9 +5,9 @@
  * first added first within one), one chunk a tick, fed by runs that arrive
  * at random ticks with random sizes, chunk lengths, weights and proposed
  * round sizes, each enqueuing a page of chunks whenever its own writes
- * waiting are under the bound (as src/engine/run.ts does). The bounds checked are those of
- * start-time fair queuing over whole rounds, worked out below, not read
- * from the code.
+ * waiting are under the bound (as src/engine/run.ts does). The bounds
+ * checked are those of start-time fair queuing over whole rounds, worked
+ * out below, not read from the code.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -259,14 +259,14 @@ describe('schedules (property)', () => {
   /*
    * Normalised service: a chunk served counts its cost in rounds (lines /
    * (the round's unit × weight); the unit changes only while nothing
-   * waits, so it is one unit within a stretch). While two runs both have chunks waiting, each
-   * has a chunk in every round between its first waiting and its last
-   * (its tags are contiguous, steps of at most a round), and rounds are
-   * served in order. Over any stretch of ticks, a run's normalised service
-   * is then the rounds the stretch covered, give or take the part of the
-   * first and last round it was served in (at most one round and one chunk
-   * each side): two runs differ by at most 2 + the largest normalised
-   * chunk of each.
+   * waits, so it is one unit within a stretch). While two runs both have
+   * chunks waiting, each run's tags are contiguous from its first waiting
+   * chunk to its last (a chunk longer than a round spans several), and
+   * rounds are served in order. Over any stretch of ticks, a run's
+   * normalised service is then the rounds the stretch covered, give or
+   * take the part of the first and last round it was served in (at most
+   * one round and one chunk each side): two runs differ by at most 2 + the
+   * largest normalised chunk of each.
    */
   it('keeps the weighted shares of runs writing at once within two rounds and a chunk each', () => {
     fc.assert(
