@@ -20,7 +20,7 @@ import { foreignRecordReason } from '../sync/match.js';
 import type { CommitEntry } from '../state/records.js';
 import type { EngineContext } from './context.js';
 import { refreshIndex } from './reconcile.js';
-import { chunkLinesOf, shareOf, writeChunks } from './payloads.js';
+import { shareOf, writeChunks } from './payloads.js';
 import { endRun } from './run-end.js';
 import { RunCancelledError, watchCancel } from './run-cancel.js';
 
@@ -110,15 +110,16 @@ async function verifyAndComplete(
           missing.map((a) => a.line),
         );
         await store.runs.increment(run.id, { writesPlanned: missing.length });
+        const share = shareOf(run, def, ctx.settings.writeChunk);
         await addInTurn(
           ctx.writeQueue,
-          shareOf(run, def, ctx.settings),
+          share,
           writeChunks(
             run,
             def,
             missing.map((a) => a.line),
             round,
-            chunkLinesOf(run, ctx.settings),
+            share.chunkSize,
           ),
         );
         await store.runs.update(run.id, { status: 'writing', phase: 'waiting' });

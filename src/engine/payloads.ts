@@ -123,33 +123,20 @@ export function isWriteChunkOf(jobId: string, runId: string): boolean {
   return jobId.startsWith(`${runId}-`) && CHUNK_ID_TAIL.test(jobId.slice(runId.length + 1));
 }
 
-/** What a run's chunks are cut by (the engine's settings). */
-export interface ChunkSettings {
-  /** Planned writes per chunk job at most. */
-  writeChunk: number;
-}
-
 /**
- * Lines of each chunk job of a run: as decided when it started to write
- * (its record's `writeChunk`), or the most for a run that has no such number.
- */
-export function chunkLinesOf(run: Pick<RunRecord, 'writeChunk'>, s: ChunkSettings): number {
-  return run.writeChunk ?? s.writeChunk;
-}
-
-/**
- * The share of the write queue a run's chunks take: its job's `priority` is
- * its weight, and its chunks' lines the round it proposes (the share takes
- * it while nothing waits: src/queue/fair-share.ts). A run that starts waits
- * for the chunks the workers hold and for one round of each other run at
- * most.
+ * A run's chunks and their share of the write queue: its job's `priority`
+ * is its weight; its chunks have the lines decided when it started to write
+ * (its record's `writeChunk`; `most`, the engine's `writeChunk`, for a run
+ * that has none), the round it proposes (the share takes it while nothing
+ * waits: src/queue/fair-share.ts). A run that starts waits for the chunks
+ * the workers hold and for one round of each other run at most.
  */
 export function shareOf(
   run: Pick<RunRecord, 'id' | 'writeChunk'>,
   def: Pick<JobDefinition, 'priority'>,
-  s: ChunkSettings,
+  most: number,
 ): ShareOf {
-  return { runId: run.id, weight: def.priority, chunkSize: chunkLinesOf(run, s) };
+  return { runId: run.id, weight: def.priority, chunkSize: run.writeChunk ?? most };
 }
 
 function digest(lines: readonly number[]): string {

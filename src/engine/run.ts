@@ -38,7 +38,6 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
 import {
-  chunkLinesOf,
   isWriteChunkOf,
   RunJobData,
   shareOf,
@@ -260,8 +259,7 @@ async function enqueueWrites(
   run: RunRecord,
   def: JobDefinition,
 ): Promise<boolean> {
-  const size = chunkLinesOf(run, ctx.settings);
-  const share = shareOf(run, def, ctx.settings);
+  const share = shareOf(run, def, ctx.settings.writeChunk);
   let cursor = String(run.enqueueFrom ?? 0);
   do {
     if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
@@ -273,7 +271,7 @@ async function enqueueWrites(
     if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return true;
     const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
     cursor = page.cursor;
-    await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, size));
+    await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, share.chunkSize));
   } while (cursor !== '0');
   return true;
 }
