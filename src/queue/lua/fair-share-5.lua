@@ -31,10 +31,12 @@ local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS = 1000, 2097151, 1048576, 60000
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local v = tonumber(redis.call('HGET', key, 'v') or ROUND)
-local u = tonumber(redis.call('HGET', key, 'u') or 0)
-local at = tonumber(redis.call('HGET', key, 'at') or 0)
 local flat = redis.call('HGETALL', key)
+local hash = {}
+for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+local v = tonumber(hash['v'] or ROUND)
+local u = tonumber(hash['u'] or 0)
+local at = tonumber(hash['at'] or 0)
 local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 
 -- observe
@@ -62,10 +64,11 @@ else
   u = tonumber(ARGV[3])
 end
 if #gone > 0 then redis.call('HDEL', key, unpack(gone)) end
+for _, f in ipairs(gone) do hash[f] = nil end
 redis.call('HSET', key, 'v', tostring(v), 'u', tostring(u))
 
 local field = 'r:' .. ARGV[2]
-local last = tonumber(redis.call('HGET', key, field) or 0)
+local last = tonumber(hash[field] or 0)
 if ARGV[1] == 'backlog' then
   if last > v then return { last - v, u } end
   return { 0, u }
