@@ -57,11 +57,11 @@ export interface EngineContext {
   client: PlatformClient;
   writeQueue: TypedQueue<WriteChunkData>;
   /**
-   * The platform's limit as this process knows it now (requests/s; the
-   * pacer's `limit`): a run's chunk jobs are sized by it when it starts to
-   * write. None: `settings.rateLimit`.
+   * The platform's limit as the workers know it now (requests/s; the
+   * pacer's `limit`, read from the shared state): a run's chunk jobs are
+   * sized by it when it starts to write. None: `settings.rateLimit`.
    */
-  platformLimit?: () => number;
+  platformLimit?: () => Promise<number>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
   writeSlots?: WriteSlots;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */

@@ -154,7 +154,7 @@ export async function planRun(
   }
   // Its chunks are a quarter second of writes at the limit known now, kept for the whole run.
   const writeChunk = chunkSize(
-    ctx.platformLimit?.() ?? ctx.settings.rateLimit,
+    (await ctx.platformLimit?.()) ?? ctx.settings.rateLimit,
     ctx.settings.writeChunk,
   );
   await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', writeChunk, timings });

@@ -161,7 +161,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // Every write of the process shares the slots, whichever chunk it is in.
     writeSlots: new WriteSlots(concurrency),
     loadJob: loadJobOf,
-    platformLimit: () => pacer.limit,
+    platformLimit: () => pacer.limit(),
     onRunEnd: (run) => alerts.runEnded(run),
     sourceEnv: config.sourceEnv,
     wakeRun: async (runId) => {

@@ -56,6 +56,7 @@ import {
   HORIZON_MS,
   pacerKey,
   pacerLogKey,
+  readPacerState,
   scriptOf,
   SLOW_START_RATE,
   STATE_FIELDS,
@@ -197,14 +198,17 @@ export class RedisPacer implements Pacer {
   }
 
   /**
-   * The platform's limit as this process knows it (requests/s): a fixed
+   * The platform's limit as the replicas know it now (requests/s): a fixed
    * PLATFORM_RATE_LIMIT; with `auto`, the limit learned, or
-   * PLATFORM_RATE_LIMIT_MAX until one is.
+   * PLATFORM_RATE_LIMIT_MAX until one is. The shared state is read again:
+   * a process that has sent nothing since it started knows only what was
+   * learned before then.
    */
-  get limit(): number {
+  async limit(): Promise<number> {
     const mode = this.opts.mode;
     if (mode.kind === 'fixed') return mode.rate;
-    const ceiling = this.state?.ceiling ?? 0;
+    const st = await readPacerState(this.opts.redis, this.opts.prefix);
+    const ceiling = st?.mode === 'auto' ? st.ceiling : 0;
     return ceiling > 0 ? Math.min(ceiling, mode.max) : mode.max;
   }
 

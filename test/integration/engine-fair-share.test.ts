@@ -137,6 +137,24 @@ describe('engine: runs of different jobs share the writes', () => {
     expect(run.writeChunk).toBe(5);
   });
 
+  it('cuts a run’s chunks by the limit another replica learned while this worker sent nothing', async () => {
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: 'auto' } });
+    const csv = (name: string, rows: number, from?: number) =>
+      h.writeCsv(name, HUBSPOT_HEADER, companyRows(rows, from).map(hubspotCells));
+    h.writeJob('first', hubspotJob(csv('first.csv', 3)));
+    h.writeJob('small', hubspotJob(csv('small.csv', 12, 7_000_001)));
+    await h.startWorkers();
+    // Nothing learned yet: chunks of 50. The platform is listed now, so the next run's
+    // planning books no turn (which would read the shared state) before it cuts its chunks.
+    expect((await h.runJob('first')).writeChunk).toBe(50);
+    // Another replica meets the limit meanwhile, 20/s.
+    await h.store.connection.hset(pacerKey(h.prefix), { rate: 19, ceiling: 20, source: 'limited' });
+    await h.store.connection.hincrby(pacerKey(h.prefix), 'v', 1);
+    const run = await h.runJob('small', { timeoutMs: 30_000 });
+    expect(run.counts).toMatchObject({ created: 12, failed: 0 });
+    expect(run.writeChunk).toBe(5);
+  });
+
   it('leaves its run slot while its queued writes are at their bound: a fifth job runs meanwhile', async () => {
     // 40/s: a backfill's first page of 500 writes drains for 11 s at least, and its second is
     // enqueued only once 50 or fewer of the first still wait.
