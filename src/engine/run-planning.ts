@@ -152,12 +152,21 @@ export async function planRun(
     log.warn({ reason: verdict.reason }, 'run stopped before writing');
     return;
   }
-  // Its chunks are a quarter second of writes at the limit known now, kept for the whole run.
-  const writeChunk = chunkSize(
+  const writeChunk = await chunkSizeNow(ctx);
+  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', writeChunk, timings });
+}
+
+/**
+ * Lines of a run's chunk jobs cut now: a quarter second of writes at the
+ * limit the workers know (`src/queue/limiter.ts`). A run takes it when it
+ * starts to write, and again each time it goes on enqueueing after its
+ * waiting writes held it (src/engine/run.ts).
+ */
+export async function chunkSizeNow(ctx: EngineContext): Promise<number> {
+  return chunkSize(
     (await ctx.platformLimit?.()) ?? ctx.settings.rateLimit,
     ctx.settings.writeChunk,
   );
-  await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', writeChunk, timings });
 }
 
 /** Planning counts under the run record's counter names. */

@@ -44,7 +44,7 @@ import {
   writeChunksOfPage,
   type RunJobRequest,
 } from './payloads.js';
-import { planRun } from './run-planning.js';
+import { chunkSizeNow, planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
@@ -259,7 +259,7 @@ async function enqueueWrites(
   run: RunRecord,
   def: JobDefinition,
 ): Promise<boolean> {
-  const share = shareOf(run, def, ctx.settings.writeChunk);
+  const share = shareOf(await resized(ctx, run), def, ctx.settings.writeChunk);
   let cursor = String(run.enqueueFrom ?? 0);
   do {
     if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
@@ -274,6 +274,22 @@ async function enqueueWrites(
     await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, share.chunkSize));
   } while (cursor !== '0');
   return true;
+}
+
+/**
+ * A run that goes on enqueueing after its waiting writes held it cuts the
+ * rest by the limit known now (`chunkSizeNow`): a backfill planned before
+ * `auto` met the platform's limit started with chunks of a quarter second
+ * at PLATFORM_RATE_LIMIT_MAX. Its chunks in the queue keep their lines. A
+ * page enqueued by an attempt cut off before it saved `enqueueFrom` is cut
+ * again in the new size: the overlap is harmless (`writeChunks`).
+ */
+async function resized(ctx: EngineContext, run: RunRecord): Promise<RunRecord> {
+  if (!run.enqueueFrom) return run;
+  const writeChunk = await chunkSizeNow(ctx);
+  if (writeChunk === run.writeChunk) return run;
+  await ctx.store.runs.update(run.id, { writeChunk });
+  return { ...run, writeChunk };
 }
 
 async function writesSettled(ctx: EngineContext, runId: string): Promise<boolean> {

@@ -148,11 +148,46 @@ describe('engine: runs of different jobs share the writes', () => {
     // planning books no turn (which would read the shared state) before it cuts its chunks.
     expect((await h.runJob('first')).writeChunk).toBe(50);
     // Another replica meets the limit meanwhile, 20/s.
-    await h.store.connection.hset(pacerKey(h.prefix), { rate: 19, ceiling: 20, source: 'limited' });
-    await h.store.connection.hincrby(pacerKey(h.prefix), 'v', 1);
+    await learned(h, 20);
     const run = await h.runJob('small', { timeoutMs: 30_000 });
     expect(run.counts).toMatchObject({ created: 12, failed: 0 });
     expect(run.writeChunk).toBe(5);
+  });
+
+  it('cuts what a backfill enqueues after its bound held it by the limit `auto` met since', async () => {
+    const h = await engine({
+      env: { PLATFORM_RATE_LIMIT: 'auto' },
+      settings: { maxWaitingWrites: 50 },
+    });
+    const rows = companyRows(700).map(hubspotCells);
+    h.writeJob('backfill', hubspotJob(h.writeCsv('big.csv', HUBSPOT_HEADER, rows)));
+    const service = await h.startWorkers();
+    // Each chunk job seen waiting or taken: its first line and its lines.
+    const seen = new Map<number, number>();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const jobs = await service.writeQueue.getJobs(['prioritized', 'active']);
+        for (const j of jobs) if (j) seen.set(j.data.lines[0]!, j.data.lines.length);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    })();
+    const id = await h.enqueue('backfill');
+    // Its first page of 500 writes waits past the bound of 50: the run stops enqueueing.
+    while (!(await h.store.runs.get(id))?.enqueueFrom) await new Promise((r) => setTimeout(r, 5));
+    expect((await h.store.runs.get(id))?.writeChunk).toBe(50);
+    // The platform's limit is met meanwhile: 100/s, a quarter second of which is 25 writes.
+    await learned(h, 100);
+    const run = await h.waitForRun(id, { timeoutMs: 60_000 });
+    sampling = false;
+    await sampler;
+    expect(run.counts).toMatchObject({ created: 700, failed: 0 });
+    expect(run.writeChunk).toBe(25);
+    // Cut within plan chunks of 128 lines: 50, 50 and 28 lines before; 25 (and 3) after.
+    const firstSmall = Math.min(...[...seen].filter(([, n]) => n === 25).map(([line]) => line));
+    expect(firstSmall).toBeLessThan(Infinity);
+    expect([...seen].some(([line, n]) => line < firstSmall && n === 50)).toBe(true);
+    expect([...seen].filter(([line, n]) => line >= firstSmall && n > 25)).toEqual([]);
   });
 
   it('leaves its run slot while its queued writes are at their bound: a fifth job runs meanwhile', async () => {
@@ -235,8 +270,9 @@ describe('engine: runs of different jobs share the writes', () => {
 });
 
 /**
- * A limit an earlier worker learned with `auto`, `ceiling` requests/s, in the
- * pacer's state (the sandbox has no limit: nothing moves it within a test).
+ * A limit `auto` met, `ceiling` requests/s, put in the pacer's state as a
+ * worker that met it would (the sandbox has no limit: nothing moves it
+ * within a test).
  */
 async function learned(h: EngineHarness, ceiling: number): Promise<void> {
   const mode = { kind: 'auto', start: 20, min: 1, max: 200 } as const;
@@ -244,7 +280,13 @@ async function learned(h: EngineHarness, ceiling: number): Promise<void> {
   await earlier.start();
   earlier.stop();
   const rate = Math.floor(ceiling * 0.97);
-  await h.store.connection.hset(pacerKey(h.prefix), { rate, ceiling, source: 'limited' });
+  // Met just now (no probe due for a while), and a new version: the pacer of a running
+  // worker takes the state up instead of writing its own over it.
+  await h.store.connection
+    .multi()
+    .hset(pacerKey(h.prefix), { rate, ceiling, ceilingAt: Date.now(), source: 'limited' })
+    .hincrby(pacerKey(h.prefix), 'v', 1)
+    .exec();
 }
 
 /**
