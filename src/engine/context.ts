@@ -59,7 +59,8 @@ export interface EngineContext {
   /**
    * The platform's limit as the workers know it now (requests/s; the
    * pacer's `limit`, read from the shared state): a run's chunk jobs are
-   * sized by it when it starts to write. None: `settings.rateLimit`.
+   * sized by it when it starts to write, and again when it goes on
+   * enqueueing after its waiting writes held it. None: `settings.rateLimit`.
    */
   platformLimit?: () => Promise<number>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */

@@ -126,9 +126,10 @@ export function isWriteChunkOf(jobId: string, runId: string): boolean {
 /**
  * A run's chunks and their share of the write queue: its job's `priority`
  * is its weight; its chunks have its record's `writeChunk` lines (`most`,
- * the engine's `writeChunk`, for a run that has none), the round it proposes (the share takes it while nothing
- * waits: src/queue/fair-share.ts). A run that starts waits for the chunks
- * the workers hold and for one round of each other run at most.
+ * the engine's `writeChunk`, for a run that has none), the round it
+ * proposes (the share takes it while nothing waits:
+ * src/queue/fair-share.ts). A run that starts waits for the chunks the
+ * workers hold and for one round of each other run at most.
  */
 export function shareOf(
   run: Pick<RunRecord, 'id' | 'writeChunk'>,
