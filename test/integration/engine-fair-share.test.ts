@@ -173,7 +173,7 @@ describe('engine: runs of different jobs share the writes', () => {
       }
     })();
     const id = await h.enqueue('backfill');
-    // Its first page of 500 writes waits past the bound of 50: the run stops enqueueing.
+    // Its first page (four plan chunks, 512 writes) is past the bound of 50: it stops enqueueing.
     while (!(await h.store.runs.get(id))?.enqueueFrom) await new Promise((r) => setTimeout(r, 5));
     expect((await h.store.runs.get(id))?.writeChunk).toBe(50);
     // The platform's limit is met meanwhile: 100/s, a quarter second of which is 25 writes.
