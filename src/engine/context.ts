@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { PlatformClient } from '../platform/client.js';
 import type { RetrySettings } from '../platform/retry-policy.js';
+import type { KnownLimit } from '../queue/pacer.js';
 import type { TypedQueue } from '../queue/queues.js';
 import type { StateStore } from '../state/store.js';
 import { DEFAULT_WRITE_CHUNK, type WriteChunkData } from './payloads.js';
@@ -57,12 +58,12 @@ export interface EngineContext {
   client: PlatformClient;
   writeQueue: TypedQueue<WriteChunkData>;
   /**
-   * The platform's limit as the workers know it now (requests/s; the
-   * pacer's `limit`, read from the shared state): a run's chunk jobs are
-   * sized by it when it starts to write, and again when it goes on
-   * enqueueing after its waiting writes held it. None: `settings.rateLimit`.
+   * The platform's limit as the workers know it now (the pacer's `limit`,
+   * read from the shared state): it sizes a run's chunk jobs and the writes
+   * it keeps waiting (src/engine/write-sizing.ts). None: `settings.rateLimit`,
+   * as a known limit.
    */
-  platformLimit?: () => Promise<number>;
+  platformLimit?: () => Promise<KnownLimit>;
   /** Requests in flight at once across the chunks this process holds (none: one at a time). */
   writeSlots?: WriteSlots;
   /** The job definition of this name, freshly loaded (a job file edited between runs counts). */

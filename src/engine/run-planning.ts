@@ -10,7 +10,6 @@
 import { sinceText } from '../crm/since.js';
 import { checkPathCoverage, describeUnmatched, unmatchedPaths } from '../crm/path-coverage.js';
 import type { JobDefinition } from '../jobs/definition.js';
-import { chunkSize } from '../queue/limiter.js';
 import type { RunRecord } from '../state/runs.js';
 import { checkThresholds } from '../sync/thresholds.js';
 import type { EngineContext } from './context.js';
@@ -22,6 +21,7 @@ import { RunCancelledError } from './run-cancel.js';
 import { endRun } from './run-end.js';
 import { pullSince, sourceEnvOf, sourceOf } from './run-source.js';
 import { hasEnded } from './run-summary.js';
+import { chunkLines, limitNow } from './write-sizing.js';
 
 /**
  * The planning phase of a run: lists the platform when the index needs it,
@@ -152,21 +152,8 @@ export async function planRun(
     log.warn({ reason: verdict.reason }, 'run stopped before writing');
     return;
   }
-  const writeChunk = await chunkSizeNow(ctx);
+  const writeChunk = chunkLines(ctx.settings, await limitNow(ctx));
   await store.runs.update(runId, { status: 'writing', phase: 'enqueueing', writeChunk, timings });
-}
-
-/**
- * Lines of a run's chunk jobs cut now: a quarter second of writes at the
- * limit the workers know (`src/queue/limiter.ts`). A run takes it when it
- * starts to write, and again each time it goes on enqueueing after its
- * waiting writes held it (src/engine/run.ts).
- */
-export async function chunkSizeNow(ctx: EngineContext): Promise<number> {
-  return chunkSize(
-    (await ctx.platformLimit?.()) ?? ctx.settings.rateLimit,
-    ctx.settings.writeChunk,
-  );
 }
 
 /** Planning counts under the run record's counter names. */

@@ -34,6 +34,7 @@ import { scrubText } from '../log.js';
 import { decide } from '../platform/retry-policy.js';
 import { removeWaitingJobs } from '../queue/queues.js';
 import { addInTurn, writesWaiting } from '../queue/fair-share-store.js';
+import type { KnownLimit } from '../queue/pacer.js';
 import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
@@ -44,7 +45,7 @@ import {
   writeChunksOfPage,
   type RunJobRequest,
 } from './payloads.js';
-import { chunkSizeNow, planRun } from './run-planning.js';
+import { planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
@@ -52,6 +53,7 @@ import { leaveRunOfOtherLayout } from './run-layout.js';
 import { checkSourceOverride, pullSince, sourceLabel } from './run-source.js';
 import { endRun } from './run-end.js';
 import { hasEnded } from './run-summary.js';
+import { chunkLines, ENQUEUE_PAGE, limitNow, waitingBound } from './write-sizing.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
   const parsed = RunJobData.safeParse(job.data);
@@ -249,8 +251,9 @@ async function onRunError(
  * within each plan chunk (only the lines travel; the bodies stay in the
  * run's plan), a page at a time from the run's `enqueueFrom`, each chunk in
  * the run's turn among the runs writing (src/queue/fair-share.ts). Once more
- * than `maxWaitingWrites` of the run's own writes wait in the queue, it
- * keeps the line it got to and returns false: the caller puts the run to
+ * of the run's own writes wait in the queue than `waitingBound` allows
+ * (`maxWaitingWrites` once the limit is known), it keeps the line it got to
+ * and returns false: the caller puts the run to
  * sleep and it goes on from there. True once every write is enqueued (or the
  * run is cancelled: the chunks not enqueued yet would only be skipped).
  */
@@ -259,17 +262,19 @@ async function enqueueWrites(
   run: RunRecord,
   def: JobDefinition,
 ): Promise<boolean> {
-  const share = shareOf(await resized(ctx, run), def, ctx.settings.writeChunk);
+  const limit = await limitNow(ctx);
+  const share = shareOf(await resized(ctx, run, limit), def, ctx.settings.writeChunk);
+  const bound = waitingBound(ctx.settings, limit);
   let cursor = String(run.enqueueFrom ?? 0);
   do {
-    if ((await writesWaiting(ctx.writeQueue, share)) > ctx.settings.maxWaitingWrites) {
+    if ((await writesWaiting(ctx.writeQueue, share)) > bound) {
       const from = Number(cursor);
       if (from !== (run.enqueueFrom ?? 0))
         await ctx.store.runs.update(run.id, { enqueueFrom: from });
       return false;
     }
     if ((await ctx.store.runs.get(run.id))?.cancelRequested !== undefined) return true;
-    const page = await ctx.store.plannedWrites.scan(run.id, cursor, 500);
+    const page = await ctx.store.plannedWrites.scan(run.id, cursor, ENQUEUE_PAGE);
     cursor = page.cursor;
     await addInTurn(ctx.writeQueue, share, writeChunksOfPage(run, def, page, share.chunkSize));
   } while (cursor !== '0');
@@ -278,15 +283,16 @@ async function enqueueWrites(
 
 /**
  * A run that goes on enqueueing after its waiting writes held it cuts the
- * rest by the limit known now (`chunkSizeNow`): a backfill planned before
- * `auto` met the platform's limit started with chunks of a quarter second
- * at PLATFORM_RATE_LIMIT_MAX. Its chunks in the queue keep their lines. A
- * page enqueued by an attempt cut off before it saved `enqueueFrom` is cut
- * again in the new size: the overlap is harmless (`writeChunks`).
+ * rest by the limit known now (`chunkLines`): a backfill planned before
+ * `auto` learned the platform's limit started with chunks of a quarter
+ * second at PLATFORM_RATE_LIMIT_MAX. Its chunks in the queue keep their
+ * lines. A page enqueued by an attempt cut off before it saved
+ * `enqueueFrom` is cut again in the new size: the overlap is harmless
+ * (`writeChunks`).
  */
-async function resized(ctx: EngineContext, run: RunRecord): Promise<RunRecord> {
+async function resized(ctx: EngineContext, run: RunRecord, limit: KnownLimit): Promise<RunRecord> {
   if (!run.enqueueFrom) return run;
-  const writeChunk = await chunkSizeNow(ctx);
+  const writeChunk = chunkLines(ctx.settings, limit);
   if (writeChunk === run.writeChunk) return run;
   await ctx.store.runs.update(run.id, { writeChunk });
   return { ...run, writeChunk };

@@ -113,6 +113,17 @@ export interface Pacer {
   readonly rate: number;
 }
 
+/** The platform's limit as the workers know it (`RedisPacer.limit`). */
+export interface KnownLimit {
+  /**
+   * Requests/s: PLATFORM_RATE_LIMIT, the limit `auto` learned, or
+   * PLATFORM_RATE_LIMIT_MAX until it has learned one.
+   */
+  perSecond: number;
+  /** False while `auto` has learned none: `perSecond` is then only the most it may go to. */
+  known: boolean;
+}
+
 export type PacerMode = { kind: 'fixed'; rate: number } | ({ kind: 'auto' } & LearnerSettings);
 
 /** An answer's usual wait is the shortest of the last this many seconds. */
@@ -198,18 +209,18 @@ export class RedisPacer implements Pacer {
   }
 
   /**
-   * The platform's limit as the replicas know it now (requests/s): a fixed
-   * PLATFORM_RATE_LIMIT; with `auto`, the limit learned, or
-   * PLATFORM_RATE_LIMIT_MAX until one is. The shared state is read again:
-   * a process that has sent nothing since it started knows only what was
-   * learned before then.
+   * The platform's limit as the replicas know it now. The shared state is
+   * read again: a process that has sent nothing since it started knows only
+   * what was learned before then.
    */
-  async limit(): Promise<number> {
+  async limit(): Promise<KnownLimit> {
     const mode = this.opts.mode;
-    if (mode.kind === 'fixed') return mode.rate;
+    if (mode.kind === 'fixed') return { perSecond: mode.rate, known: true };
     const st = await readPacerState(this.opts.redis, this.opts.prefix);
     const ceiling = st?.mode === 'auto' ? st.ceiling : 0;
-    return ceiling > 0 ? Math.min(ceiling, mode.max) : mode.max;
+    return ceiling > 0
+      ? { perSecond: Math.min(ceiling, mode.max), known: true }
+      : { perSecond: mode.max, known: false };
   }
 
   /** The learner's state as last read (auto mode). */

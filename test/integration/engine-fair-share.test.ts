@@ -190,6 +190,34 @@ describe('engine: runs of different jobs share the writes', () => {
     expect([...seen].filter(([line, n]) => line >= firstSmall && n > 25)).toEqual([]);
   });
 
+  it('keeps a first-contact backfill to a page waiting until `auto` learns the limit, then cuts by it', async () => {
+    const h = await engine({ env: { PLATFORM_RATE_LIMIT: 'auto' } });
+    const rows = companyRows(1_200).map(hubspotCells);
+    h.writeJob('backfill', hubspotJob(h.writeCsv('big.csv', HUBSPOT_HEADER, rows)));
+    await h.startWorkers();
+    const id = await h.enqueue('backfill');
+    // Nothing learned: it keeps two polls of writes at PLATFORM_RATE_LIMIT_MAX (200/s), a page
+    // (500) at least, waiting, and stops after its first page (512 writes). Bound by
+    // maxWaitingWrites (5,000), it would enqueue all 1,200 at once and never stop.
+    let stoppedAt: number | undefined;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const r = (await h.store.runs.get(id))!;
+      stoppedAt = r.enqueueFrom;
+      if (stoppedAt || (r.status !== 'queued' && r.status !== 'planning' && r.phase === 'waiting'))
+        break;
+      expect(Date.now(), 'the backfill has not started writing').toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(stoppedAt).toBeGreaterThan(0);
+    expect((await h.store.runs.get(id))?.writeChunk).toBe(50);
+    await learned(h, 100);
+    const run = await h.waitForRun(id, { timeoutMs: 60_000 });
+    expect(run.counts).toMatchObject({ created: 1_200, failed: 0 });
+    // What it enqueued after the limit was learned is cut by it: a quarter second at 100/s.
+    expect(run.writeChunk).toBe(25);
+  });
+
   it('leaves its run slot while its queued writes are at their bound: a fifth job runs meanwhile', async () => {
     // 40/s: a backfill's first page of 500 writes drains for 11 s at least, and its second is
     // enqueued only once 50 or fewer of the first still wait.

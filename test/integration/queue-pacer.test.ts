@@ -119,7 +119,7 @@ describe('pacer: a fixed rate', () => {
     // Paced at 900/s: a turn every 1.11 ms, each on its own timer if not taken together.
     const pacer = await pacerOn(0, prefixOf(), { kind: 'fixed', rate: 1_000 });
     // The limit it knows is the one it was told, not its pace.
-    expect(await pacer.limit()).toBe(1_000);
+    expect(await pacer.limit()).toEqual({ perSecond: 1_000, known: true });
     await pacer.acquire();
     const started = performance.now();
     const at: number[] = [];
@@ -359,8 +359,8 @@ describe('pacer: auto', () => {
     const prefix = prefixOf();
     const mode = { kind: 'auto', start: 5, min: 1, max: 500 } as const;
     const [a, b] = [await pacerOn(0, prefix, mode), await pacerOn(1, prefix, mode)];
-    // Nothing learned yet: the limit it knows is the most it may go to.
-    expect(await a.limit()).toBe(500);
+    // Nothing learned yet: the most it may go to stands in, not known.
+    expect(await a.limit()).toEqual({ perSecond: 500, known: false });
     const clients = [clientOf(sb, a), clientOf(sb, b)];
     // Slow start doubles every round (100 ms) from 5/s: it meets the limit within 3 s.
     const counts = await drive(clients, 8, 3_000);
@@ -390,7 +390,7 @@ describe('pacer: auto', () => {
     // its own first tick may already have nudged it by a fraction of a request a second).
     const c = await pacerOn(0, prefix, mode);
     expect(c.rate).toBeCloseTo(st!.rate, 0);
-    expect(await c.limit()).toBe(st!.ceiling);
+    expect(await c.limit()).toEqual({ perSecond: st!.ceiling, known: true });
   });
 });
 
@@ -512,7 +512,7 @@ describe('worker service', () => {
       const text = await metrics.registry.metrics();
       expect(text).toMatch(/^crm_sync_platform_rate 42$/m);
       // The limit its runs' chunks are cut by: the one learned, not PLATFORM_RATE_LIMIT_MAX.
-      expect(await service.ctx.platformLimit?.()).toBe(44);
+      expect(await service.ctx.platformLimit?.()).toEqual({ perSecond: 44, known: true });
       // The client paces through it: two requests at 42/s are about 24 ms apart at least.
       const t0 = performance.now();
       await service.ctx.client.getAccount();
