@@ -253,9 +253,9 @@ async function onRunError(
  * the run's turn among the runs writing (src/queue/fair-share.ts). Once more
  * of the run's own writes wait in the queue than `waitingBound` allows
  * (`maxWaitingWrites` once the limit is known), it keeps the line it got to
- * and returns false: the caller puts the run to
- * sleep and it goes on from there. True once every write is enqueued (or the
- * run is cancelled: the chunks not enqueued yet would only be skipped).
+ * and returns false: the caller puts the run to sleep and it goes on from
+ * there. True once every write is enqueued (or the run is cancelled: the
+ * chunks not enqueued yet would only be skipped).
  */
 async function enqueueWrites(
   ctx: EngineContext,
