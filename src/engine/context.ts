@@ -22,7 +22,10 @@ import type { RunRecord } from '../state/runs.js';
 export interface EngineSettings {
   /** Rows per planning batch (src/engine/plan-pass.ts says why PLANNING_BATCH_ROWS). */
   batchSize: number;
-  /** A run waits before enqueueing more while this many of its own writes are waiting (in chunks). */
+  /**
+   * A run waits before enqueueing more while this many of its own writes are
+   * waiting (in chunks); fewer while `auto` has learned no limit (`waitingBound`).
+   */
   maxWaitingWrites: number;
   /** Planned writes per `platform-writes` job at most (fewer at a low limit: `chunkSize`, src/queue/limiter.ts). */
   writeChunk: number;
