@@ -91,7 +91,11 @@ async function retryCommand(originalId: string, flags: RetryFlags): Promise<numb
       } else process.stderr.write(`follow it with: crm-sync show ${runId} --wait\n`);
       return ExitCode.ok;
     }
-    const summary = await watch(producer.store, runId, { wait: true, json: flags.json === true });
+    const summary = await watch(producer.store, runId, {
+      wait: true,
+      json: flags.json === true,
+      prefix: config.prefix,
+    });
     return summary ? exitCodeOf(summary.status) : ExitCode.failed;
   } finally {
     await shutdown.shutdown('retry finished');

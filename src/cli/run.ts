@@ -130,15 +130,22 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
 export async function watch(
   store: StateStore,
   runId: string,
-  flags: { wait?: boolean; json?: boolean; prefix?: string },
+  flags: { wait?: boolean; json?: boolean; prefix: string },
 ): Promise<RunSummary | null> {
   const { SingleBar } = await import('cli-progress');
   const { formatSummary } = await import('./runtime.js');
   const { runSummary, waitForRun } = await import('../engine/run-summary.js');
   const { describeRate, readPacerState } = await import('../queue/pacer-store.js');
+  const { watchRunEnd } = await import('../queue/run-end-watch.js');
   let bar: SingleBar | undefined;
+  // Woken by the run job's end, not only at the next read of its record (which is all there
+  // is when the events stream cannot be read).
+  const ends = flags.wait
+    ? await watchRunEnd(store.connection, flags.prefix, runId).catch(() => undefined)
+    : undefined;
   const run = flags.wait
     ? await waitForRun(store, runId, {
+        ...(ends && { wake: (ms: number) => ends.wait(ms) }),
         onPoll: (r) => {
           if (!bar && process.stderr.isTTY && !flags.json) {
             bar = new SingleBar({
@@ -154,7 +161,7 @@ export async function watch(
             phase: r.phase ?? '',
           });
         },
-      })
+      }).finally(() => ends?.close())
     : await store.runs.get(runId);
   bar?.stop();
   if (!run) {
@@ -163,7 +170,7 @@ export async function watch(
   }
   const summary = runSummary(run);
   process.stdout.write(flags.json ? `${JSON.stringify(summary)}\n` : `${formatSummary(summary)}\n`);
-  if (!flags.json && flags.prefix !== undefined) {
+  if (!flags.json) {
     // The rate the workers share (learned with PLATFORM_RATE_LIMIT=auto), beside the run it paced.
     const rate = await readPacerState(store.connection, flags.prefix).catch(() => undefined);
     process.stderr.write(`${describeRate(rate)}\n`);

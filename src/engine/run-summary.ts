@@ -121,6 +121,11 @@ export interface WaitOptions {
   timeoutMs?: number;
   /** Called with the record at each read while the run goes (a progress bar, a test's probe). */
   onPoll?: (run: RunRecord) => void | Promise<void>;
+  /**
+   * The wait between reads: up to `ms`, ending early when the run may have
+   * ended (its job's end, src/queue/run-end-watch.ts). A plain sleep when not given.
+   */
+  wake?: (ms: number) => Promise<void>;
 }
 
 /**
@@ -140,7 +145,7 @@ export async function waitForRun(
   while (!hasEnded(run)) {
     await opts.onPoll?.(run);
     if (Date.now() > deadline) throw new RunWaitTimeoutError(runId, run, opts.timeoutMs!);
-    await sleep(pollMs);
+    await (opts.wake ?? sleep)(pollMs);
     run = (await store.runs.get(runId)) ?? run;
   }
   return run;

@@ -6,7 +6,8 @@
  * password is read from a file, and one node, a 3-primary cluster and a
  * sentinel with its primary reached only over TLS (a CA made by openssl here,
  * the certificate checked against REDIS_TLS_SERVERNAME). Each runs a short sync twice: every record created
- * once, then nothing written.
+ * once, then nothing written; the second is waited for as `crm-sync run --wait` waits, woken by
+ * its job's end on the runs queue's events stream.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,9 @@ import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { waitForRun } from '../../src/engine/run-summary.js';
 import { startWorkerService } from '../../src/engine/worker-service.js';
+import { watchRunEnd } from '../../src/queue/run-end-watch.js';
 import { createShutdown } from '../../src/ops/shutdown.js';
 import { redactSecrets, silentLogger } from '../../src/log.js';
 import {
@@ -65,9 +68,15 @@ async function syncTwice(h: EngineHarness): Promise<void> {
   expect(new Set(ids).size).toBe(30);
   expect(ids).toHaveLength(30);
   const before = await h.stats();
-  const second = await h.runJob('companies');
-  expect(second.status).toBe('completed');
-  expect(second.counts).toMatchObject({ read: 30, created: 0, updated: 0, unchanged: 30 });
+  const runId = await h.enqueue('companies');
+  const ends = await watchRunEnd(h.producer.redis, h.config.prefix, runId);
+  // A poll longer than the test may take: only the job's end wakes the wait in time.
+  const second = await waitForRun(h.store, runId, {
+    pollMs: 600_000,
+    wake: (ms) => ends.wait(ms),
+  }).finally(() => ends.close());
+  expect(second?.status).toBe('completed');
+  expect(second?.counts).toMatchObject({ read: 30, created: 0, updated: 0, unchanged: 30 });
   expect(countWrites(statsSince(before, await h.stats()))).toBe(0);
 }
 
