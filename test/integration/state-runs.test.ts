@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { WriteAction } from '../../src/sync/action.js';
 import { hashTag } from '../../src/redis/target.js';
@@ -10,7 +11,7 @@ import type { WriteOutcome } from '../../src/state/progress.js';
 import { StateStore } from '../../src/state/store.js';
 import { keysMatching, useRedis } from '../harness/redis.js';
 
-const { redis, prefix } = useRedis();
+const { redis, prefix, url } = useRedis();
 let clock = 1_700_000_000_000;
 const store = new StateStore(redis, { prefix, now: () => clock });
 
@@ -313,8 +314,7 @@ describe('run scratch buckets', () => {
     const named: string[] = [];
     let fenced: () => void = () => undefined;
     const seenFence = new Promise<void>((resolve) => (fenced = resolve));
-    const monitor = await redis.monitor();
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await monitorCommands((args) => {
       const command = args[0]?.toLowerCase();
       if (command === 'unlink')
         named.push(...args.slice(1).filter((k) => k.startsWith(bucketPrefix)));
@@ -327,9 +327,40 @@ describe('run scratch buckets', () => {
       await redis.get(fence);
       await seenFence;
     } finally {
-      monitor.disconnect();
+      monitor.destroy();
     }
     return named.sort();
+  }
+
+  /**
+   * MONITOR on a plain socket, each command's arguments given to `onCommand`.
+   * (ioredis's `monitor()` can take a command streamed right after its OK,
+   * from another test file on the same server, for a reply it did not ask
+   * for, and throw "Command queue state error".)
+   */
+  async function monitorCommands(onCommand: (args: string[]) => void) {
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    let buffered = '';
+    let ok: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (ok = resolve));
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buffered += chunk;
+      let end: number;
+      while ((end = buffered.indexOf('\r\n')) >= 0) {
+        const line = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (line === '+OK') ok();
+        else if (line.startsWith('+'))
+          onCommand(
+            [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1')),
+          );
+      }
+    });
+    socket.write('MONITOR\r\n');
+    await started;
+    return socket;
   }
 
   const rows = (runId: string, count: number) =>
