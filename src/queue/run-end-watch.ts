@@ -4,9 +4,9 @@
  * run --wait`, `crm-sync show --wait`) returns as its job ends rather than
  * at its next read of the run record. A run can also end while its job
  * sleeps (a run failed from a write wakes its job a poll later), and an
- * event can be missed (one sent while the stream is reconnecting): the
- * waiter reads the record at its own pace as well, and this only cuts a
- * wait short.
+ * event can be missed (trimmed from the stream, which keeps about 2,000,
+ * before it was read; or the stream unreadable): the waiter reads the
+ * record at its own pace as well, and this only cuts a wait short.
  */
 import { QueueEvents } from 'bullmq';
 import { Cluster } from 'ioredis';
