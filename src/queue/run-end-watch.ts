@@ -8,7 +8,7 @@
  * before it was read; or the stream unreadable): the waiter reads the
  * record at its own pace as well, and this only cuts a wait short.
  */
-import { QueueEvents } from 'bullmq';
+import { QueueEvents, QueueKeys } from 'bullmq';
 import { Cluster } from 'ioredis';
 import type { RedisClient } from '../redis/connection.js';
 import { QueueName } from './queues.js';
@@ -29,13 +29,8 @@ export async function watchRunEnd(
   runId: string,
 ): Promise<RunEndWatch> {
   // From the stream's last entry now: an end that comes before the first XREAD is still read.
-  const [last] = await connection.xrevrange(
-    `${prefix}:${QueueName.runs}:events`,
-    '+',
-    '-',
-    'COUNT',
-    1,
-  );
+  const stream = new QueueKeys(prefix).toKey(QueueName.runs, 'events');
+  const [last] = await connection.xrevrange(stream, '+', '-', 'COUNT', 1);
   // XREAD BLOCK holds its connection: a connection of its own, whose commands
   // wait for a reconnect however long it takes (BullMQ's rule for blocking ones).
   const blocking =
