@@ -46,6 +46,17 @@ describe('waiting for a run, woken by its end', () => {
       const t0 = Date.now();
       await ends.wait(300);
       expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+
+      // A watch reads from the stream's last entry when it starts: the end
+      // already in the stream is not news to it.
+      const late = await watchRunEnd(h.producer.redis, h.config.prefix, runId);
+      try {
+        const t1 = Date.now();
+        await late.wait(500);
+        expect(Date.now() - t1).toBeGreaterThanOrEqual(490);
+      } finally {
+        await late.close();
+      }
     } finally {
       await ends.close();
     }
