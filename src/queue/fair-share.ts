@@ -43,7 +43,7 @@ export const PRIORITY_LIMIT = 2_097_151;
  * about a million more rounds (50 million writes at a round of 50; three
  * days of writing or more at a round of a quarter second's writes, a
  * limit under 200/s: src/queue/limiter.ts) and serves first come, first
- * served from there.
+ * served from there, with no bound on a run's writes waiting (`backlog`).
  */
 export const REBASE_AT = 1_048_576;
 export const REBASE_IDLE_MS = 60_000;
@@ -124,9 +124,17 @@ export function assign(
   return { state: { ...state, runs: { ...state.runs, [runId]: tag }, at: now }, priorities };
 }
 
-/** How far (units) a run's chunks reach past the current round: its writes still waiting. */
+/**
+ * How far (units) a run's chunks reach past the current round: its writes
+ * still waiting. Rounds past PRIORITY_LIMIT count as one: their chunks wait
+ * with the limit's priority, served first come, first served, and the
+ * current round (read from the queue's head) cannot pass the limit; counted
+ * whole, such a backlog would only grow while its chunks are served, and
+ * hold its run until the queue drains.
+ */
 export function backlog(state: FairState, runId: string): number {
-  return Math.max(0, (state.runs[runId] ?? 0) - state.v);
+  const reach = Math.min(state.runs[runId] ?? 0, (PRIORITY_LIMIT + 1) * ROUND);
+  return Math.max(0, reach - state.v);
 }
 
 /** A backlog in writes: a run of weight `weight` has `weight` × `unit` lines in each round. */

@@ -16,6 +16,7 @@ import {
   backlog,
   initialState,
   observe,
+  PRIORITY_LIMIT,
   REBASE_AT,
   ROUND,
   type FairState,
@@ -48,13 +49,17 @@ describe('the share script and the pure rules', () => {
         run: fc.constantFrom('a', 'b', 'c'),
         unit: units,
       }),
-      fc.record({ kind: fc.constant('push' as const), priority: fc.integer({ min: 1, max: 40 }) }),
+      fc.record({
+        kind: fc.constant('push' as const),
+        priority: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(PRIORITY_LIMIT)),
+      }),
       fc.record({ kind: fc.constant('pop' as const) }),
       fc.record({
         kind: fc.constantFrom('delayed' as const, 'wait' as const, 'active' as const),
         on: fc.boolean(),
       }),
       fc.record({ kind: fc.constant('late' as const), idleLong: fc.boolean() }),
+      fc.record({ kind: fc.constant('near-limit' as const) }),
     ),
     { minLength: 1, maxLength: 40 },
   );
@@ -118,6 +123,11 @@ describe('the share script and the pure rules', () => {
               await redis.hset(shareKey, 'v', model.v, 'at', at);
               break;
             }
+            case 'near-limit':
+              // Rounds two short of BullMQ's priority limit: tags soon pass it.
+              model = { ...model, v: (PRIORITY_LIMIT - 2) * ROUND + 7 };
+              await redis.hset(shareKey, 'v', model.v);
+              break;
             case 'assign':
             case 'backlog': {
               const now = await redisNow();

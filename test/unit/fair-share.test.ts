@@ -125,6 +125,22 @@ describe('steps', () => {
     ]);
   });
 
+  it('counts rounds past the priority limit as one: a run there is never held for its backlog', () => {
+    let s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0 };
+    s = assign(s, 'A', full(100), 1, 0).state;
+    // Its chunks wait at the limit's priority: the queue's head can name no later round.
+    s = observe(s, { head: PRIORITY_LIMIT, idle: false, now: 0 }, U);
+    expect(s.v).toBe(PRIORITY_LIMIT * ROUND);
+    expect(backlog(s, 'A')).toBe(ROUND);
+    // Served first come, first served, more enqueued: the backlog does not grow.
+    s = assign(s, 'A', full(100), 1, 0).state;
+    s = observe(s, { head: PRIORITY_LIMIT, idle: false, now: 0 }, U);
+    expect(backlog(s, 'A')).toBe(ROUND);
+    // Short of the limit, every round counts.
+    const early = assign({ ...s, v: ROUND, runs: {} }, 'A', full(100), 1, 0).state;
+    expect(backlog(early, 'A')).toBe(100 * ROUND);
+  });
+
   it('reads a backlog as writes: a run has `weight` chunks a round', () => {
     expect(waitingWrites(100 * ROUND, 1, 50)).toBe(5_000);
     expect(waitingWrites(25 * ROUND, 4, 50)).toBe(5_000);

@@ -70,7 +70,10 @@ redis.call('HSET', key, 'v', tostring(v), 'u', tostring(u))
 local field = 'r:' .. ARGV[2]
 local last = tonumber(hash[field] or 0)
 if ARGV[1] == 'backlog' then
-  if last > v then return { last - v, u } end
+  -- Rounds past LIMIT count as one: the current round cannot pass it.
+  local reach = last
+  if reach > (LIMIT + 1) * ROUND then reach = (LIMIT + 1) * ROUND end
+  if reach > v then return { reach - v, u } end
   return { 0, u }
 end
 
