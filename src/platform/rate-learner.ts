@@ -58,7 +58,7 @@
  * Rates are requests per second; times are milliseconds (the pacer's clock,
  * Redis' TIME, shared by every replica).
  */
-import { parseRetryAfter } from './retry-after.js';
+import { MAX_WAIT_MS, parseRetryAfter } from './retry-after.js';
 
 /** Bounds of the learned rate. */
 export interface LearnerSettings {
@@ -499,11 +499,15 @@ function num(v: string | undefined): number | undefined {
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-/** A reset as a delta in seconds, or (GitHub's, large) a Unix time in seconds: ms from now. */
+/**
+ * A reset as a delta in seconds, or (GitHub's, large) a Unix time in
+ * seconds: ms from now, at most MAX_WAIT_MS (a Unix time in ms would
+ * otherwise read as millennia).
+ */
 function resetOf(v: string | undefined, now: number): number | undefined {
   const n = num(v);
   if (n === undefined) return undefined;
-  return n > 1e9 ? Math.max(0, n * 1_000 - now) : n * 1_000;
+  return Math.min(n > 1e9 ? Math.max(0, n * 1_000 - now) : n * 1_000, MAX_WAIT_MS);
 }
 
 /** `100;w=60` or `"default";q=100;w=60` (IETF drafts), the first policy given. */

@@ -6,9 +6,19 @@
  */
 
 /**
- * The wait a `Retry-After` asks for, in ms from `now`; undefined when there is
- * none to honour: absent, empty, unreadable, negative, or a date already past.
- * Seconds may carry a fraction (`1.5`); of repeated headers the first counts.
+ * The longest wait a platform's or CRM's header is taken at: an hour. A
+ * longer one is read as this, so that a wrong header (a Unix time where
+ * seconds to wait belong: 54 years) cannot stop every worker for good; a
+ * platform still refusing after it says so again, and its 429s count
+ * towards RATE_LIMIT_MAX_RETRIES as any other.
+ */
+export const MAX_WAIT_MS = 3_600_000;
+
+/**
+ * The wait a `Retry-After` asks for, in ms from `now`, at most MAX_WAIT_MS;
+ * undefined when there is none to honour: absent, empty, unreadable,
+ * negative, or a date already past. Seconds may carry a fraction (`1.5`);
+ * of repeated headers the first counts.
  */
 export function parseRetryAfter(
   value: string | readonly string[] | undefined,
@@ -16,9 +26,9 @@ export function parseRetryAfter(
 ): number | undefined {
   const raw = (typeof value === 'string' ? value : value?.[0])?.trim();
   if (!raw) return undefined;
-  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1_000);
+  if (/^\d+(\.\d+)?$/.test(raw)) return Math.min(Math.round(Number(raw) * 1_000), MAX_WAIT_MS);
   // An HTTP-date names its month and weekday; V8 would otherwise read "-3" as a year.
   const at = /[a-z]{3}/i.test(raw) ? Date.parse(raw) : NaN;
   if (Number.isNaN(at) || at < now) return undefined;
-  return at - now;
+  return Math.min(at - now, MAX_WAIT_MS);
 }

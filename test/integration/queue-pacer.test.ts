@@ -8,6 +8,7 @@ import { startSandbox, type Sandbox } from '@crm-sync/platform-sandbox';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { PlatformClient } from '../../src/platform/client.js';
 import { RateLimitedError } from '../../src/platform/errors.js';
+import { MAX_WAIT_MS } from '../../src/platform/retry-after.js';
 import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import {
   FIXED_MARGIN,
@@ -241,6 +242,22 @@ describe('pacer: a 429', () => {
     await b.acquire();
     expect(performance.now() - held).toBeGreaterThan(500);
     expect(performance.now() - held).toBeLessThan(750);
+  });
+
+  it('holds for an hour at most, whatever the Retry-After says', async () => {
+    const prefix = prefixOf();
+    const a = await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 });
+    const ticket = await a.acquire();
+    // A Unix time where seconds to wait belong: 54 years.
+    a.observe(429, { 'retry-after': '1718000000' }, ticket, {
+      sentAt: Date.now() - 10,
+      waitedMs: 10,
+    });
+    await a.settled();
+    const now = await redisNow();
+    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
+    expect(notBefore - now).toBeGreaterThan(MAX_WAIT_MS - 1_000);
+    expect(notBefore - now).toBeLessThanOrEqual(MAX_WAIT_MS);
   });
 
   it("holds the requests of a command (plan, audit) as it holds the workers'", async () => {

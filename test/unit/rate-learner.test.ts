@@ -349,6 +349,9 @@ describe('headers', () => {
     ],
     [{ ratelimit: 'limit=100, remaining=4, reset=2' }, { remaining: 4, resetMs: 2_000 }],
     [{ 'x-ratelimit-reset': String(T0 / 1000 + 30) }, { resetMs: 30_000 }],
+    // A Unix time in ms, read as seconds, would be millennia: an hour at most.
+    [{ 'x-ratelimit-reset': String(T0 + 30_000) }, { resetMs: 3_600_000 }],
+    [{ 'retry-after': '1718000000' }, { retryAfterMs: 3_600_000 }],
     [{ 'x-ratelimit-limit': '5000' }, {}],
     [{ 'retry-after': 'soon' }, {}],
     // Negative: no wait to honour, as the error factory reads it (retry-after.test.ts).

@@ -4,7 +4,7 @@
  * honour (negative, a past date, unreadable) is no header at all.
  */
 import { describe, expect, it } from 'vitest';
-import { parseRetryAfter } from '../../src/platform/retry-after.js';
+import { MAX_WAIT_MS, parseRetryAfter } from '../../src/platform/retry-after.js';
 
 const now = Date.UTC(2026, 5, 1, 12, 0, 0);
 const date = (ms: number): string => new Date(now + ms).toUTCString();
@@ -27,6 +27,11 @@ describe('parseRetryAfter', () => {
     ['soon', undefined],
     ['', undefined],
     ['   ', undefined],
+    // An hour at most: a Unix time (54 years) or a date years ahead is a wrong header.
+    ['3600', 3_600_000],
+    ['3601', MAX_WAIT_MS],
+    ['1718000000', MAX_WAIT_MS],
+    [date(2 * 365 * 86_400_000), MAX_WAIT_MS],
   ])('%j → %s', (value, expected) => {
     expect(parseRetryAfter(value, now)).toBe(expected);
   });
