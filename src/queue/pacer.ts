@@ -191,6 +191,9 @@ export class RedisPacer implements Pacer {
   private current: number;
   private stopped = false;
   private ticking = false;
+  /** `start` has run; and a start again, for shared state found gone, is under way. */
+  private started = false;
+  private restarting = false;
   /** Local ms before which nothing is sent: a 429's Retry-After, before Redis has it. */
   private holdUntil = 0;
   /** The latest `holdUntil` written to Redis. */
@@ -236,10 +239,14 @@ export class RedisPacer implements Pacer {
     const shown = mode.kind === 'fixed' ? ['fixed', String(fixedPace(mode.rate))] : ['auto', ''];
     await this.call(this.key, this.logKey, 'set', '-', 0, 'mode', shown[0]!, 'fixed', shown[1]!);
     await this.fetch(0);
-    if (mode.kind !== 'auto') return;
+    if (mode.kind !== 'auto') {
+      this.started = true;
+      return;
+    }
     const now = Date.now() + this.offset;
     const fresh = initialState(mode, now, this.state);
     if (!this.state || fresh.rate !== this.state.rate) await this.write(fresh, 0);
+    this.started = true;
   }
 
   acquire(signal?: AbortSignal, first = false): Promise<Ticket> {
@@ -505,6 +512,12 @@ export class RedisPacer implements Pacer {
     const booked = Number(reply[6]);
     const fields = 7 + STATE_FIELDS.length;
     this.state = stateOf(reply.slice(7, fields));
+    // The shared state gone (a Redis that kept nothing, its key deleted): start again from
+    // the slow start, as a first worker does; without it the learner would take no step.
+    if (mode.kind === 'auto' && !this.state && this.started && !this.restarting) {
+      this.restarting = true;
+      this.enqueueWrite(() => this.start().finally(() => (this.restarting = false)));
+    }
     const moves = new Map<number, number>();
     for (let i = fields; i + 1 < reply.length; i += 2)
       moves.set(Number(reply[i]), Number(reply[i + 1]));

@@ -502,6 +502,26 @@ describe('pacer: a slow start', () => {
     expect(second.turn - first.turn).toBeGreaterThan(0);
     expect(second.turn - first.turn).toBeLessThanOrEqual(SLOW_START_HORIZON_MS);
   });
+
+  it('starts learning again when its shared state is gone (a Redis that kept nothing)', async () => {
+    const prefix = prefixOf();
+    const mode = { kind: 'auto', start: 20, min: 1, max: 2_000 } as const;
+    const p = await pacerOn(0, prefix, mode);
+    await redis[0].hset(pacerKey(prefix), { rate: 42, ceiling: 44, source: 'limited' });
+    await p.acquire();
+    expect(p.learned).toMatchObject({ rate: 42, ceiling: 44 });
+    await redis[0].del(pacerKey(prefix));
+    // The next booking finds no state: the pacer starts it again, from the slow start.
+    await p.acquire();
+    await p.settled();
+    expect(await readPacerState(redis[0], prefix)).toMatchObject({
+      mode: 'auto',
+      rate: 20,
+      ceiling: 0,
+      source: 'start',
+    });
+    expect(p.learned).toMatchObject({ rate: 20, source: 'start' });
+  });
 });
 
 describe('worker service', () => {
