@@ -260,6 +260,20 @@ describe('pacer: a 429', () => {
     expect(notBefore - now).toBeLessThanOrEqual(MAX_WAIT_MS);
   });
 
+  it('holds until the time a Retry-After date names, however late the 429 is reported', async () => {
+    const prefix = prefixOf();
+    const a = await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 });
+    const ticket = await a.acquire();
+    // Answered 400 ms ago, asking for a time a second or more after that (whole seconds).
+    const answered = Date.now() - 400;
+    const date = new Date(answered + 2_000).toUTCString();
+    a.observe(429, { 'retry-after': date }, ticket, { sentAt: answered - 10, waitedMs: 10 });
+    await a.settled();
+    // Redis' clock is this machine's: the hold ends at the date, not 400 ms before it.
+    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
+    expect(Math.abs(notBefore - Date.parse(date))).toBeLessThan(100);
+  });
+
   it("holds the requests of a command (plan, audit) as it holds the workers'", async () => {
     const sb = await sandbox('2/s');
     const prefix = prefixOf();
