@@ -281,11 +281,11 @@ export class RedisPacer implements Pacer {
     // process's. A busy event loop writes a request out later than its turn fired, and the
     // platform's window counts it by when it arrives: the log goes by when it went out.
     const sentAt = timing ? timing.sentAt - wall + local + skew : firedAt;
-    // Read as of when the answer came: an HTTP-date (a Retry-After's, a reset's) is a time,
-    // and the wait it leaves is counted from the answer below.
+    // A 429's, as of when the answer came: a Retry-After date is a time, and the wait it
+    // leaves is counted from the answer below. A reset after a success holds from now.
     const signals = readRateHeaders(
       headers,
-      timing ? Math.min(wall, timing.sentAt + timing.waitedMs) : wall,
+      status === 429 && timing ? Math.min(wall, timing.sentAt + timing.waitedMs) : wall,
     );
     const mode = this.opts.mode;
     if (status !== 429) {
