@@ -17,8 +17,8 @@
  *   slots of 10 ms, so this is the limit to within a few requests; the rate
  *   goes straight to `SETTLE` of it. Without that count, the ceiling is the
  *   rate we were sending at, and the rate drops to 0.8 of it; when the
- *   platform's window is long (a Retry-After of more than a second says
- *   so), the ceiling is what it let through in that window (the per-second
+ *   platform's window is long (a Retry-After of more than two seconds
+ *   says so: SECOND_WINDOW_WAIT_MS), the ceiling is what it let through in that window (the per-second
  *   log). A 429 that ends the slow start without a count halves the rate
  *   (TCP's ssthresh: the rate doubled since the requests that met the limit
  *   were booked), and never above that 0.8. Further 429s of requests sent
@@ -401,9 +401,11 @@ export function onLimited(
   },
   s: LearnerSettings,
 ): Step | undefined {
-  // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a day).
+  // A wait longer than the window we assumed: the window is longer (DRF: a minute, an hour, a
+  // day). Up to SECOND_WINDOW_WAIT_MS is a one-second window's still: a wait rounded up, or
+  // a date read across the skew between the platform's clock and ours.
   const periodMs =
-    at.retryAfterMs <= st.periodMs
+    at.retryAfterMs <= Math.max(st.periodMs, SECOND_WINDOW_WAIT_MS)
       ? st.periodMs
       : at.retryAfterMs <= 60_000
         ? 60_000
@@ -448,6 +450,14 @@ export function onLimited(
   const rate = Math.min(pace.rate, refillUntil > at.now ? Infinity : ceiling * BACKOFF);
   return { ...next, refillUntil, rate: clamp(rate, s), holdMs: at.retryAfterMs + pace.holdMs };
 }
+
+/**
+ * The longest Retry-After still read as a one-second window's. A minute's
+ * window asks for more at its first 429 unless it took 58 s or more to
+ * fill; read as one second's, it is then learned from its last second,
+ * near the pace that filled it.
+ */
+export const SECOND_WINDOW_WAIT_MS = 2_000;
 
 /** The platform stated its limit: `limit` requests per `windowMs`. */
 export function onPolicy(

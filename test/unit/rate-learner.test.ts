@@ -180,6 +180,17 @@ describe('steps', () => {
     expect(onLimited(next, later, S)?.ceiling).toBe(64);
   });
 
+  it('reads a Retry-After of up to two seconds as a 1 s window’s: rounded up, or a date across clock skew', () => {
+    const st: LearnerState = { ...initialState(S, T0), rate: 200 };
+    const now = T0 + 5_000;
+    const recent = new Map([[Math.floor((now - 500) / RECENT_SLOT_MS), 100]]);
+    const at = (retryAfterMs: number) => ({ now, requestedAt: now - 40, retryAfterMs, recent });
+    for (const wait of [1_050, 2_000]) {
+      expect(onLimited(st, at(wait), S)).toMatchObject({ periodMs: 1_000, ceiling: 100 });
+    }
+    expect(onLimited(st, at(2_001), S)?.periodMs).toBe(60_000);
+  });
+
   it('takes what a 1 s window let through when that is less than the rate', () => {
     const st: LearnerState = { ...initialState(S, T0), rate: 80 };
     const sec = Math.floor(T0 / 1000);
