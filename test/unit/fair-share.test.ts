@@ -11,6 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ENQUEUE_PAGE } from '../../src/engine/write-sizing.js';
 import {
   assign,
   backlog,
@@ -248,10 +249,18 @@ const specArb = fc.record({
     maxLength: 60,
   }),
 });
+/*
+ * A run's bound on its writes waiting is ENQUEUE_PAGE at least (waitingBound,
+ * src/engine/write-sizing.ts), ten chunks of the most lines. With a bound of
+ * about one chunk (which costing rounds up past it), a run whose one chunk
+ * waits is held from tagging its next; served, the round may pass its tag,
+ * and it starts from the round, as an idle run does: shares drift by the
+ * rounds passed (seed -198327441 found 83 against a limit of 69).
+ */
 const caseArb = fc.record({
   runs: fc.array(specArb, { minLength: 1, maxLength: 5 }),
   page: fc.integer({ min: 1, max: 12 }),
-  bound: fc.integer({ min: SIZE, max: 30 * SIZE }),
+  bound: fc.integer({ min: ENQUEUE_PAGE, max: 30 * SIZE }),
 });
 
 describe('schedules (property)', () => {
