@@ -239,13 +239,10 @@ export class RedisPacer implements Pacer {
     const shown = mode.kind === 'fixed' ? ['fixed', String(fixedPace(mode.rate))] : ['auto', ''];
     await this.call(this.key, this.logKey, 'set', '-', 0, 'mode', shown[0]!, 'fixed', shown[1]!);
     await this.fetch(0);
-    if (mode.kind !== 'auto') {
-      this.started = true;
-      return;
+    if (mode.kind === 'auto') {
+      const fresh = initialState(mode, Date.now() + this.offset, this.state);
+      if (!this.state || fresh.rate !== this.state.rate) await this.write(fresh, 0);
     }
-    const now = Date.now() + this.offset;
-    const fresh = initialState(mode, now, this.state);
-    if (!this.state || fresh.rate !== this.state.rate) await this.write(fresh, 0);
     this.started = true;
   }
 

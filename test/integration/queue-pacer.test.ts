@@ -70,6 +70,26 @@ async function pacerOn(i: 0 | 1, prefix: string, mode: PacerMode): Promise<Redis
   return p;
 }
 
+/**
+ * The shared hold (`notBefore`, Redis' clock) after `pacer` is told of a 429
+ * with `retryAfter`, answered `agoMs` before it is reported.
+ */
+async function holdAfter429(
+  pacer: RedisPacer,
+  prefix: string,
+  retryAfter: string,
+  agoMs: number,
+): Promise<number> {
+  const ticket = await pacer.acquire();
+  const answered = Date.now() - agoMs;
+  pacer.observe(429, { 'retry-after': retryAfter }, ticket, {
+    sentAt: answered - 10,
+    waitedMs: 10,
+  });
+  await pacer.settled();
+  return Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
+}
+
 function clientOf(sb: Sandbox, pacer: RedisPacer): PlatformClient {
   const c = new PlatformClient({ baseUrl: sb.url, apiKey: KEY, pacer, maxSockets: 32 });
   open.push(c);
@@ -228,14 +248,9 @@ describe('pacer: a 429', () => {
       await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 }),
       await pacerOn(1, prefix, { kind: 'fixed', rate: 1000 }),
     ];
-    const ticket = await a.acquire();
     // Answered 400 ms ago (a busy event loop reports it only now), Retry-After: 1.
-    const answered = Date.now() - 400;
-    a.observe(429, { 'retry-after': '1' }, ticket, { sentAt: answered - 10, waitedMs: 10 });
-    await a.settled();
-    const now = await redisNow();
-    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
-    const left = notBefore - now;
+    const notBefore = await holdAfter429(a, prefix, '1', 400);
+    const left = notBefore - (await redisNow());
     expect(left).toBeGreaterThan(500);
     expect(left).toBeLessThan(700);
     const held = performance.now();
@@ -247,15 +262,9 @@ describe('pacer: a 429', () => {
   it('holds for an hour at most, whatever the Retry-After says', async () => {
     const prefix = prefixOf();
     const a = await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 });
-    const ticket = await a.acquire();
     // A Unix time where seconds to wait belong: 54 years.
-    a.observe(429, { 'retry-after': '1718000000' }, ticket, {
-      sentAt: Date.now() - 10,
-      waitedMs: 10,
-    });
-    await a.settled();
+    const notBefore = await holdAfter429(a, prefix, '1718000000', 0);
     const now = await redisNow();
-    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
     expect(notBefore - now).toBeGreaterThan(MAX_WAIT_MS - 1_000);
     expect(notBefore - now).toBeLessThanOrEqual(MAX_WAIT_MS);
   });
@@ -263,14 +272,10 @@ describe('pacer: a 429', () => {
   it('holds until the time a Retry-After date names, however late the 429 is reported', async () => {
     const prefix = prefixOf();
     const a = await pacerOn(0, prefix, { kind: 'fixed', rate: 1000 });
-    const ticket = await a.acquire();
     // Answered 400 ms ago, asking for a time a second or more after that (whole seconds).
-    const answered = Date.now() - 400;
-    const date = new Date(answered + 2_000).toUTCString();
-    a.observe(429, { 'retry-after': date }, ticket, { sentAt: answered - 10, waitedMs: 10 });
-    await a.settled();
+    const date = new Date(Date.now() - 400 + 2_000).toUTCString();
+    const notBefore = await holdAfter429(a, prefix, date, 400);
     // Redis' clock is this machine's: the hold ends at the date, not 400 ms before it.
-    const notBefore = Number(await redis[0].hget(pacerKey(prefix), 'notBefore'));
     expect(Math.abs(notBefore - Date.parse(date))).toBeLessThan(100);
   });
 
