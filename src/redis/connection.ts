@@ -128,6 +128,15 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
       ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
       ...(lazyConnect !== undefined && { lazyConnect }),
       slotsRefreshTimeout: 2_000,
+      // ioredis's ready check (CLUSTER INFO until cluster_state:ok) leaves the
+      // promise of `connect()` pending forever when it fails: it reconnects
+      // under a new promise instead. A cluster down while a BullMQ worker
+      // reconnects its blocking connection would park that worker's fetch
+      // loop for good, and a CLI command would hang. Without it, `connect()`
+      // ends once the slots are known, and a command the cluster refuses
+      // (CLUSTERDOWN) is retried as a redirection: a waiting role until the
+      // cluster is back, a producer a few times before its error.
+      enableReadyCheck: false,
       ...(perNode.maxRetriesPerRequest === null && WAIT_OUT_FAILOVER),
       redisOptions: { ...perNode, ...auth, ...(tls && { tls }) },
       // Keep the nodes' host names: TLS certificates name hosts, not addresses.

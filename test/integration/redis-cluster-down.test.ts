@@ -1,0 +1,149 @@
+/**
+ * A Redis Cluster that is down for a while (`cluster_state:fail`: a slot no
+ * node serves) and comes back. A BullMQ worker idle on it gives up its
+ * blocking wait after the wait's own deadline and reconnects its blocking
+ * connection; that reconnection must end when the cluster is back, or the
+ * worker never fetches a job again. A producer (a CLI command) meeting the
+ * cluster down must end too, with an error, not hang.
+ */
+import { Queue, Worker } from 'bullmq';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  closeRedis,
+  connectProducer,
+  createRedis,
+  type RedisClient,
+} from '../../src/redis/connection.js';
+import { redisTargetOf, type RedisTarget } from '../../src/redis/target.js';
+import { sleep } from '../../src/sleep.js';
+import {
+  infoFields,
+  startRedisCluster,
+  waitUntil,
+  type RedisClusterTopology,
+  type RedisNode,
+} from '../harness/redis-topology.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const PREFIX = '{crm-sync-down}';
+
+/** The cluster as a worker's configuration describes it. */
+function targetOf(cluster: RedisClusterTopology): RedisTarget {
+  const { target, problems } = redisTargetOf({
+    clusterNodes: cluster.seeds,
+    defaultUrl: 'redis://127.0.0.1:6379',
+    prefix: PREFIX,
+  });
+  expect(problems).toEqual([]);
+  return target!;
+}
+
+async function clusterStates(nodes: readonly RedisNode[]): Promise<string[]> {
+  return Promise.all(
+    nodes.map(
+      async (n) => infoFields(String(await n.call('CLUSTER', 'INFO'))).get('cluster_state') ?? '',
+    ),
+  );
+}
+
+/**
+ * Takes the slot of `key` (not ours) out of every node's map: each node says
+ * `cluster_state:fail` and refuses every command, while it still answers
+ * CLUSTER SLOTS. Returns the step that gives the slot back to its primary.
+ */
+async function takeClusterDown(cluster: RedisClusterTopology, key: string) {
+  const { slot, primary } = await cluster.slotOwner(key);
+  for (const n of cluster.nodes) await n.call('CLUSTER', 'DELSLOTS', slot);
+  await waitUntil('cluster down', async () =>
+    (await clusterStates(cluster.nodes)).every((s) => s === 'fail'),
+  );
+  return async () => {
+    await primary.call('CLUSTER', 'ADDSLOTS', slot);
+    await waitUntil('cluster back', async () =>
+      (await clusterStates(cluster.nodes)).every((s) => s === 'ok'),
+    );
+  };
+}
+
+/** A key on a hash slot other than the prefix's, as the cluster computes slots. */
+async function keyOffOurSlot(cluster: RedisClusterTopology): Promise<string> {
+  const node = cluster.nodes[0]!;
+  const ours = Number(await node.call('CLUSTER', 'KEYSLOT', PREFIX));
+  for (let i = 0; ; i++) {
+    const key = `down-${i}`;
+    if (Number(await node.call('CLUSTER', 'KEYSLOT', key)) !== ours) return key;
+  }
+}
+
+describe('a Redis Cluster down for a while', () => {
+  it(
+    'an idle worker that reconnected while it was down takes the next job once it is back',
+    { timeout: 60_000 },
+    async () => {
+      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
+      cleanups.push(() => cluster.close());
+      const connection = createRedis('worker', targetOf(cluster));
+      const producer = createRedis('state', targetOf(cluster));
+      cleanups.push(async () => {
+        await closeRedis(connection);
+        await closeRedis(producer);
+      });
+      const taken: string[] = [];
+      const worker = new Worker(
+        'down',
+        async (job) => {
+          taken.push(job.name);
+        },
+        { connection, prefix: PREFIX },
+      );
+      worker.on('error', () => undefined);
+      cleanups.push(() => worker.close(true));
+      const queue = new Queue('down', { connection: producer, prefix: PREFIX });
+      cleanups.push(() => queue.close());
+      await worker.waitUntilReady();
+      await queue.add('before', {});
+      await waitUntil('first job taken', async () => taken.length === 1);
+
+      const bringBack = await takeClusterDown(cluster, await keyOffOurSlot(cluster));
+      // Longer than the worker's blocking wait (drainDelay 5 s) and its
+      // watchdog's second: the worker has given up the wait and reconnected
+      // its blocking connection while the cluster refused it.
+      await sleep(7_500);
+      await bringBack();
+
+      await queue.add('after', {});
+      await waitUntil('the job after the outage taken', async () => taken.length === 2, 20_000);
+      expect(taken).toEqual(['before', 'after']);
+    },
+  );
+
+  it(
+    'a producer meeting it down ends with an error instead of hanging',
+    { timeout: 60_000 },
+    async () => {
+      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
+      cleanups.push(() => cluster.close());
+      await takeClusterDown(cluster, await keyOffOurSlot(cluster));
+      const started = Date.now();
+      const outcome = await Promise.race([
+        connectProducer(targetOf(cluster)).then(
+          async (redis: RedisClient) => {
+            cleanups.push(() => closeRedis(redis));
+            return redis.set(`${PREFIX}:k`, '1').then(
+              () => 'written',
+              (err: Error) => err.message,
+            );
+          },
+          (err: Error) => err.message,
+        ),
+        sleep(15_000).then(() => 'hung'),
+      ]);
+      expect(outcome).toMatch(/CLUSTERDOWN/);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    },
+  );
+});
