@@ -133,9 +133,9 @@ export function clientFor(role: RedisRole, target: RedisTarget, failFast = false
       // under a new promise instead. A cluster down while a BullMQ worker
       // reconnects its blocking connection would park that worker's fetch
       // loop for good, and a CLI command would hang. Without it, `connect()`
-      // ends once the slots are known, and a command the cluster refuses
-      // (CLUSTERDOWN) is retried as a redirection: a waiting role until the
-      // cluster is back, a producer a few times before its error.
+      // ends once the slots are known, a command the cluster refuses
+      // (CLUSTERDOWN) is retried as a redirection (a waiting role's until the
+      // cluster is back), and `connectProducer` asks for cluster_state:ok itself.
       enableReadyCheck: false,
       ...(perNode.maxRetriesPerRequest === null && WAIT_OUT_FAILOVER),
       redisOptions: { ...perNode, ...auth, ...(tls && { tls }) },
@@ -263,6 +263,12 @@ async function askAlone(
   }
 }
 
+/** Throws unless the node or cluster asked says `cluster_state:ok` (it serves every slot). */
+async function clusterStateOk(redis: RedisClient): Promise<void> {
+  const info = String(await redis.cluster('INFO'));
+  if (!/^cluster_state:ok\b/m.test(info)) throw new Error('cluster_state is not ok');
+}
+
 /**
  * Why a cluster could not be reached, asked of its seeds one by one as single
  * nodes: the first one's socket or command error (ECONNREFUSED, WRONGPASS, a
@@ -271,10 +277,7 @@ async function askAlone(
 async function seedFailure(t: Extract<RedisTarget, { kind: 'cluster' }>): Promise<unknown> {
   const { nodes: _nodes, kind: _kind, ...rest } = t;
   for (const node of t.nodes) {
-    const failure = await askAlone({ ...rest, kind: 'single', node, db: 0 }, async (probe) => {
-      const info = String(await probe.call('CLUSTER', 'INFO'));
-      if (!info.includes('cluster_state:ok')) throw new Error('cluster_state is not ok');
-    });
+    const failure = await askAlone({ ...rest, kind: 'single', node, db: 0 }, clusterStateOk);
     if (failure !== undefined) return failure;
   }
   return undefined;
@@ -329,6 +332,8 @@ export async function connectProducer(
   try {
     await redis.connect();
     await redis.ping();
+    // A cluster connection has no ready check (clientFor): one that answers while down says so here.
+    if (redis instanceof Cluster) await clusterStateOk(redis);
   } catch (err) {
     redis.disconnect();
     let cause = socketError ?? err;
