@@ -13,7 +13,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { RedisClient } from '../redis/connection.js';
+import { redisServes, type RedisClient } from '../redis/connection.js';
 import { DEFAULT_OPS_HOST } from '../defaults.js';
 import { redactSecrets, registerSecret, silentLogger, type Logger } from '../log.js';
 import { isLoopback } from '../loopback.js';
@@ -134,7 +134,7 @@ export async function startOpsServer(opts: OpsServerOptions): Promise<OpsServer>
     // The platform check waits on the pacer, which waits on Redis: neither may hold the probe.
     const [redisProblem, platform] = await Promise.all([
       within(
-        opts.redis.ping().then(
+        redisServes(opts.redis).then(
           () => undefined,
           (err: unknown) => `redis: ${messageOf(err)}`,
         ),

@@ -270,6 +270,16 @@ async function clusterStateOk(redis: RedisClient): Promise<void> {
 }
 
 /**
+ * Resolves when Redis serves commands: it answers PING, and a cluster says
+ * `cluster_state:ok` (every node answers PING while the cluster refuses
+ * every command, and a cluster connection has no ready check: clientFor).
+ */
+export async function redisServes(redis: RedisClient): Promise<void> {
+  await redis.ping();
+  if (redis instanceof Cluster) await clusterStateOk(redis);
+}
+
+/**
  * Why a cluster could not be reached, asked of its seeds one by one as single
  * nodes: the first one's socket or command error (ECONNREFUSED, WRONGPASS, a
  * TLS failure, cluster support disabled), or undefined if every seed answers.
@@ -331,9 +341,8 @@ export async function connectProducer(
   if (redis instanceof Cluster) redis.on('node error', (err) => (socketError ??= err));
   try {
     await redis.connect();
-    await redis.ping();
     // A cluster connection has no ready check (clientFor): one that answers while down says so here.
-    if (redis instanceof Cluster) await clusterStateOk(redis);
+    await redisServes(redis);
   } catch (err) {
     redis.disconnect();
     let cause = socketError ?? err;

@@ -4,9 +4,12 @@
  * blocking wait after the wait's own deadline and reconnects its blocking
  * connection; that reconnection must end when the cluster is back, or the
  * worker never fetches a job again. A producer (a CLI command) meeting the
- * cluster down is refused at once, as when Redis is unreachable, not left hanging.
+ * cluster down is refused at once, as when Redis is unreachable, not left hanging,
+ * and the ops server's readiness names the cluster's state.
  */
 import { Queue, Worker } from 'bullmq';
+import { createMetrics } from '../../src/ops/metrics.js';
+import { startOpsServer } from '../../src/ops/server.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   closeRedis,
@@ -119,6 +122,37 @@ describe('a Redis Cluster down for a while', () => {
       await queue.add('after', {});
       await waitUntil('the job after the outage taken', async () => taken.length === 2, 20_000);
       expect(taken).toEqual(['before', 'after']);
+    },
+  );
+
+  it(
+    "readiness names the cluster's state while it is down, and is ready once it is back",
+    { timeout: 60_000 },
+    async () => {
+      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
+      cleanups.push(() => cluster.close());
+      const redis = createRedis('worker', targetOf(cluster));
+      cleanups.push(() => closeRedis(redis));
+      const ops = await startOpsServer({
+        port: 0,
+        redis,
+        queues: [],
+        metrics: createMetrics({ defaultMetrics: false }),
+        checkPlatform: async () => undefined,
+      });
+      cleanups.push(() => ops.close());
+      const readiness = async () => {
+        const res = await fetch(`${ops.url}/readyz`, { signal: AbortSignal.timeout(10_000) });
+        return { status: res.status, body: (await res.json()) as unknown };
+      };
+      expect(await readiness()).toEqual({ status: 200, body: { status: 'ready' } });
+      const bringBack = await takeClusterDown(cluster, await keyOffOurSlot(cluster));
+      expect(await readiness()).toEqual({
+        status: 503,
+        body: { status: 'unready', problems: ['redis: cluster_state is not ok'] },
+      });
+      await bringBack();
+      expect(await readiness()).toEqual({ status: 200, body: { status: 'ready' } });
     },
   );
 
