@@ -35,6 +35,13 @@ afterEach(async () => {
 
 const PREFIX = '{crm-sync-down}';
 
+/** A 3-primary cluster without replicas (it forms fastest), closed after the test. */
+async function newCluster(): Promise<RedisClusterTopology> {
+  const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
+  cleanups.push(() => cluster.close());
+  return cluster;
+}
+
 /** The cluster as a worker's configuration describes it. */
 function targetOf(cluster: RedisClusterTopology): RedisTarget {
   const { target, problems } = redisTargetOf({
@@ -88,8 +95,7 @@ describe('a Redis Cluster down for a while', () => {
     'an idle worker that reconnected while it was down takes the next job once it is back',
     { timeout: 60_000 },
     async () => {
-      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
-      cleanups.push(() => cluster.close());
+      const cluster = await newCluster();
       const connection = createRedis('worker', targetOf(cluster));
       const producer = createRedis('state', targetOf(cluster));
       cleanups.push(async () => {
@@ -129,8 +135,7 @@ describe('a Redis Cluster down for a while', () => {
     "readiness names the cluster's state while it is down, and is ready once it is back",
     { timeout: 60_000 },
     async () => {
-      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
-      cleanups.push(() => cluster.close());
+      const cluster = await newCluster();
       const redis = createRedis('worker', targetOf(cluster));
       cleanups.push(() => closeRedis(redis));
       const ops = await startOpsServer({
@@ -160,8 +165,7 @@ describe('a Redis Cluster down for a while', () => {
     'a producer meeting it down is refused at once as Redis unreachable, naming the state',
     { timeout: 60_000 },
     async () => {
-      const cluster = await startRedisCluster({ primaries: 3, replicas: 0 });
-      cleanups.push(() => cluster.close());
+      const cluster = await newCluster();
       await takeClusterDown(cluster, await keyOffOurSlot(cluster));
       const target = targetOf(cluster);
       const started = Date.now();
