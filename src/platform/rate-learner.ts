@@ -18,11 +18,12 @@
  *   goes straight to `SETTLE` of it. Without that count, the ceiling is the
  *   rate we were sending at, and the rate drops to 0.8 of it; when the
  *   platform's window is long (a Retry-After of more than two seconds
- *   says so: SECOND_WINDOW_WAIT_MS), the ceiling is what it let through in that window (the per-second
- *   log). A 429 that ends the slow start without a count halves the rate
- *   (TCP's ssthresh: the rate doubled since the requests that met the limit
- *   were booked), and never above that 0.8. Further 429s of requests sent
- *   before that back-off belong to the same episode and change nothing.
+ *   says so: SECOND_WINDOW_WAIT_MS), the ceiling is what it let through
+ *   in that window (the per-second log). A 429 that ends the slow start
+ *   without a count halves the rate (TCP's ssthresh: the rate doubled since
+ *   the requests that met the limit were booked), and never above that 0.8.
+ *   Further 429s of requests sent before that back-off belong to the same
+ *   episode and change nothing.
  * - Then climb back to `SETTLE` (0.97) of the ceiling ("settle just
  *   under"), halving the gap each second, and probe: after 20 s there
  *   without a 429 the ceiling grows 3%, so a limit raised by the platform is

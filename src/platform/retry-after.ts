@@ -25,10 +25,14 @@ export function parseRetryAfter(
   now: number,
 ): number | undefined {
   const raw = (typeof value === 'string' ? value : value?.[0])?.trim();
-  if (!raw) return undefined;
-  if (/^\d+(\.\d+)?$/.test(raw)) return Math.min(Math.round(Number(raw) * 1_000), MAX_WAIT_MS);
+  const wait = raw ? waitOf(raw, now) : undefined;
+  return wait === undefined ? undefined : Math.min(wait, MAX_WAIT_MS);
+}
+
+/** Seconds (a fraction allowed) or an HTTP-date not yet past, as ms from `now`. */
+function waitOf(raw: string, now: number): number | undefined {
+  if (/^\d+(\.\d+)?$/.test(raw)) return Math.round(Number(raw) * 1_000);
   // An HTTP-date names its month and weekday; V8 would otherwise read "-3" as a year.
   const at = /[a-z]{3}/i.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(at) || at < now) return undefined;
-  return Math.min(at - now, MAX_WAIT_MS);
+  return Number.isNaN(at) || at < now ? undefined : at - now;
 }

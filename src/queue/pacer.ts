@@ -278,12 +278,12 @@ export class RedisPacer implements Pacer {
     // process's. A busy event loop writes a request out later than its turn fired, and the
     // platform's window counts it by when it arrives: the log goes by when it went out.
     const sentAt = timing ? timing.sentAt - wall + local + skew : firedAt;
-    // A 429's, as of when the answer came: a Retry-After date is a time, and the wait it
-    // leaves is counted from the answer below. A reset after a success holds from now.
-    const signals = readRateHeaders(
-      headers,
-      status === 429 && timing ? Math.min(wall, timing.sentAt + timing.waitedMs) : wall,
-    );
+    // When the answer came (wall clock), not when this process got to it: a busy event loop
+    // (a burst of 429s) would add its own lag to a 429's wait.
+    const answeredWall = timing ? Math.min(wall, timing.sentAt + timing.waitedMs) : wall;
+    // A 429's, as of its answer: a Retry-After date is a time, and the wait it leaves is
+    // counted from the answer below. A reset after a success holds from now.
+    const signals = readRateHeaders(headers, status === 429 ? answeredWall : wall);
     const mode = this.opts.mode;
     if (status !== 429) {
       // Counted by the platform's window, whatever its answer: logged when it went out.
@@ -308,11 +308,8 @@ export class RedisPacer implements Pacer {
     const retryAfterMs = signals.retryAfterMs ?? signals.resetMs ?? 1_000;
     // Booked turns were spaced for a rate that proved too high.
     this.turns = [];
-    // The wait counts from when the answer came, not from when this process
-    // got to it: a busy event loop (a burst of 429s) would add its own lag.
-    const answered = timing
-      ? Math.min(local, timing.sentAt + timing.waitedMs - wall + local)
-      : local;
+    // The wait counts from the answer, on this process's clock.
+    const answered = answeredWall - wall + local;
     if (answered + retryAfterMs > this.holdUntil) {
       this.holdUntil = answered + retryAfterMs;
       this.enqueueWrite(() => this.shareHold());

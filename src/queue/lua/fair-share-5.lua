@@ -71,8 +71,7 @@ local field = 'r:' .. ARGV[2]
 local last = tonumber(hash[field] or 0)
 if ARGV[1] == 'backlog' then
   -- Rounds past LIMIT count as one: the current round cannot pass it.
-  local reach = last
-  if reach > (LIMIT + 1) * ROUND then reach = (LIMIT + 1) * ROUND end
+  local reach = math.min(last, (LIMIT + 1) * ROUND)
   if reach > v then return { reach - v, u } end
   return { 0, u }
 end
