@@ -7,7 +7,9 @@
  *
  * `<prefix>:fair-share` (a hash): `v` (the current round), `u` (a round's
  * lines of a run of weight 1), `at` (when a chunk was last tagged),
- * `r:<runId>` per run with chunks waiting (the tag after its last chunk).
+ * `r:<runId>` per run with chunks waiting (the tag after its last chunk),
+ * `w:<runId>` per run whose chunks are on their way to the queue (when they
+ * were tagged).
  */
 import type { RedisClient } from '../redis/connection.js';
 import { callScript } from '../redis/scripts.js';
@@ -52,7 +54,8 @@ async function share<D>(queue: TypedQueue<D>, ...args: (string | number)[]): Pro
  * Adds a run's chunk jobs to the write queue in its turn: each with the
  * priority (round) the share gives it. A job already in the queue (the same
  * chunk enqueued again after a crash) stays as it is; the run's next chunks
- * then come a little later, by what it would have cost.
+ * then come a little later, by what it would have cost. From their tags
+ * until they are added, the share knows them to be on their way.
  */
 export async function addInTurn<D extends { lines: readonly number[] }>(
   queue: TypedQueue<D>,
@@ -69,9 +72,17 @@ export async function addInTurn<D extends { lines: readonly number[] }>(
     of.weight,
     ...lines,
   )) as number[];
-  await queue.addBulk(
-    jobs.map((j, n) => ({ ...j, opts: { ...j.opts, priority: Number(priorities[n]) } })),
-  );
+  const landed = () => share(queue, 'landed', of.runId, of.chunkSize);
+  try {
+    await queue.addBulk(
+      jobs.map((j, n) => ({ ...j, opts: { ...j.opts, priority: Number(priorities[n]) } })),
+    );
+  } catch (err) {
+    // Whatever was added is in the queue; if Redis cannot hear it, ON_THE_WAY_MS ends the wait.
+    await landed().catch(() => undefined);
+    throw err;
+  }
+  await landed();
 }
 
 /** About how many of a run's writes wait in the queue (its chunks in rounds not served yet). */

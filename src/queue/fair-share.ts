@@ -23,7 +23,10 @@
  * in. `v` is the round of the first chunk waiting in the queue, never going
  * back (a retried chunk returns with its old, earlier round and goes first);
  * when no chunk waits, every run's work has been served and all start level
- * at the latest tag.
+ * at the latest tag. Tagging and adding to the queue are two steps, so a
+ * run's chunks are "on their way" from their tags until the run says they
+ * are in the queue (`landed`): while any are, an empty queue is not taken
+ * for a served one (a run starting then would be tagged after them all).
  *
  * The state lives in Redis and the same rules run there, atomically with
  * the reading of the queue (src/queue/lua/fair-share-5.lua, the store in
@@ -47,6 +50,12 @@ export const PRIORITY_LIMIT = 2_097_151;
  */
 export const REBASE_AT = 1_048_576;
 export const REBASE_IDLE_MS = 60_000;
+/**
+ * How long a run's chunks are taken to be on their way to the queue at
+ * most: a process that stopped between tagging and adding them never says
+ * they landed. Adding takes milliseconds, seconds through a Redis failover.
+ */
+export const ON_THE_WAY_MS = 30_000;
 /** The highest weight a job's `priority` may give its runs. */
 export const MAX_WEIGHT = 100;
 
@@ -60,6 +69,8 @@ export interface FairState {
   runs: Record<string, number>;
   /** When a chunk was last tagged (ms). */
   at: number;
+  /** Per run whose chunks are on their way to the queue, when they were tagged (ms). */
+  landing: Record<string, number>;
 }
 
 /** What the write queue holds, as the share reads it before each decision. */
@@ -73,7 +84,7 @@ export interface QueueView {
 }
 
 export function initialState(): FairState {
-  return { v: ROUND, unit: 0, runs: {}, at: 0 };
+  return { v: ROUND, unit: 0, runs: {}, at: 0, landing: {} };
 }
 
 /**
@@ -82,16 +93,21 @@ export function initialState(): FairState {
  * taken yet).
  */
 export function observe(state: FairState, queue: QueueView, unit: number): FairState {
+  const landing: Record<string, number> = {};
+  for (const [run, at] of Object.entries(state.landing))
+    if (queue.now - at < ON_THE_WAY_MS) landing[run] = at;
   if (queue.head !== undefined) {
     const v = Math.max(state.v, queue.head * ROUND);
     const runs: Record<string, number> = {};
     for (const [run, tag] of Object.entries(state.runs)) if (tag > v) runs[run] = tag;
-    return { ...state, v, unit: state.unit > 0 ? state.unit : unit, runs };
+    return { ...state, v, unit: state.unit > 0 ? state.unit : unit, runs, landing };
   }
+  // Nothing waits, but chunks on their way will: nothing is served yet.
+  if (Object.keys(landing).length > 0) return { ...state, landing };
   // Nothing waits: every chunk tagged has been served (or is delayed with its own priority).
   let v = Math.max(state.v, ...Object.values(state.runs));
   if (queue.idle && v >= REBASE_AT * ROUND && queue.now - state.at >= REBASE_IDLE_MS) v = ROUND;
-  return { ...state, v, unit, runs: {} };
+  return { ...state, v, unit, runs: {}, landing };
 }
 
 /** The units a chunk of `lines` costs a run of weight `weight`, a round's unit being `unit` lines. */
@@ -106,7 +122,8 @@ export function priorityOf(tag: number): number {
 
 /**
  * Tags a run's next chunks, of `lines` lines each, in order, costed by the
- * state's unit: their priorities and the new state.
+ * state's unit: their priorities and the new state, where they are on their
+ * way to the queue until `landed`.
  */
 export function assign(
   state: FairState,
@@ -121,7 +138,23 @@ export function assign(
     priorities.push(priorityOf(tag));
     tag += chunkCost(n, state.unit, weight);
   }
-  return { state: { ...state, runs: { ...state.runs, [runId]: tag }, at: now }, priorities };
+  return {
+    state: {
+      ...state,
+      runs: { ...state.runs, [runId]: tag },
+      at: now,
+      landing: { ...state.landing, [runId]: now },
+    },
+    priorities,
+  };
+}
+
+/** The run's chunks tagged so far are in the queue (or never will be). */
+export function landed(state: FairState, runId: string): FairState {
+  if (!(runId in state.landing)) return state;
+  const landing = { ...state.landing };
+  delete landing[runId];
+  return { ...state, landing };
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   assign,
   backlog,
   initialState,
+  landed,
   observe,
   PRIORITY_LIMIT,
   REBASE_AT,
@@ -59,6 +60,13 @@ describe('the share script and the pure rules', () => {
         on: fc.boolean(),
       }),
       fc.record({ kind: fc.constant('late' as const), idleLong: fc.boolean() }),
+      fc.record({
+        kind: fc.constant('landed' as const),
+        run: fc.constantFrom('a', 'b', 'c'),
+        unit: units,
+      }),
+      // A run whose chunks went on their way ON_THE_WAY_MS ago or more, and never landed.
+      fc.record({ kind: fc.constant('stale' as const), run: fc.constantFrom('a', 'b', 'c') }),
       fc.record({ kind: fc.constant('near-limit' as const) }),
     ),
     { minLength: 1, maxLength: 40 },
@@ -123,19 +131,24 @@ describe('the share script and the pure rules', () => {
               await redis.hset(shareKey, 'v', model.v, 'at', at);
               break;
             }
+            case 'stale':
+              model = { ...model, landing: { ...model.landing, [step.run]: 0 } };
+              await redis.hset(shareKey, `w:${step.run}`, 0);
+              break;
             case 'near-limit':
               // Rounds two short of BullMQ's priority limit: tags soon pass it.
               model = { ...model, v: (PRIORITY_LIMIT - 2) * ROUND + 7 };
               await redis.hset(shareKey, 'v', model.v);
               break;
             case 'assign':
-            case 'backlog': {
+            case 'backlog':
+            case 'landed': {
               const now = await redisNow();
               model = observe(model, view(now), step.unit);
               const args =
                 step.kind === 'assign'
                   ? ['assign', step.run, step.unit, step.weight, ...step.lines]
-                  : ['backlog', step.run, step.unit];
+                  : [step.kind, step.run, step.unit];
               const got = await callScript(redis, 'fair-share', ...keys, ...args);
               if (step.kind === 'assign') {
                 const a = assign(model, step.run, step.lines, step.weight, now);
@@ -144,20 +157,30 @@ describe('the share script and the pure rules', () => {
                 const at = Number(await redis.hget(shareKey, 'at'));
                 expect(at - now).toBeGreaterThanOrEqual(0);
                 expect(at - now).toBeLessThan(1_000);
-                model = { ...a.state, at };
-              } else {
+                model = { ...a.state, at, landing: { ...a.state.landing, [step.run]: at } };
+              } else if (step.kind === 'backlog') {
                 expect(got).toEqual([backlog(model, step.run), model.unit]);
+              } else {
+                expect(got).toEqual([]);
+                model = landed(model, step.run);
               }
               const stored = await redis.hgetall(shareKey);
-              const runs = Object.fromEntries(
-                Object.entries(stored)
-                  .filter(([k]) => k.startsWith('r:'))
-                  .map(([k, v]) => [k.slice(2), Number(v)]),
-              );
-              expect({ v: Number(stored.v), unit: Number(stored.u), runs }).toEqual({
+              const fields = (prefix: string) =>
+                Object.fromEntries(
+                  Object.entries(stored)
+                    .filter(([k]) => k.startsWith(prefix))
+                    .map(([k, v]) => [k.slice(2), Number(v)]),
+                );
+              expect({
+                v: Number(stored.v),
+                unit: Number(stored.u),
+                runs: fields('r:'),
+                landing: fields('w:'),
+              }).toEqual({
                 v: model.v,
                 unit: model.unit,
                 runs: model.runs,
+                landing: model.landing,
               });
               break;
             }
@@ -267,6 +290,45 @@ function expectShares(got: Record<string, number>, want: Record<string, number>)
 }
 
 describe('a write queue shared by runs', () => {
+  it('puts a run that starts while another’s chunks are on their way to an empty queue beside them', async () => {
+    const p = `${prefix}-landing`;
+    const producer = createRedis('worker', url);
+    const queue = createWriteQueue<Chunk>({ connection: producer, prefix: p });
+    const A = { runId: 'run-backfill', weight: 1, chunkSize: SIZE };
+    const B = { runId: 'run-small', weight: 1, chunkSize: SIZE };
+    try {
+      // A has tagged its ten chunks and is adding them when B tags its two.
+      const add = queue.addBulk.bind(queue);
+      let bAdded: Promise<void> | undefined;
+      queue.addBulk = async (jobs) => {
+        if (jobs[0]!.data.runId === A.runId && !bAdded) {
+          bAdded = addInTurn(queue, B, chunksOf(B.runId, 2));
+          await bAdded;
+        }
+        return add(jobs);
+      };
+      await addInTurn(queue, A, chunksOf(A.runId, 10));
+      // BullMQ's order of service: B's chunks in the first two rounds (added first, each goes
+      // first in its round), not after A's ten.
+      const order = (await queue.getPrioritized(0, -1)).map((j) => [j.data.runId, j.opts.priority]);
+      expect(order.slice(0, 4)).toEqual([
+        [B.runId, 1],
+        [A.runId, 1],
+        [B.runId, 2],
+        [A.runId, 2],
+      ]);
+      expect(order).toHaveLength(12);
+      // Both said their chunks landed: nothing is on its way any more.
+      const fields = Object.keys(await producer.hgetall(fairShareKey(p)));
+      expect(fields.filter((f) => f.startsWith('w:'))).toEqual([]);
+    } finally {
+      await queue.obliterate({ force: true });
+      await redis.del(fairShareKey(p));
+      await queue.close();
+      await closeRedis(producer);
+    }
+  });
+
   it('serves a run started during a backfill half the chunks, and finishes it first', async () => {
     const { order, joined } = await serve('two', 120, 10, [
       { runId: 'run-small', chunks: 30, weight: 1 },

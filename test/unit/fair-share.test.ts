@@ -17,7 +17,9 @@ import {
   backlog,
   chunkCost,
   initialState,
+  landed,
   observe,
+  ON_THE_WAY_MS,
   PRIORITY_LIMIT,
   priorityOf,
   REBASE_AT,
@@ -66,7 +68,7 @@ describe('steps', () => {
   it('takes the unit a run proposes while nothing waits, and keeps it while chunks wait', () => {
     let s = observe(initialState(), idle(), U);
     expect(s.unit).toBe(U);
-    s = assign(s, 'A', full(2), 1, 0).state;
+    s = landed(assign(s, 'A', full(2), 1, 0).state, 'A');
     // B cuts chunks of 5 (it started at a lower limit) while A's wait: the round stays 50
     // lines, ten of B's chunks.
     s = observe(s, busy(1), 5);
@@ -74,11 +76,11 @@ describe('steps', () => {
     const b = assign(s, 'B', Array<number>(11).fill(5), 1, 0);
     expect(b.priorities).toEqual([...Array<number>(10).fill(1), 2]);
     // Drained, every run is level, and B's proposal is the round: A's chunk of 50 is ten.
-    s = observe(b.state, idle(), 5);
+    s = observe(landed(b.state, 'B'), idle(), 5);
     expect(s.unit).toBe(5);
     expect(assign(s, 'A', full(2), 1, 0).priorities).toEqual([3, 13]);
     // A state written before the unit was kept takes the proposal even while chunks wait.
-    expect(observe({ v: ROUND, unit: 0, runs: {}, at: 0 }, busy(1), 5).unit).toBe(5);
+    expect(observe({ v: ROUND, unit: 0, runs: {}, at: 0, landing: {} }, busy(1), 5).unit).toBe(5);
   });
 
   it('lets no run earn credit by waiting: a run idle behind the current round starts at it', () => {
@@ -97,15 +99,39 @@ describe('steps', () => {
   });
 
   it('starts every run level once nothing waits, at the latest tag', () => {
-    let s = assign(at50, 'A', full(5), 1, 0).state;
-    s = assign(s, 'B', full(1), 1, 0).state;
+    let s = landed(assign(at50, 'A', full(5), 1, 0).state, 'A');
+    s = landed(assign(s, 'B', full(1), 1, 0).state, 'B');
     s = observe(s, { idle: false, now: 0 }, U);
     expect(s).toMatchObject({ v: 6 * ROUND, runs: {} });
     expect(assign(s, 'B', full(1), 1, 0).priorities).toEqual([6]);
   });
 
+  it('takes an empty queue for a served one only once no chunk is on its way to it', () => {
+    // A has tagged three chunks; B asks before they are in the queue.
+    const a = assign(at50, 'A', full(3), 1, 0);
+    expect(a.priorities).toEqual([1, 2, 3]);
+    let s = observe(a.state, idle(5), U);
+    expect(s).toMatchObject({ v: ROUND, runs: { A: 4 * ROUND }, landing: { A: 0 } });
+    const b = assign(s, 'B', full(2), 1, 5);
+    expect(b.priorities).toEqual([1, 2]);
+    // Landed and served, both are level at the later end.
+    s = landed(landed(b.state, 'A'), 'B');
+    expect(s.landing).toEqual({});
+    expect(observe(s, idle(9), U)).toMatchObject({ v: 4 * ROUND, runs: {} });
+    expect(landed(s, 'C')).toBe(s);
+    // A process that stopped between tagging and adding never says so: ON_THE_WAY_MS says it.
+    expect(observe(a.state, idle(ON_THE_WAY_MS - 1), U).v).toBe(ROUND);
+    expect(observe(a.state, idle(ON_THE_WAY_MS), U)).toMatchObject({
+      v: 4 * ROUND,
+      runs: {},
+      landing: {},
+    });
+    // A chunk waiting says where the round is, whatever is on its way.
+    expect(observe(a.state, busy(2, 5), U)).toMatchObject({ v: 2 * ROUND, landing: { A: 0 } });
+  });
+
   it('numbers rounds from 1 again only after REBASE_AT rounds and REBASE_IDLE_MS with nothing in the queue', () => {
-    const late: FairState = { v: REBASE_AT * ROUND, unit: U, runs: {}, at: 1_000 };
+    const late: FairState = { v: REBASE_AT * ROUND, unit: U, runs: {}, at: 1_000, landing: {} };
     const at = 1_000 + REBASE_IDLE_MS;
     expect(observe(late, idle(at), U).v).toBe(ROUND);
     // A chunk tagged within the idle time may be on its way to the queue.
@@ -118,7 +144,7 @@ describe('steps', () => {
   it('writes rounds past BullMQ priority limit as the limit', () => {
     expect(priorityOf(0)).toBe(1);
     expect(priorityOf(PRIORITY_LIMIT * ROUND + 5 * ROUND)).toBe(PRIORITY_LIMIT);
-    const s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0 };
+    const s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0, landing: {} };
     expect(assign(s, 'A', full(3), 1, 0).priorities).toEqual([
       PRIORITY_LIMIT - 1,
       PRIORITY_LIMIT,
@@ -127,7 +153,7 @@ describe('steps', () => {
   });
 
   it('counts rounds past the priority limit as one: a run there is never held for its backlog', () => {
-    let s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0 };
+    let s: FairState = { v: (PRIORITY_LIMIT - 1) * ROUND, unit: U, runs: {}, at: 0, landing: {} };
     s = assign(s, 'A', full(100), 1, 0).state;
     // Its chunks wait at the limit's priority: the queue's head can name no later round.
     s = observe(s, { head: PRIORITY_LIMIT, idle: false, now: 0 }, U);
@@ -182,9 +208,15 @@ interface Schedule {
   tagged: number[][];
 }
 
-function simulate(specs: RunSpec[], page: number, bound: number): Schedule {
+/**
+ * Serves one chunk a tick. Each run tags a page of chunks when its backlog
+ * allows, and they reach the queue `landAfter` ticks later (0: at once), as
+ * `addInTurn` adds them after tagging; the run tags nothing more meanwhile.
+ */
+function simulate(specs: RunSpec[], page: number, bound: number, landAfter = 0): Schedule {
   let state = initialState();
   const queue: Chunk[] = [];
+  const onTheWay: { at: number; chunks: Chunk[] }[] = specs.map(() => ({ at: -1, chunks: [] }));
   const left = specs.map((r) => [...r.chunks]);
   const out: Schedule = {
     served: [],
@@ -199,30 +231,44 @@ function simulate(specs: RunSpec[], page: number, bound: number): Schedule {
     for (const c of queue) head = head === undefined ? c.priority : Math.min(head, c.priority);
     return head === undefined ? { idle: true, now } : { head, idle: false, now };
   };
+  const land = (i: number) => {
+    for (const c of onTheWay[i]!.chunks) queue.push({ ...c, seq: seq++ });
+    onTheWay[i] = { at: -1, chunks: [] };
+    state = landed(state, String(i));
+  };
   for (let tick = 0; tick < 100_000; tick++) {
     const now = tick * 10;
+    specs.forEach((_, i) => {
+      if (onTheWay[i]!.at >= 0 && onTheWay[i]!.at <= tick) land(i);
+    });
     specs.forEach((r, i) => {
-      if (tick < r.arrive || left[i]!.length === 0) return;
+      if (tick < r.arrive || left[i]!.length === 0 || onTheWay[i]!.at >= 0) return;
       state = observe(state, view(now), r.unit);
       if (waitingWrites(backlog(state, String(i)), r.weight, state.unit) > bound) return;
       const lines = left[i]!.splice(0, page);
       if (out.firstTagged[i] === undefined) {
         const others = new Set(queue.map((c) => c.run));
+        onTheWay.forEach((w, j) => w.chunks.length > 0 && others.add(j));
         out.firstTagged[i] = { tick, others, unit: state.unit };
       }
       const a = assign(state, String(i), lines, r.weight, now);
       const unit = state.unit;
       state = a.state;
-      lines.forEach((n, k) => {
-        const chunk = { run: i, lines: n, unit, priority: a.priorities[k]!, seq: seq++ };
-        queue.push(chunk);
-        out.tagged[i]!.push(chunk.priority);
-      });
+      const chunks = lines.map((n, k) => ({
+        run: i,
+        lines: n,
+        unit,
+        priority: a.priorities[k]!,
+        seq: 0,
+      }));
+      for (const c of chunks) out.tagged[i]!.push(c.priority);
+      onTheWay[i] = { at: tick + landAfter, chunks };
+      if (landAfter === 0) land(i);
     });
     out.waiting.push(new Set(queue.map((c) => c.run)));
     if (queue.length === 0) {
       out.served.push(undefined);
-      if (left.every((l) => l.length === 0)) break;
+      if (left.every((l) => l.length === 0) && onTheWay.every((w) => w.at < 0)) break;
       continue;
     }
     let next = 0;
@@ -261,13 +307,14 @@ const caseArb = fc.record({
   runs: fc.array(specArb, { minLength: 1, maxLength: 5 }),
   page: fc.integer({ min: 1, max: 12 }),
   bound: fc.integer({ min: ENQUEUE_PAGE, max: 30 * SIZE }),
+  landAfter: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3 })),
 });
 
 describe('schedules (property)', () => {
   it('serves every chunk once, each run in the order it tagged them, priorities within BullMQ range', () => {
     fc.assert(
-      fc.property(caseArb, ({ runs, page, bound }) => {
-        const s = simulate(runs, page, bound);
+      fc.property(caseArb, ({ runs, page, bound, landAfter }) => {
+        const s = simulate(runs, page, bound, landAfter);
         runs.forEach((r, i) => {
           const lines = s.served.filter((c) => c?.run === i).map((c) => c!.lines);
           expect(lines).toEqual(r.chunks);
@@ -295,8 +342,8 @@ describe('schedules (property)', () => {
    */
   it('keeps the weighted shares of runs writing at once within two rounds and a chunk each', () => {
     fc.assert(
-      fc.property(caseArb, ({ runs, page, bound }) => {
-        const s = simulate(runs, page, bound);
+      fc.property(caseArb, ({ runs, page, bound, landAfter }) => {
+        const s = simulate(runs, page, bound, landAfter);
         const T = s.served.length;
         const norm = (c: Chunk) => c.lines / (c.unit * runs[c.run]!.weight);
         const maxCost = runs.map((_, i) =>
@@ -334,7 +381,9 @@ describe('schedules (property)', () => {
    * (no earlier round holds one), after every chunk already in that round:
    * at most, of each other run with chunks waiting, tags from the round's
    * start to its end plus one chunk: w times the round's unit (w its
-   * weight) and its longest chunk's lines.
+   * weight) and its longest chunk's lines. (Chunks added as they are
+   * tagged: one on its way is served when it lands, the next property's
+   * case.)
    */
   it('serves a run that starts during others within one round of theirs', () => {
     fc.assert(
@@ -361,20 +410,22 @@ describe('schedules (property)', () => {
       fc.property(
         fc.integer({ min: 100, max: 400 }),
         fc.integer({ min: 1, max: 6 }),
-        fc.integer({ min: 0, max: 60 }),
+        fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 60 })),
         fc.integer({ min: 1, max: 3 }),
-        (big, small, arrive, weight) => {
+        fc.integer({ min: 0, max: 3 }),
+        (big, small, arrive, weight, landAfter) => {
           const chunks = (n: number) => Array<number>(n).fill(SIZE);
           const backfill = { arrive: 0, weight: 1, unit: SIZE, chunks: chunks(big) };
           const late = { arrive, weight, unit: SIZE, chunks: chunks(small) };
-          const alone = simulate([backfill], 10, 5_000);
-          const both = simulate([backfill, late], 10, 5_000);
+          const alone = simulate([backfill], 10, 5_000, landAfter);
+          const both = simulate([backfill, late], 10, 5_000, landAfter);
           const end = (s: Schedule, i: number) => s.servedTicks[i]!.at(-1)!;
           expect(end(both, 1)).toBeLessThan(end(both, 0));
           expect(end(both, 0)).toBeLessThanOrEqual(end(alone, 0) + small);
-          // The small run's chunks each wait at most one of the backfill's per round.
+          // Landed, the small run's chunks each wait at most one of the backfill's per round,
+          // even where they were tagged while the backfill's were on their way to the queue.
           expect(end(both, 1) - both.firstTagged[1]!.tick).toBeLessThanOrEqual(
-            small + Math.ceil(small / weight) + 1,
+            landAfter + small + Math.ceil(small / weight) + 1,
           );
         },
       ),

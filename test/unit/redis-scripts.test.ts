@@ -5,7 +5,13 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { deflateRawSync } from 'node:zlib';
 import { RECENT_SLOT_MS } from '../../src/platform/rate-learner.js';
-import { PRIORITY_LIMIT, REBASE_AT, REBASE_IDLE_MS, ROUND } from '../../src/queue/fair-share.js';
+import {
+  ON_THE_WAY_MS,
+  PRIORITY_LIMIT,
+  REBASE_AT,
+  REBASE_IDLE_MS,
+  ROUND,
+} from '../../src/queue/fair-share.js';
 import {
   HORIZON_MS,
   LOG_SLOTS,
@@ -106,7 +112,7 @@ describe('Lua scripts', () => {
   it("writes out the write queue share's constants as fair-share.ts has them", () => {
     const lua = allScripts().get('fair-share')!.lua;
     expect(lua).toContain(
-      `local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS = ${ROUND}, ${PRIORITY_LIMIT}, ${REBASE_AT}, ${REBASE_IDLE_MS}\n`,
+      `local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS, ON_THE_WAY_MS = ${ROUND}, ${PRIORITY_LIMIT}, ${REBASE_AT}, ${REBASE_IDLE_MS}, ${ON_THE_WAY_MS}\n`,
     );
     expect(allScripts().get('fair-share')?.numberOfKeys).toBe(5);
   });

@@ -3,14 +3,16 @@
   src/queue/fair-share.ts (`observe`, then `assign` or `backlog`), run on
   the state in KEYS[1] together with the reading of the write queue, so
   that every worker process decides from one state. The numbers 1000,
-  2097151, 1048576 and 60000 are ROUND, PRIORITY_LIMIT, REBASE_AT and
-  REBASE_IDLE_MS there; a test keeps script and module equal.
+  2097151, 1048576, 60000 and 30000 are ROUND, PRIORITY_LIMIT, REBASE_AT,
+  REBASE_IDLE_MS and ON_THE_WAY_MS there; a test keeps script and module
+  equal.
 
   Input:
     KEYS[1]  the share: `v` (the current round's start, in thousandths of
              a round), `u` (a round's lines of a run of weight 1), `at`
              (ms of the last assign, Redis' clock), `r:<runId>` (the tag
-             after the run's last chunk)
+             after the run's last chunk), `w:<runId>` (ms of an assign
+             whose chunks are on their way to the queue)
     KEYS[2]  the write queue's prioritized set (BullMQ: score = priority *
              2^32 + a counter)
     KEYS[3]  its delayed set
@@ -21,13 +23,16 @@
       assign runId unit weight lines ...
                tags the run's next chunks, of these lines, in order
       backlog runId unit
+      landed runId unit
+               the run's chunks tagged so far are in the queue
 
   Output:
     assign   the chunks' priorities, in order
     backlog  how far (units) the run's chunks reach past the current
              round, and the round's unit
+    landed   nothing
 ]]
-local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS = 1000, 2097151, 1048576, 60000
+local ROUND, LIMIT, REBASE_AT, REBASE_IDLE_MS, ON_THE_WAY_MS = 1000, 2097151, 1048576, 60000, 30000
 local key = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -41,6 +46,16 @@ local head = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 
 -- observe
 local gone = {}
+local landing = false
+for i = 1, #flat, 2 do
+  if string.sub(flat[i], 1, 2) == 'w:' then
+    if now - tonumber(flat[i + 1]) < ON_THE_WAY_MS then
+      landing = true
+    else
+      gone[#gone + 1] = flat[i]
+    end
+  end
+end
 if #head > 0 then
   local h = math.floor(tonumber(head[2]) / 4294967296) * ROUND
   if h > v then v = h end
@@ -50,7 +65,7 @@ if #head > 0 then
       gone[#gone + 1] = flat[i]
     end
   end
-else
+elseif not landing then
   for i = 1, #flat, 2 do
     if string.sub(flat[i], 1, 2) == 'r:' then
       local tag = tonumber(flat[i + 1])
@@ -75,6 +90,10 @@ if ARGV[1] == 'backlog' then
   if reach > v then return { reach - v, u } end
   return { 0, u }
 end
+if ARGV[1] == 'landed' then
+  redis.call('HDEL', key, 'w:' .. ARGV[2])
+  return {}
+end
 
 local weight = tonumber(ARGV[4])
 local tag = last
@@ -89,5 +108,5 @@ for i = 5, #ARGV do
   if cost < 1 then cost = 1 end
   tag = tag + cost
 end
-redis.call('HSET', key, field, tostring(tag), 'at', tostring(now))
+redis.call('HSET', key, field, tostring(tag), 'at', tostring(now), 'w:' .. ARGV[2], tostring(now))
 return out
