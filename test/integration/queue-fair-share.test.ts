@@ -1,12 +1,14 @@
 /**
  * The write queue's share between runs in Redis: the script
  * (src/queue/lua/fair-share-5.lua) decides as the pure rules of
- * src/queue/fair-share.ts do, for random sequences of chunks tagged, queue
- * contents and backlogs asked for; and a real BullMQ write queue, served by
- * two workers on their own connections, serves runs enqueued through
- * `addInTurn` in their shares: two and three runs of different sizes and
- * weights, started while a backfill has all its chunks waiting, each share
- * within 10% of its weight's and the runs finishing smallest first.
+ * src/queue/fair-share.ts do, for random sequences of chunks tagged and
+ * landed, queue contents and backlogs asked for; and a real BullMQ write
+ * queue, served by two workers on their own connections, serves runs
+ * enqueued through `addInTurn` in their shares: two and three runs of
+ * different sizes and weights, started while a backfill has all its chunks
+ * waiting, each share within 10% of its weight's and the runs finishing
+ * smallest first; a run that tags while another's chunks are on their way
+ * to an empty queue goes beside them.
  */
 import { Worker, type Job } from 'bullmq';
 import fc from 'fast-check';

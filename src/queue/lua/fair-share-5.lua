@@ -1,11 +1,11 @@
 --[[
   Who goes next among the runs writing at once: the rules of
-  src/queue/fair-share.ts (`observe`, then `assign` or `backlog`), run on
-  the state in KEYS[1] together with the reading of the write queue, so
-  that every worker process decides from one state. The numbers 1000,
-  2097151, 1048576, 60000 and 30000 are ROUND, PRIORITY_LIMIT, REBASE_AT,
-  REBASE_IDLE_MS and ON_THE_WAY_MS there; a test keeps script and module
-  equal.
+  src/queue/fair-share.ts (`observe`, then `assign`, `backlog` or
+  `landed`), run on the state in KEYS[1] together with the reading of the
+  write queue, so that every worker process decides from one state. The
+  numbers 1000, 2097151, 1048576, 60000 and 30000 are ROUND,
+  PRIORITY_LIMIT, REBASE_AT, REBASE_IDLE_MS and ON_THE_WAY_MS there; a test
+  keeps script and module equal.
 
   Input:
     KEYS[1]  the share: `v` (the current round's start, in thousandths of
