@@ -338,9 +338,11 @@ describe('schedules (property)', () => {
    * normalised service is then the rounds the stretch covered, give or
    * take the part of the first and last round it was served in (at most
    * one round and one chunk each side): two runs differ by at most 2 + the
-   * largest normalised chunk of each.
+   * largest normalised chunk of each. Chunks reach the queue `landAfter`
+   * ticks after their tags: a run's then land in rounds the queue served
+   * meanwhile (at most that many of the other's chunks), and go first.
    */
-  it('keeps the weighted shares of runs writing at once within two rounds and a chunk each', () => {
+  it('keeps the weighted shares of runs writing at once within two rounds and a chunk each, and what landed late', () => {
     fc.assert(
       fc.property(caseArb, ({ runs, page, bound, landAfter }) => {
         const s = simulate(runs, page, bound, landAfter);
@@ -351,7 +353,8 @@ describe('schedules (property)', () => {
         );
         for (let i = 0; i < runs.length; i++) {
           for (let j = i + 1; j < runs.length; j++) {
-            const limit = 2 + maxCost[i]! + maxCost[j]! + 0.01;
+            const late = landAfter * Math.max(maxCost[i]!, maxCost[j]!);
+            const limit = 2 + maxCost[i]! + maxCost[j]! + late + 0.01;
             // D(t): i's normalised service less j's, before tick t; within a stretch both wait.
             let lo = 0;
             let hi = 0;
