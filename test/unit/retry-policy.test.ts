@@ -302,6 +302,8 @@ describe('decide: delays', () => {
     expect(at(2, 0)).toEqual({ action: 'retry-now', delayMs: 400 });
     expect(at(2, 0.5)).toEqual({ action: 'retry-now', delayMs: 600 });
     expect(at(8, 0)).toEqual({ action: 'retry-now', delayMs: 5_000 });
+    // The factor stays under 2 at the top of the draw: never the next try's wait.
+    expect(at(1, 0.9999)).toEqual({ action: 'retry-now', delayMs: 399 });
   });
 
   it("waits a 5xx's Retry-After (capped at requestMaxDelayMs) before the backoff", () => {
