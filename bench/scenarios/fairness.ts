@@ -16,7 +16,9 @@
  * took it) and from its enqueueing to its end; its planning part; the
  * backfill's time (its run's start to its end) together and alone, and the
  * difference against the small job's share (its 100 writes at the paced
- * rate). Medians of BENCH_FAIRNESS_PASSES passes (default 3).
+ * rate); the pacer's turns booked and the ms its window's echoes moved its
+ * schedule, alone and together. Medians of BENCH_FAIRNESS_PASSES passes
+ * (default 3).
  *
  * `fairnessCheck()` is the short form for `npm run bench -- check`: one
  * pass of a 2,000-row backfill with the 100-row job started 3 s in.
@@ -44,7 +46,7 @@ import { ensureSyncExport } from '../lib/exports.js';
 import { int, loadAverage, median, ratio, seconds, sleep } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox, writePhase } from '../lib/meter.js';
 import { closeRedis, connectProducer } from '../../src/redis/connection.js';
-import { fixedPace } from '../../src/queue/pacer.js';
+import { fixedPace, pacerKey } from '../../src/queue/pacer.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 
@@ -77,6 +79,12 @@ export interface FairnessFigures extends FairnessSizes {
   /** Requests the platform answered 429, alone and together (a fixed limit paced under it: none). */
   limitedAlone: number;
   limitedTogether: number;
+  /** Turns the pacer booked, alone and together: the small job's share in turns is the difference. */
+  bookedAlone: number;
+  bookedTogether: number;
+  /** ms the window's echoes moved the pacer's schedule (late requests), alone and together. */
+  movedAlone: number;
+  movedTogether: number;
 }
 
 const FULL: FairnessSizes = {
@@ -119,6 +127,9 @@ interface Pass {
   aloneRate: number;
   /** Requests the sandbox answered 429. */
   limited: number;
+  /** The pacer's turns booked, and ms its schedule was moved by echoes (`<prefix>:pacer`). */
+  booked: number;
+  moved: number;
 }
 
 /** One sync on a fresh sandbox and prefix: the backfill, and the small job `startAfterMs` into it. */
@@ -176,6 +187,7 @@ async function pass(
         `${name}: the backfill created ${b.counts.created} of ${sizes.backfill}`,
       );
     const s = withSmall ? await runOf(store, 'small') : undefined;
+    const [booked, moved] = await conn.hmget(pacerKey(prefix), 'booked', 'moved');
     if (s && s.counts.created !== sizes.small)
       throw new BenchError(`${name}: the small job created ${s.counts.created} of ${sizes.small}`);
     return {
@@ -183,6 +195,8 @@ async function pass(
       ...(s && { small: s }),
       aloneRate: writePhase(samples).steadyRate,
       limited: (await sandbox.totals()).rateLimited - before.rateLimited,
+      booked: Number(booked ?? 0),
+      moved: Number(moved ?? 0),
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
@@ -250,6 +264,10 @@ async function measure(sizes: FairnessSizes, passes: number): Promise<FairnessFi
         aloneRate: alone.aloneRate,
         limitedAlone: alone.limited,
         limitedTogether: together.limited,
+        bookedAlone: alone.booked,
+        bookedTogether: together.booked,
+        movedAlone: alone.moved,
+        movedTogether: together.moved,
       };
       process.stderr.write(`fairness pass ${i + 1}: ${JSON.stringify(figures)}\n`);
       out.push(figures);
@@ -344,6 +362,18 @@ const scenario: Scenario = {
               1,
             ),
             passes.map((x) => ratio(x.aloneRate, 1)).join(', '),
+          ],
+          [
+            "the pacer's turns, alone / with the small job",
+            '',
+            passes.map((x) => `${int(x.bookedAlone)} / ${int(x.bookedTogether)}`).join(', '),
+          ],
+          [
+            "ms the window's echoes moved its schedule, alone / with the small job",
+            '',
+            passes
+              .map((x) => `${Math.round(x.movedAlone)} / ${Math.round(x.movedTogether)}`)
+              .join(', '),
           ],
           [
             '429s, backfill alone / with the small job',
