@@ -46,7 +46,8 @@ import { ensureSyncExport } from '../lib/exports.js';
 import { int, loadAverage, median, ratio, seconds, sleep } from '../lib/measure.js';
 import { BENCH_API_KEY, startMeteredSandbox, writePhase } from '../lib/meter.js';
 import { closeRedis, connectProducer } from '../../src/redis/connection.js';
-import { fixedPace, pacerKey } from '../../src/queue/pacer.js';
+import { fixedPace } from '../../src/queue/pacer.js';
+import { readPacerCounters } from '../../src/queue/pacer-store.js';
 import type { RunRecord } from '../../src/state/runs.js';
 import { StateStore } from '../../src/state/store.js';
 
@@ -187,7 +188,6 @@ async function pass(
         `${name}: the backfill created ${b.counts.created} of ${sizes.backfill}`,
       );
     const s = withSmall ? await runOf(store, 'small') : undefined;
-    const [booked, moved] = await conn.hmget(pacerKey(prefix), 'booked', 'moved');
     if (s && s.counts.created !== sizes.small)
       throw new BenchError(`${name}: the small job created ${s.counts.created} of ${sizes.small}`);
     return {
@@ -195,8 +195,7 @@ async function pass(
       ...(s && { small: s }),
       aloneRate: writePhase(samples).steadyRate,
       limited: (await sandbox.totals()).rateLimited - before.rateLimited,
-      booked: Number(booked ?? 0),
-      moved: Number(moved ?? 0),
+      ...(await readPacerCounters(conn, prefix)),
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));

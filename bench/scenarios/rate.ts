@@ -48,8 +48,13 @@ import {
   type Sample,
 } from '../lib/meter.js';
 import { writeFileSync } from 'node:fs';
-import { readPacerState, SLOW_START_RATE, type PacerView } from '../../src/queue/pacer-store.js';
-import { FIXED_MARGIN, fixedPace, pacerKey } from '../../src/queue/pacer.js';
+import {
+  readPacerCounters,
+  readPacerState,
+  SLOW_START_RATE,
+  type PacerView,
+} from '../../src/queue/pacer-store.js';
+import { FIXED_MARGIN, fixedPace } from '../../src/queue/pacer.js';
 
 const ROWS = process.env.BENCH_RATE_ROWS ? Number(process.env.BENCH_RATE_ROWS) : undefined;
 
@@ -338,13 +343,12 @@ function tracePacer(admin: Redis, prefix: string) {
   let going = true;
   const loop = (async () => {
     while (going) {
-      const [booked, moved] = await admin.hmget(pacerKey(prefix), 'booked', 'moved');
+      const counters = await readPacerCounters(admin, prefix);
       rows.push({
         t: performance.now() - t0,
         st: await readPacerState(admin, prefix),
         now: Date.now(),
-        booked: Number(booked ?? 0),
-        moved: Number(moved ?? 0),
+        ...counters,
       });
       await new Promise((r) => setTimeout(r, 500));
     }

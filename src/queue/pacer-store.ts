@@ -6,8 +6,9 @@
  * `<prefix>:pacer` (a hash): `tat` (the next free turn, ms of Redis' clock),
  * `notBefore` (no turn before it: a 429's Retry-After), `ok` (successful
  * requests of every replica), `booked` (turns booked by every replica),
- * `echo` (the window's echoes, `from:until,…`: src/queue/pacer.ts), `v`
- * (the learner state's version), and the learner's state
+ * `echo` (the window's echoes, `from:until,…`: src/queue/pacer.ts), `moved`
+ * (ms the echoes moved the schedule, in all), `v` (the learner state's
+ * version), and the learner's state
  * (src/platform/rate-learner.ts). `<prefix>:pacer:log`: successes by the
  * time their request went out, per second, a ring of 128 fields
  * `second % 128` → `second:count`, and per 10 ms, a ring of 256 fields
@@ -137,6 +138,15 @@ export async function readPacerState(
     return { mode: 'fixed', rate: Number(fixed), notBefore: Number(notBefore ?? 0) };
   const st = stateOf(values.slice(0, STATE_FIELDS.length).map((v) => v ?? ''));
   return st && { ...st, mode: 'auto', notBefore: Number(notBefore ?? 0) };
+}
+
+/** Turns booked by every replica, and ms the window's echoes moved the schedule, so far. */
+export async function readPacerCounters(
+  redis: RedisClient,
+  prefix: string,
+): Promise<{ booked: number; moved: number }> {
+  const [booked, moved] = await redis.hmget(pacerKey(prefix), 'booked', 'moved');
+  return { booked: Number(booked ?? 0), moved: Number(moved ?? 0) };
 }
 
 /** One line for people: the shared rate and where it came from. */
