@@ -18,11 +18,11 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
+import { captureLogger } from '../harness/log-capture.js';
 import type { GenericPayload, SlackPayload } from '../../src/alerts/payload.js';
 import { runSummary } from '../../src/engine/run-summary.js';
-import { createLogger, registerSecret } from '../../src/log.js';
+import { registerSecret } from '../../src/log.js';
 import { processMetrics } from '../../src/ops/metrics.js';
 import {
   API_KEY,
@@ -118,18 +118,6 @@ async function until(what: string, ok: () => boolean | Promise<boolean>): Promis
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
-}
-
-/** A logger whose JSON lines the test reads. */
-function captureLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return { logger: createLogger({ level: 'debug', destination, pretty: false }), lines };
 }
 
 /** Alerts given up so far under a rule, in the process's metrics. */

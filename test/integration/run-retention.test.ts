@@ -1,11 +1,10 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
 import { QueueName, runJobOptions, workerOptions } from '../../src/queue/queues.js';
 import { Numbering } from '../../src/state/numbering.js';
 import { DEFAULT_RUN_HISTORY } from '../../src/defaults.js';
 import { RunRetention } from '../../src/state/run-retention.js';
 import { StateStore } from '../../src/state/store.js';
+import { captureLogger } from '../harness/log-capture.js';
 import { keysMatching, randomPrefix, useRedis } from '../harness/redis.js';
 
 const { redis } = useRedis();
@@ -125,17 +124,7 @@ describe('run retention', () => {
   });
 
   it('creates the run even when forgetting old ones fails, and says so at warn', async () => {
-    const lines: Record<string, unknown>[] = [];
-    const logger = createLogger({
-      level: 'warn',
-      pretty: false,
-      destination: new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      }),
-    });
+    const { logger, lines } = captureLogger('warn');
     const prefix = randomPrefix();
     const store = new StateStore(redis, { prefix, runHistory: 1, logger });
     try {

@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useRedis } from '../harness/redis.js';
-import { createLogger } from '../../src/log.js';
+import { captureLogger } from '../harness/log-capture.js';
 import { closeRedis, createRedis } from '../../src/redis/connection.js';
 import { createRunQueue, enqueueRun } from '../../src/queue/queues.js';
 import { startScheduler, ScheduleError } from '../../src/schedule/scheduler.js';
@@ -17,20 +16,6 @@ afterAll(async () => {
   await closeRedis(redisA);
   await closeRedis(redisB);
 });
-
-function captureLogger(): {
-  logger: ReturnType<typeof createLogger>;
-  lines: Record<string, unknown>[];
-} {
-  const lines: Record<string, unknown>[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l));
-      cb();
-    },
-  });
-  return { logger: createLogger({ level: 'debug', destination, pretty: false }), lines };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -8,12 +8,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
 import { Envelope, EnvelopeTally } from '../../src/crm/envelope.js';
 import { NdjsonParser } from '../../src/crm/ndjson.js';
 import type { SourceRow } from '../../src/crm/row.js';
+import { captureLogger } from '../harness/log-capture.js';
 import { readAll, readError } from './source-helpers.js';
 
 const REAL = join(import.meta.dirname, '..', 'fixtures', 'real');
@@ -144,14 +143,7 @@ describe('stream: Airbyte and Singer output', () => {
   });
 
   it('a stream with no RECORD in the whole export: a warning listing the streams read', async () => {
-    const lines: Rec[] = [];
-    const destination = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as Rec);
-        cb();
-      },
-    });
-    const logger = createLogger({ level: 'info', destination, pretty: false });
+    const { logger, lines } = captureLogger('info');
     const path = file('other-streams.ndjson', [
       { type: 'RECORD', stream: 'deals', record: { id: 1 } },
       { type: 'STATE', value: {} },
