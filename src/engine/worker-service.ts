@@ -33,6 +33,7 @@ import {
   type TypedQueue,
 } from '../queue/queues.js';
 import { WORKER_NAME } from '../queue/worker-layout.js';
+import { preloadJobs } from '../jobs/job-loader.js';
 import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
 import type { RunJobData, WriteChunkData } from './payloads.js';
@@ -138,6 +139,9 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
   }
   // One loader for the process: a run's definition is read again only when its files change.
   const loadJobOf = jobLoader(config, jobsDir);
+  // Read now, before any write is paced, rather than at each job's first run.
+  for (const { job, problems } of preloadJobs(loadJobOf, jobsDir))
+    logger.warn({ job, problems }, 'job does not load: its runs will fail until it is fixed');
   const store = new StateStore(stateRedis, {
     prefix: config.prefix,
     runHistory: config.runHistory,

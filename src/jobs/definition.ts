@@ -215,6 +215,12 @@ function parseJob(
   return { job, problems: [] };
 }
 
+/** The names of the jobs of a folder, sorted (none when the folder does not exist). */
+export function jobNames(dir: string): string[] {
+  const root = resolve(dir);
+  return existsSync(root) ? [...jobFilesByName(root).keys()] : [];
+}
+
 function jobFilesByName(dir: string): Map<string, string[]> {
   const byName = new Map<string, string[]>();
   for (const f of readdirSync(dir).sort()) {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtinMappingsDir } from '../../src/crm/presets.js';
 import { JobError } from '../../src/jobs/definition.js';
-import { cachedJobLoader } from '../../src/jobs/job-loader.js';
+import { cachedJobLoader, preloadJobs } from '../../src/jobs/job-loader.js';
 
 const root = mkdtempSync(join(tmpdir(), 'crm-sync-job-loader-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -133,5 +133,33 @@ describe('cachedJobLoader', () => {
     expect(() => load('broken')).toThrow(JobError);
     writeFileSync(join(jobs, 'broken.yaml'), job('hubspot-companies'));
     expect(load('broken').mappingRef).toBe('hubspot-companies');
+  });
+});
+
+describe('preloadJobs', () => {
+  it('loads every job of the folder, keeps those that load and answers the others', () => {
+    const { jobs, mappings } = folders({
+      'nightly.yaml': job('hubspot-companies'),
+      'broken.yml': 'entity: companies\nsource: [\n',
+      'notes.txt': 'not a job',
+    });
+    const load = cachedJobLoader(jobs, { mappingsDir: mappings });
+    const asked = new Map<string, unknown>();
+    const problems = preloadJobs((name) => {
+      asked.set(name, undefined);
+      const def = load(name);
+      asked.set(name, def);
+      return def;
+    }, jobs);
+    expect([...asked.keys()]).toEqual(['broken', 'nightly']);
+    expect(problems).toHaveLength(1);
+    expect(problems[0]!.job).toBe('broken');
+    expect(problems[0]!.problems.join('\n')).toContain(join(jobs, 'broken.yml'));
+    // What a run loads next is the definition read then.
+    expect(load('nightly')).toBe(asked.get('nightly'));
+  });
+
+  it('loads nothing from a folder that does not exist', () => {
+    expect(preloadJobs(() => expect.unreachable(), join(root, 'no-such-folder'))).toEqual([]);
   });
 });
