@@ -269,7 +269,7 @@ function requestDelay(err: PlatformError, attempt: number, s: RetrySettings, ran
   return server + backoff(s.requestMinDelayMs, s.requestMaxDelayMs, attempt, random);
 }
 
-/** p-retry's formula: min × 2^(attempt − 1) × [1, 2), rounded down so it stays under 2 × min × 2^(attempt − 1), capped. */
+/** p-retry's formula, min × 2^(attempt − 1) × [1, 2), rounded down and capped. */
 function backoff(minMs: number, maxMs: number, attempt: number, random: number): number {
   return Math.min(maxMs, Math.floor((1 + random) * minMs * 2 ** Math.min(attempt - 1, 30)));
 }
