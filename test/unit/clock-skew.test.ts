@@ -26,17 +26,17 @@ describe('nextSkew', () => {
   });
 
   it('lets a kept estimate age, so a slower one replaces it in time', () => {
-    const kept = { skew: 1_000_000, rtt: 2, at: 0 };
-    const later = (s: number) => ({
-      sentAt: s * 1_000,
-      receivedAt: s * 1_000 + 12,
-      redisNow: 1_000_000 + s * 1_000 + 7,
+    const kept = { skew: 1_000_000, rtt: 2, at: 5_000 };
+    // A 12 ms round trip ending `ms` after the kept one's, Redis read at its midpoint + 1.
+    const after = (ms: number) => ({
+      sentAt: 5_000 + ms - 12,
+      receivedAt: 5_000 + ms,
+      redisNow: 1_000_000 + 5_000 + ms - 6 + 1,
     });
-    // A 12 ms round trip: worse than 2 ms until 10 s of ageing make up the difference.
-    expect(nextSkew(kept, later(9))).toBe(kept);
-    expect(nextSkew(kept, later(10 / SKEW_AGEING_MS_PER_S + 1))).toMatchObject({
-      rtt: 12,
-      skew: 1_000_001,
-    });
+    // Worse than 2 ms until 10 s of ageing make up the difference; as good then, and newer.
+    const even = 10_000 / SKEW_AGEING_MS_PER_S;
+    expect(nextSkew(kept, after(9_000))).toBe(kept);
+    expect(nextSkew(kept, after(even - 1))).toBe(kept);
+    expect(nextSkew(kept, after(even))).toEqual({ skew: 1_000_001, rtt: 12, at: 5_000 + even });
   });
 });

@@ -84,9 +84,9 @@ describe('steps', () => {
   });
 
   it('lets no run earn credit by waiting: a run idle behind the current round starts at it', () => {
-    let s = assign(at50, 'A', full(1), 1, 0).state;
+    let s = assign(at50, 'A', full(3), 1, 0).state;
     s = assign(s, 'B', full(10), 1, 0).state;
-    // A's chunk served; B's chunks wait from round 4 on.
+    // A's chunks (rounds 1-3) served, its tag the round now; B's chunks wait from round 4 on.
     s = observe(s, busy(4), U);
     expect(s.runs).toEqual({ B: 11 * ROUND });
     expect(assign(s, 'A', full(1), 1, 0).priorities).toEqual([4]);
@@ -107,27 +107,37 @@ describe('steps', () => {
   });
 
   it('takes an empty queue for a served one only once no chunk is on its way to it', () => {
+    // Times as Redis' clock gives them: ms since the Unix epoch.
+    const T = 1_764_000_000_000;
     // A has tagged three chunks; B asks before they are in the queue.
-    const a = assign(at50, 'A', full(3), 1, 0);
+    const a = assign(at50, 'A', full(3), 1, T);
     expect(a.priorities).toEqual([1, 2, 3]);
-    let s = observe(a.state, idle(5), U);
-    expect(s).toMatchObject({ v: ROUND, runs: { A: 4 * ROUND }, landing: { A: 0 } });
-    const b = assign(s, 'B', full(2), 1, 5);
+    let s = observe(a.state, idle(T + 5), U);
+    expect(s).toMatchObject({ v: ROUND, runs: { A: 4 * ROUND }, landing: { A: T } });
+    const b = assign(s, 'B', full(2), 1, T + 5);
     expect(b.priorities).toEqual([1, 2]);
+    // A's chunks landed, B's are still on their way: the queue is not served yet.
+    s = landed(b.state, 'A');
+    expect(s.landing).toEqual({ B: T + 5 });
+    expect(observe(s, idle(T + 9), U)).toMatchObject({ v: ROUND, runs: { A: 4 * ROUND } });
     // Landed and served, both are level at the later end.
-    s = landed(landed(b.state, 'A'), 'B');
+    s = landed(s, 'B');
     expect(s.landing).toEqual({});
-    expect(observe(s, idle(9), U)).toMatchObject({ v: 4 * ROUND, runs: {} });
+    expect(observe(s, idle(T + 9), U)).toMatchObject({ v: 4 * ROUND, runs: {} });
     expect(landed(s, 'C')).toBe(s);
     // A process that stopped between tagging and adding never says so: ON_THE_WAY_MS says it.
-    expect(observe(a.state, idle(ON_THE_WAY_MS - 1), U).v).toBe(ROUND);
-    expect(observe(a.state, idle(ON_THE_WAY_MS), U)).toMatchObject({
+    expect(observe(a.state, idle(T + ON_THE_WAY_MS - 1), U).v).toBe(ROUND);
+    expect(observe(a.state, idle(T + ON_THE_WAY_MS), U)).toMatchObject({
       v: 4 * ROUND,
       runs: {},
       landing: {},
     });
     // A chunk waiting says where the round is, whatever is on its way.
-    expect(observe(a.state, busy(2, 5), U)).toMatchObject({ v: 2 * ROUND, landing: { A: 0 } });
+    expect(observe(a.state, busy(2, T + 5), U)).toMatchObject({
+      v: 2 * ROUND,
+      landing: { A: T },
+    });
+    expect(observe(a.state, busy(2, T + ON_THE_WAY_MS), U).landing).toEqual({});
   });
 
   it('numbers rounds from 1 again only after REBASE_AT rounds and REBASE_IDLE_MS with nothing in the queue', () => {
