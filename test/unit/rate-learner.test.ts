@@ -69,6 +69,14 @@ describe('steps', () => {
     ['halfway back to SETTLE of the ceiling', { rate: 40, ceiling: 50 }, 40, 40, 1_000, 44.25],
     ['at least 0.5 a step', { rate: 48.3, ceiling: 50 }, 48, 48, 1_000, 48.5],
     ['stays settled before the probe', { rate: 48.5, ceiling: 50 }, 48, 48, 1_000, 48.5],
+    [
+      'demand counted since the last change, not since the start',
+      { rate: 40, ceiling: 50, okAtChange: 100_000, bookedAtChange: 100_000 },
+      100_010,
+      100_010,
+      1_000,
+      40,
+    ],
     ['never above max', { rate: 450 }, 450, 450, 1_000, 500],
   ] as const)('tick: %s', (_, patch, ok, booked, elapsed, rate) => {
     const st: LearnerState = { ...initialState(S, T0), ...patch };
@@ -123,6 +131,13 @@ describe('steps', () => {
     const next = onTick(quiet, { now: T0 + PROBE_MS, ok: 48, booked: 48 }, S);
     expect(next).toMatchObject({ ceiling: 51.5, source: 'probe', probeMs: PROBE_MS });
     expect(next!.rate).toBeCloseTo(51.5 * SETTLE, 9);
+    // At PLATFORM_RATE_LIMIT_MAX already: nothing to probe for.
+    const atMax = { ...quiet, rate: 500, ceiling: 600 };
+    expect(onTick(atMax, { now: T0 + PROBE_MS, ok: 500, booked: 500 }, S)).toMatchObject({
+      rate: 500,
+      ceiling: 600,
+      source: 'start',
+    });
   });
 
   it('probes half as often after each probe that met a 429, and as often again after one that held', () => {
@@ -178,6 +193,14 @@ describe('steps', () => {
     expect(onLimited(next, echo, S)).toBeUndefined();
     const later = { now: T0 + 2_000, requestedAt: T0 + 10 + ECHO_MS, retryAfterMs: 1_000 };
     expect(onLimited(next, later, S)?.ceiling).toBe(64);
+    // An echo whose wait says the window is longer changes only that.
+    expect(onLimited(next, { ...echo, retryAfterMs: 33_000 }, S)).toEqual({
+      ...next,
+      periodMs: 60_000,
+    });
+    // A probe's 429 doubles the wait before the next probe; another 429 leaves it.
+    expect(next.probeMs).toBe(2 * PROBE_MS);
+    expect(onLimited({ ...st, source: 'limited' }, later, S)?.probeMs).toBe(PROBE_MS);
   });
 
   it('reads a Retry-After of up to two seconds as a 1 s window’s: rounded up, or a date across clock skew', () => {
@@ -189,6 +212,10 @@ describe('steps', () => {
       expect(onLimited(st, at(wait), S)).toMatchObject({ periodMs: 1_000, ceiling: 100 });
     }
     expect(onLimited(st, at(2_001), S)?.periodMs).toBe(60_000);
+    // DRF's whole-second waits: a full minute's, a full hour's.
+    expect(onLimited(st, at(60_000), S)?.periodMs).toBe(60_000);
+    expect(onLimited(st, at(60_001), S)?.periodMs).toBe(3_600_000);
+    expect(onLimited(st, at(3_600_000), S)?.periodMs).toBe(3_600_000);
   });
 
   it('takes what a 1 s window let through when that is less than the rate', () => {
@@ -218,6 +245,11 @@ describe('steps', () => {
     expect(next).toMatchObject({ holdMs: 33_000, source: 'limited' });
     expect(next.refillUntil).toBe(now + 33_000 + 60_000);
     expect(next.rate).toBeCloseTo(60, 6);
+    // The 10 ms log counts a one-second window only; the minute's limit is not the rate sent at.
+    const recent = new Map([[Math.floor((now - 500) / RECENT_SLOT_MS), 5]]);
+    const at = { now, requestedAt: now - 1, retryAfterMs: 33_000, log, recent };
+    expect(onLimited(st, at, S)?.ceiling).toBeCloseTo(50, 6);
+    expect(onLimited({ ...st, rate: 20 }, at, S)?.ceiling).toBeCloseTo(50, 6);
     // An hour's wait says an hour's window.
     expect(onLimited(st, { now, requestedAt: now, retryAfterMs: 600_000 }, S)?.periodMs).toBe(
       3_600_000,
@@ -230,6 +262,19 @@ describe('steps', () => {
     expect(next).toMatchObject({ ceiling: 100, rate: 97, source: 'policy' });
     expect(onPolicy(next, { limit: 100, windowMs: 1_000 }, T0 + 1, S)).toBeUndefined();
     expect(onTick(next, { now: T0 + 5_000, ok: 1_000, booked: 1_000 }, S)?.rate).toBe(97);
+    // Every turn used past a probe's wait: a stated limit is not probed.
+    const busy = { now: T0 + PROBE_MS + 1, ok: 100_000, booked: 100_000 };
+    expect(onTick(next, busy, S)).toMatchObject({ ceiling: 100, rate: 97, source: 'policy' });
+    // A 429 under it changes nothing but the time of the last back-off.
+    const limited = { now: T0 + 4_000, requestedAt: T0 + 3_990, retryAfterMs: 1_000 };
+    expect(onLimited(next, limited, S)).toEqual({ ...next, decreasedAt: T0 + 4_000 });
+    // A new policy replaces it; a guess that matches a policy gives way to it.
+    expect(onPolicy(next, { limit: 120, windowMs: 1_000 }, T0 + 2, S)).toMatchObject({
+      ceiling: 120,
+      source: 'policy',
+    });
+    const guessed: LearnerState = { ...st, rate: 97, ceiling: 100, source: 'limited' };
+    expect(onPolicy(guessed, { limit: 100, windowMs: 1_000 }, T0 + 3, S)?.source).toBe('policy');
   });
 });
 
@@ -364,11 +409,36 @@ describe('headers', () => {
     [{ 'x-ratelimit-reset': String(T0 + 30_000) }, { resetMs: 3_600_000 }],
     [{ 'retry-after': '1718000000' }, { retryAfterMs: 3_600_000 }],
     [{ 'x-ratelimit-limit': '5000' }, {}],
+    [{ 'x-ratelimit-policy': '100;w=60' }, { policy: { limit: 100, windowMs: 60_000 } }],
+    // A blank header is absent: the next one counts.
+    [
+      { 'ratelimit-policy': ' ', 'x-ratelimit-policy': '10;w=1' },
+      { policy: { limit: 10, windowMs: 1_000 } },
+    ],
+    [
+      { 'ratelimit-policy': '"default"; q = 100; w = 60' },
+      { policy: { limit: 100, windowMs: 60_000 } },
+    ],
+    [
+      { 'ratelimit-policy': '100;w=60;comment="hourly"' },
+      { policy: { limit: 100, windowMs: 60_000 } },
+    ],
+    // A limit without its window, or a window without its limit, says too little.
+    [{ 'ratelimit-policy': '100' }, {}],
+    [{ 'ratelimit-policy': 'w=60' }, {}],
+    [
+      { 'RateLimit-Remaining': '0', 'RateLimit-Reset': '7' },
+      { remaining: 0, resetMs: 7_000 },
+    ],
+    [{ 'x-ratelimit-remaining': '-1' }, {}],
+    [{ 'x-ratelimit-remaining': 'many' }, {}],
+    // Node's own lower-case name first.
+    [{ 'retry-after': '3', 'RETRY-AFTER': '5' }, { retryAfterMs: 3_000 }],
     [{ 'retry-after': 'soon' }, {}],
     // Negative: no wait to honour, as the error factory reads it (retry-after.test.ts).
     [{ 'retry-after': '-3' }, {}],
   ])('%j', (headers, expected) => {
-    expect(readRateHeaders(headers, T0)).toEqual(expected);
+    expect(readRateHeaders(headers, T0)).toStrictEqual(expected);
   });
 
   it('reads an HTTP date in Retry-After', () => {
@@ -411,6 +481,9 @@ describe('a long window, paced by its room', () => {
     // A burst: 3,000 in the last 10 s; its first second has left 51 s from now.
     const burst = new Map(Array.from({ length: 10 }, (_, i) => [sec + 50 + i, 300]));
     expect(windowPace(st, burst, now)).toEqual({ rate: 50 * SETTLE, holdMs: 50_000 });
+    // More in its last second than the whole limit (the platform lowered it): a window's hold.
+    const over = new Map([[sec + 60, 6_000]]);
+    expect(windowPace(st, over, now)).toEqual({ rate: 50 * BACKOFF, holdMs: 60_000 });
   });
 
   it('a step paces by the room, and probes only a full window', () => {
@@ -422,6 +495,39 @@ describe('a long window, paced by its room', () => {
     expect(probed).toMatchObject({ ceiling: 51.5, ceilingAt: later.now, source: 'probe' });
     const idle = onTick({ ...st, changedAt: now }, { ...later, log: new Map() }, S)!;
     expect(idle).toMatchObject({ ceiling: 50, source: 'window' });
+    // Not while the slow start's burst is refilled, nor past PLATFORM_RATE_LIMIT_MAX.
+    const refilling = (until: number) => ({ ...st, changedAt: now, refillUntil: until });
+    expect(onTick(refilling(later.now + 1), { ...later, log: full }, S)).toMatchObject({
+      ceiling: 50,
+      source: 'window',
+    });
+    expect(onTick(refilling(later.now), { ...later, log: full }, S)?.source).toBe('probe');
+    const low = { ...S, max: 48 };
+    expect(onTick({ ...st, changedAt: now }, { ...later, log: full }, low)).toMatchObject({
+      ceiling: 50,
+      source: 'window',
+    });
+  });
+
+  it('backs off on a later 429 to BACKOFF of what the window let through, and waits it out', () => {
+    // 50 a second for the last minute; the window's oldest leaves in 5 s.
+    const log = new Map(Array.from({ length: 60 }, (_, i) => [sec + i, 50]));
+    const settled = { ...st, rate: 48.5, source: 'window' as const };
+    const next = onLimited(settled, { now, requestedAt: now - 40, retryAfterMs: 5_000, log }, S)!;
+    // The window held 2,800 (sec + 4 to sec + 59): 46.7 a second.
+    const ceiling = 2_800 / 60;
+    expect(next.ceiling).toBeCloseTo(ceiling, 9);
+    expect(next.rate).toBeCloseTo(ceiling * BACKOFF, 9);
+    expect(next).toMatchObject({ refillUntil: 0, holdMs: 5_000, source: 'limited' });
+    // Filled in a burst over its last 10 s: after the wait, the hold goes on until the burst leaves.
+    const burst = new Map(Array.from({ length: 10 }, (_, i) => [sec + 50 + i, 300]));
+    const held = onLimited(
+      settled,
+      { now, requestedAt: now - 40, retryAfterMs: 5_000, log: burst },
+      S,
+    )!;
+    expect(held.ceiling).toBeCloseTo(50, 9);
+    expect(held).toMatchObject({ rate: 50 * BACKOFF, holdMs: 5_000 + 45_000 });
   });
 
   it('is not used for a 1 s window, past the log, before a 429 or with a stated policy', () => {
