@@ -17,6 +17,8 @@ describe('identityKeys', () => {
     [{ external_id: '  E1 ', crm_account_id: '' }, ['x:E1']],
     [{ external_id: '   ', crm_account_id: null, name: 'Acme' }, []],
     [{ name: 'Acme' }, []],
+    // Not a number a record can be found by (JSON writes both as null).
+    [{ crm_company_id: Number.NaN, crm_account_id: Infinity }, []],
   ])('companies %j → %j', (body, keys) => {
     expect(identityKeys('companies', body)).toEqual(keys);
   });

@@ -69,8 +69,22 @@ describe('foreignRecordReason', () => {
     );
     // A row without external_id: its strongest key is weaker than any external_id.
     expect(foreignRecordReason('companies', ['c:1'], { platformId: 4, writtenBy: 'pd' })).toContain(
-      'written by job "pd" (found through crm_company_id "1")',
+      'written by job "pd" (found through crm_company_id "1"); left untouched',
     );
+    // The record's external_id named only beside one of the row's that differs.
+    const remote = { external_id: 'pipedrive:org:1' };
+    expect(
+      foreignRecordReason('companies', ['c:1'], { platformId: 4, writtenBy: 'pd', remote }),
+    ).toContain('(found through crm_company_id "1"); left untouched');
+    const same = { external_id: 'odoo:res.partner:1' };
+    expect(
+      foreignRecordReason('companies', keys, {
+        platformId: 4,
+        matchedBy: 'c:1',
+        writtenBy: 'pd',
+        remote: same,
+      }),
+    ).toContain('(found through crm_company_id "1", not through this row\'s external_id');
   });
 
   it('refuses a record whose external_id differs, and adopts one without', () => {
