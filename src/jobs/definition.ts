@@ -240,7 +240,7 @@ export function loadJob(dir: string, name: string, options: LoadJobOptions = {})
   options.reading?.(candidates);
   const files = candidates.filter((f) => existsSync(f));
   if (!JOB_NAME.test(name) || files.length === 0) {
-    const known = existsSync(root) ? [...jobFilesByName(root).keys()].join(', ') : '';
+    const known = jobNames(root).join(', ');
     throw new JobError('job.not-found', [
       `no job "${name}" in ${root}${known ? ` (have: ${known})` : ''}`,
     ]);
