@@ -65,13 +65,24 @@ async function clusterStates(nodes: readonly RedisNode[]): Promise<string[]> {
  * Takes the slot of `key` (not ours) out of every node's map: each node says
  * `cluster_state:fail` and refuses every command, while it still answers
  * CLUSTER SLOTS. Returns the step that gives the slot back to its primary.
+ *
+ * The owner gives the slot up first: a node that has dropped a slot takes it
+ * back from the next heartbeat of a node still claiming it. A node still up
+ * (a heartbeat sent before the owner's DELSLOTS and read after its own) is
+ * asked again.
  */
 async function takeClusterDown(cluster: RedisClusterTopology, key: string) {
   const { slot, primary } = await cluster.slotOwner(key);
-  for (const n of cluster.nodes) await n.call('CLUSTER', 'DELSLOTS', slot);
-  await waitUntil('cluster down', async () =>
-    (await clusterStates(cluster.nodes)).every((s) => s === 'fail'),
-  );
+  await primary.call('CLUSTER', 'DELSLOTS', slot);
+  const dropSlot = async (n: RedisNode) => {
+    await n.call('CLUSTER', 'DELSLOTS', slot).catch(() => undefined);
+  };
+  for (const n of cluster.nodes) if (n !== primary) await dropSlot(n);
+  await waitUntil('cluster down', async () => {
+    const states = await clusterStates(cluster.nodes);
+    await Promise.all(cluster.nodes.map((n, i) => (states[i] === 'fail' ? null : dropSlot(n))));
+    return states.every((s) => s === 'fail');
+  });
   return async () => {
     await primary.call('CLUSTER', 'ADDSLOTS', slot);
     await waitUntil('cluster back', async () =>
