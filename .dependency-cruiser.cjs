@@ -75,14 +75,14 @@ module.exports = {
       name: 'cli-commands-load-the-library-lazily',
       severity: 'error',
       comment:
-        "--help and a usage error need the commands' definitions only: a command loads the library (and runtime.ts, which opens it) in its action, with import().",
+        "--help and a usage error need the commands' definitions only: a command loads the library (and runtime.ts and paced-client.ts, which open it) in its action, with import().",
       from: {
         path: '^src/(cli\\.ts$|cli/)',
-        pathNot: '^src/cli/(runtime|validate-paths|validate-export)\\.ts$',
+        pathNot: '^src/cli/(runtime|paced-client|validate-paths|validate-export)\\.ts$',
       },
       to: {
         pathNot:
-          '^(src/sync/|src/state/failure-kinds\\.ts$|src/cli/(?!(runtime|validate-paths|validate-export)\\.ts$)|node_modules/commander/|@crm-sync/platform-sandbox$)',
+          '^(src/sync/|src/state/failure-kinds\\.ts$|src/cli/(?!(runtime|paced-client|validate-paths|validate-export)\\.ts$)|node_modules/commander/|@crm-sync/platform-sandbox$)',
         dependencyTypesNot: ['type-only', 'dynamic-import', 'core'],
       },
     },

@@ -51,7 +51,8 @@ export function registerAuditCommand(program: Command): void {
     )
     .addHelpText('after', AUDIT_HELP)
     .action(async (entity: Entity, flags: AuditFlags) => {
-      const { cliRuntime, openProducer, pacedClient } = await import('./runtime.js');
+      const { cliRuntime, openProducer } = await import('./runtime.js');
+      const { pacedClient } = await import('./paced-client.js');
       const { requirePlatform } = await import('../config.js');
       const { auditEntity } = await import('../engine/audit.js');
       const { config, logger } = cliRuntime();

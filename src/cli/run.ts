@@ -81,7 +81,6 @@ export function registerRunCommands(program: Command): void {
 async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
   const { cliRuntime, openProducer } = await import('./runtime.js');
   const { jobLoader, prepareRun, submitRun } = await import('../engine/run-service.js');
-  const { startWorkerService } = await import('../engine/worker-service.js');
   const { createShutdown } = await import('../ops/shutdown.js');
   const { config, logger } = cliRuntime();
   const jobsDir = flags.jobs ?? config.jobsDir;
@@ -97,6 +96,7 @@ async function runCommand(jobName: string, flags: RunFlags): Promise<number> {
   const shutdown = createShutdown(logger, { deadlineMs: config.shutdownTimeoutMs });
   if (flags.withWorker) {
     shutdown.listen();
+    const { startWorkerService } = await import('../engine/worker-service.js');
     await startWorkerService({ config, logger, shutdown, jobsDir });
   }
   const producer = await openProducer(config, logger);
@@ -179,7 +179,8 @@ export async function watch(
 }
 
 async function planCommand(jobName: string, flags: RunFlags): Promise<number> {
-  const { cliRuntime, openProducer, pacedClient } = await import('./runtime.js');
+  const { cliRuntime, openProducer } = await import('./runtime.js');
+  const { pacedClient } = await import('./paced-client.js');
   const { requirePlatform } = await import('../config.js');
   const { coverageWarnings, unmatchedPaths } = await import('../crm/path-coverage.js');
   const { jobLoader } = await import('../engine/run-service.js');

@@ -6,13 +6,11 @@
  * imports"): it brings the library, which `--help` does not need.
  */
 import type { RedisClient } from '../redis/connection.js';
-import { loadConfig, requirePlatform, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
 import type { RunSummary } from '../engine/run-summary.js';
 import { createLogger, type Logger } from '../log.js';
 import { closeRedis, connectProducer } from '../redis/connection.js';
-import { pacerModeOf, RedisPacer } from '../queue/pacer.js';
-import { PlatformClient } from '../platform/client.js';
 import { createRunQueue, type TypedQueue } from '../queue/queues.js';
 import { StateStore } from '../state/store.js';
 
@@ -55,37 +53,6 @@ export async function openProducer(config: Config, logger?: Logger): Promise<Pro
     async close() {
       await runQueue.close();
       await closeRedis(redis);
-    },
-  };
-}
-
-/**
- * The platform client of a command that lists the platform (`plan`, `audit`):
- * its requests take their turns with the workers' from the shared pacer, so a
- * listing at full speed cannot earn a 429 that holds every worker.
- */
-export function pacedClient(
-  config: Config,
-  producer: Producer,
-  logger: Logger,
-): { client: PlatformClient; close(): void } {
-  const pacer = new RedisPacer({
-    redis: producer.redis,
-    prefix: config.prefix,
-    mode: pacerModeOf(config.platform),
-    logger,
-  });
-  const client = new PlatformClient({
-    ...requirePlatform(config),
-    timeoutMs: config.platform.timeoutMs,
-    logger,
-    pacer,
-  });
-  return {
-    client,
-    close() {
-      pacer.stop();
-      client.close();
     },
   };
 }

@@ -20,7 +20,8 @@ import {
 import { EnvelopeTally } from '../crm/envelope.js';
 import { readRows, streamsSeen } from '../crm/read.js';
 import { SourceError } from '../crm/source-error.js';
-import { NO_ENV, sourceName, type SourceEnv } from '../crm/source.js';
+import { NO_ENV, type SourceEnv } from '../crm/source.js';
+import { sourceName } from '../crm/source-spec.js';
 import type { SourceSpec } from '../crm/source-spec.js';
 import { sourceOf } from '../engine/run-source.js';
 import type { JobDefinition } from '../jobs/definition.js';

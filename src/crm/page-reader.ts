@@ -45,15 +45,8 @@ import {
 } from './pagination.js';
 import type { SourceRow } from './row.js';
 import { SourceError, type SourceErrorCode } from './source-error.js';
-import {
-  DEFAULT_TIMEOUT_MS,
-  NO_ENV,
-  requestHeaders,
-  sourceName,
-  sourceUrl,
-  type SourceEnv,
-} from './source.js';
-import type { SourceSpec } from './source-spec.js';
+import { DEFAULT_TIMEOUT_MS, NO_ENV, requestHeaders, sourceUrl, type SourceEnv } from './source.js';
+import { sourceName, type SourceSpec } from './source-spec.js';
 
 export interface PagesOptions {
   signal?: AbortSignal;

@@ -31,7 +31,8 @@ import { readPages } from './page-reader.js';
 import type { SourceRow } from './row.js';
 import { SourceError } from './source-error.js';
 import type { Decoded, NotUtf8 } from './utf8.js';
-import { formatFromName, openBytes, sourceName, type SourceEnv } from './source.js';
+import { formatFromName, openBytes, type SourceEnv } from './source.js';
+import { sourceName } from './source-spec.js';
 import {
   RECORDS_PATH_NDJSON,
   SourceSpecSchema,

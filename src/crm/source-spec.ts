@@ -200,3 +200,19 @@ function decoded(value: string): string {
     return value;
   }
 }
+
+/** A URL as it may be shown: origin and path, no userinfo, query or fragment. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/** The name errors and logs use for a source. */
+export function sourceName(spec: Pick<SourceSpec, 'path' | 'url'>): string {
+  if (spec.url !== undefined) return displayUrl(spec.url);
+  return spec.path ?? '(no source)';
+}

@@ -18,25 +18,9 @@ import { got, HTTPError, RequestError, TimeoutError } from 'got';
 import { registerSecret } from '../log.js';
 import { gunzipIfNeeded } from './gzip.js';
 import { SourceError } from './source-error.js';
-import type { SourceFormat, SourceSpec } from './source-spec.js';
+import { displayUrl, sourceName, type SourceFormat, type SourceSpec } from './source-spec.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
-
-/** A URL as it may be shown: origin and path, no userinfo, query or fragment. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`;
-  } catch {
-    return '(invalid URL)';
-  }
-}
-
-/** The name errors and logs use for a source. */
-export function sourceName(spec: Pick<SourceSpec, 'path' | 'url'>): string {
-  if (spec.url !== undefined) return displayUrl(spec.url);
-  return spec.path ?? '(no source)';
-}
 
 /** Format by file extension (a `.gz` suffix is looked through), or undefined. */
 export function formatFromName(spec: Pick<SourceSpec, 'path' | 'url'>): SourceFormat | undefined {

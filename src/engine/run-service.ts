@@ -22,7 +22,7 @@ import type { RunRecord } from '../state/runs.js';
 import type { StateStore } from '../state/store.js';
 import type { Mode } from '../sync/action.js';
 import { RunJobData as RunJobDataSchema, type RunJobData } from './payloads.js';
-import { createRunRecord } from './run.js';
+import { createRunRecord } from './run-record.js';
 import { hasEnded } from './run-summary.js';
 import { checkSourceOverride, sourceLabel } from './run-source.js';
 

@@ -12,8 +12,8 @@
  * the queue.
  */
 import { hasSince, withSince } from '../crm/since.js';
-import { sourceName, type SourceEnv } from '../crm/source.js';
-import { urlCredentials, type SourceSpec } from '../crm/source-spec.js';
+import type { SourceEnv } from '../crm/source.js';
+import { sourceName, urlCredentials, type SourceSpec } from '../crm/source-spec.js';
 import type { JobDefinition } from '../jobs/definition.js';
 import { stripCredentials } from '../state/redaction.js';
 import type { RunRecord } from '../state/runs.js';

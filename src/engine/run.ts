@@ -36,23 +36,17 @@ import { removeWaitingJobs } from '../queue/queues.js';
 import { addInTurn, writesWaiting } from '../queue/fair-share-store.js';
 import type { KnownLimit } from '../queue/pacer.js';
 import type { RunRecord } from '../state/runs.js';
-import type { StateStore } from '../state/store.js';
 import type { EngineContext } from './context.js';
-import {
-  isWriteChunkOf,
-  RunJobData,
-  shareOf,
-  writeChunksOfPage,
-  type RunJobRequest,
-} from './payloads.js';
+import { isWriteChunkOf, RunJobData, shareOf, writeChunksOfPage } from './payloads.js';
 import { planRun } from './run-planning.js';
 import { RunCancelledError } from './run-cancel.js';
 import { finalize } from './finalize.js';
 import { failRun } from './write.js';
 import { leaveRunOfOtherLayout } from './run-layout.js';
-import { checkSourceOverride, pullSince, sourceLabel } from './run-source.js';
+import { checkSourceOverride, pullSince } from './run-source.js';
 import { endRun } from './run-end.js';
 import { hasEnded } from './run-summary.js';
+import { createRunRecord } from './run-record.js';
 import { chunkLines, ENQUEUE_PAGE, limitNow, waitingBound } from './write-sizing.js';
 
 export async function processRun(ctx: EngineContext, job: Job, token?: string): Promise<string> {
@@ -184,30 +178,6 @@ async function endCancelled(
 /** BullMQ's refusal when this worker no longer holds the job's lock (its messages are its only mark). */
 function lockLost(err: unknown): boolean {
   return err instanceof Error && /^(Missing lock|Lock mismatch) for job /.test(err.message);
-}
-
-/** Creates the run record (status `queued`) unless it exists; returns it. */
-export async function createRunRecord(
-  store: StateStore,
-  runId: string,
-  def: JobDefinition | undefined,
-  req: RunJobRequest,
-): Promise<RunRecord> {
-  await store.runs.create({
-    id: runId,
-    job: req.job,
-    entity: def?.entity ?? 'companies',
-    mode: req.mode ?? def?.mode ?? 'upsert',
-    source: def ? sourceLabel(def, req) : (req.source ?? '(unknown)'),
-    options: {
-      full: req.full,
-      force: req.force,
-      trigger: req.trigger,
-      ...(req.slot && { slot: req.slot }),
-      ...(req.retryOf && { retryOf: req.retryOf }),
-    },
-  });
-  return (await store.runs.get(runId))!;
 }
 
 /**

@@ -1,17 +1,30 @@
 /**
  * `crm-sync --help`, a command's `--help` and a usage error load the CLI's
  * command definitions only: the library (and with it bullmq, ioredis, got,
- * express, zod, pino) is loaded by a command's action. A loader hook in the
- * CLI's process writes down every module it resolves.
+ * express, zod, pino) is loaded by a command's action. A command that only
+ * enqueues or reads state loads neither the HTTP client nor the planner: it
+ * often runs beside a worker, on the same cores. A loader hook in the CLI's
+ * process writes down every module it resolves.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliEnv, killAll, requireBuild, runCli, tempDir, type TempDir } from '../harness/cli.js';
+import {
+  cliEnv,
+  killAll,
+  requireBuild,
+  ROOT,
+  runCli,
+  tempDir,
+  type TempDir,
+} from '../harness/cli.js';
 
 /** Packages only the library needs. */
 const LIBRARY = /\/node_modules\/(bullmq|ioredis|got|express|zod|pino|yaml|prom-client)\//;
+/** What only a command that talks to the platform or plans needs: the HTTP client, the planner, the worker. */
+const PLATFORM_SIDE =
+  /\/node_modules\/got\/|\/dist\/engine\/(plan-pass|worker-service)\.js$|\/dist\/platform\/client\.js$/;
 
 describe('crm-sync help stays light', () => {
   let files: TempDir;
@@ -94,5 +107,24 @@ register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});
     const r = await loaded('runs', ['runs']);
     expect(r.code).toBe(4);
     expect(r.urls.some((u) => u.includes('/node_modules/ioredis/'))).toBe(true);
+  });
+
+  it('enqueues a run, or lists runs, without the HTTP client, the planner or the worker', async () => {
+    for (const [name, args] of [
+      ['run', ['run', 'hubspot-companies', '--jobs', join(ROOT, 'jobs')]],
+      ['runs', ['runs']],
+    ] as const) {
+      const r = await loaded(name, [...args]);
+      // It got as far as connecting to Redis (exit 4): the job was loaded, the library with it.
+      expect(r.code, name).toBe(4);
+      expect(
+        r.urls.some((u) => u.includes('/node_modules/bullmq/')),
+        name,
+      ).toBe(true);
+      expect(
+        r.urls.filter((u) => PLATFORM_SIDE.test(u)),
+        name,
+      ).toEqual([]);
+    }
   });
 });

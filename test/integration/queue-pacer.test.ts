@@ -33,7 +33,8 @@ import { startWorkerService } from '../../src/engine/worker-service.js';
 import { silentLogger } from '../../src/log.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { createShutdown } from '../../src/ops/shutdown.js';
-import { openProducer, pacedClient } from '../../src/cli/runtime.js';
+import { pacedClient } from '../../src/cli/paced-client.js';
+import { openProducer } from '../../src/cli/runtime.js';
 import { useRedis } from '../harness/redis.js';
 
 const { url, prefix: base } = useRedis();
