@@ -2,8 +2,8 @@
  * What a source spec may say, and the credential rules a job file's source
  * meets: one of a local path or an http(s) URL, the format and how to read
  * it, and credentials only by `${NAME}` reference to the environment (never
- * written out in a header or the URL). The bytes it names are read by
- * source.ts.
+ * written out in a header or the URL), and the name a source is shown by.
+ * The bytes it names are read by source.ts.
  */
 import { z } from 'zod';
 import { isSecretParam } from '../log.js';
