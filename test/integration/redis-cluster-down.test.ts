@@ -67,21 +67,19 @@ async function clusterStates(nodes: readonly RedisNode[]): Promise<string[]> {
  * CLUSTER SLOTS. Returns the step that gives the slot back to its primary.
  *
  * The owner gives the slot up first: a node that has dropped a slot takes it
- * back from the next heartbeat of a node still claiming it. A node still up
- * (a heartbeat sent before the owner's DELSLOTS and read after its own) is
- * asked again.
+ * back from the next heartbeat of a node still claiming it. Then every node
+ * still up is asked, until none is (a heartbeat sent before the owner's
+ * DELSLOTS may still reach one after its own).
  */
 async function takeClusterDown(cluster: RedisClusterTopology, key: string) {
   const { slot, primary } = await cluster.slotOwner(key);
   await primary.call('CLUSTER', 'DELSLOTS', slot);
-  const dropSlot = async (n: RedisNode) => {
-    await n.call('CLUSTER', 'DELSLOTS', slot).catch(() => undefined);
-  };
-  for (const n of cluster.nodes) if (n !== primary) await dropSlot(n);
   await waitUntil('cluster down', async () => {
     const states = await clusterStates(cluster.nodes);
-    await Promise.all(cluster.nodes.map((n, i) => (states[i] === 'fail' ? null : dropSlot(n))));
-    return states.every((s) => s === 'fail');
+    const up = cluster.nodes.filter((_, i) => states[i] !== 'fail');
+    // A node that dropped the slot meanwhile refuses a second DELSLOTS: nothing to do.
+    await Promise.all(up.map((n) => n.call('CLUSTER', 'DELSLOTS', slot).catch(() => undefined)));
+    return up.length === 0;
   });
   return async () => {
     await primary.call('CLUSTER', 'ADDSLOTS', slot);
