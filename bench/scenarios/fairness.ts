@@ -278,6 +278,11 @@ async function measure(sizes: FairnessSizes, passes: number): Promise<FairnessFi
   return out;
 }
 
+/** The target's figure: the backfill beside the small job over alone plus the small job's share. */
+function overAlonePlusShare(f: FairnessFigures): number {
+  return f.backfillTogetherMs / (f.backfillAloneMs + f.smallShareMs);
+}
+
 /** The short form for `npm run bench -- check`: one pass of a 2,000-row backfill. */
 export async function fairnessCheck(): Promise<FairnessFigures> {
   return (await measure(SHORT, 1))[0]!;
@@ -290,7 +295,7 @@ export const shortForm: ShortForm = {
     const f = await fairnessCheck();
     return {
       smallRunSeconds: f.smallRunMs / 1000,
-      backfillOverAlonePlusShare: f.backfillTogetherMs / (f.backfillAloneMs + f.smallShareMs),
+      backfillOverAlonePlusShare: overAlonePlusShare(f),
     };
   },
 };
@@ -353,6 +358,11 @@ const scenario: Scenario = {
             "the small job's share (its writes at the paced rate)",
             seconds(m((x) => x.smallShareMs)),
             '',
+          ],
+          [
+            'backfill with ÷ (alone + share) (target ≤ 1)',
+            ratio(m(overAlonePlusShare), 4),
+            passes.map((x) => ratio(overAlonePlusShare(x), 4)).join(', '),
           ],
           [
             'writes/s the platform saw, backfill alone (steady)',
