@@ -2,14 +2,16 @@
  * The job definitions of a folder as an operator looks at them: each job's
  * entity, write priority, schedule, next scheduled slot, pause and last run,
  * and the problems of the files that do not load or whose alerts cannot be
- * delivered. Read fresh on every call (a job file edited since counts). Used
- * by the ops API (`GET /api/jobs`, and the schedule state its pause and
- * resume answer).
+ * delivered. Each job comes from the process's loader (src/jobs/job-loader.ts):
+ * a file edited since counts, and one unchanged is not read and compiled
+ * again on the event loop that paces the writes. Used by the ops API
+ * (`GET /api/jobs`, and the schedule state its pause and resume answer).
  */
 import { CronExpressionParser } from 'cron-parser';
 import { jobAlertProblems } from '../alerts/rules.js';
 import type { Config } from '../config.js';
 import { loadJobs, type JobDefinition } from '../jobs/definition.js';
+import type { JobLoader } from '../jobs/job-loader.js';
 import type { PauseState } from '../schedule/pause.js';
 import { slotOf } from '../schedule/slot.js';
 import type { Runs } from '../state/runs.js';
@@ -84,14 +86,14 @@ export async function listJobs(
     store: { runs: Pick<Runs, 'list'> };
     /** The pause of a job's schedule (src/schedule/pause.ts). */
     pauseOf: (job: string) => Promise<PauseState | null>;
-    config: Pick<Config, 'jobsDir' | 'mappingsDir' | 'sourceEnv'>;
+    config: Pick<Config, 'jobsDir' | 'sourceEnv'>;
     jobsDir?: string;
+    /** The process's loader of that folder's jobs. */
+    loadJob: JobLoader;
   },
   now: Date = new Date(),
 ): Promise<JobsOverview> {
-  const { jobs, problems } = loadJobs(deps.jobsDir ?? deps.config.jobsDir, {
-    mappingsDir: deps.config.mappingsDir,
-  });
+  const { jobs, problems } = loadJobs(deps.jobsDir ?? deps.config.jobsDir, {}, deps.loadJob);
   const overviews = await Promise.all(
     jobs.map(async (def): Promise<JobOverview> => {
       const [[last], paused] = await Promise.all([

@@ -236,10 +236,17 @@ function jobFilesByName(dir: string): Map<string, string[]> {
 /** One job by name (`<dir>/<name>.yaml` or `.yml`); throws JobError with every problem. */
 export function loadJob(dir: string, name: string, options: LoadJobOptions = {}): JobDefinition {
   const root = resolve(dir);
-  const candidates = ['.yaml', '.yml'].map((e) => join(root, name + e));
-  options.reading?.(candidates);
-  const files = candidates.filter((f) => existsSync(f));
-  if (!JOB_NAME.test(name) || files.length === 0) {
+  let files: string[];
+  if (JOB_NAME.test(name)) {
+    const candidates = ['.yaml', '.yml'].map((e) => join(root, name + e));
+    options.reading?.(candidates);
+    files = candidates.filter((f) => existsSync(f));
+  } else {
+    // Not a job name: only a file the folder holds by that name is read (its
+    // problem is its name), never a path made of the name.
+    files = (existsSync(root) && jobFilesByName(root).get(name)) || [];
+  }
+  if (files.length === 0) {
     const known = jobNames(root).join(', ');
     throw new JobError('job.not-found', [
       `no job "${name}" in ${root}${known ? ` (have: ${known})` : ''}`,
@@ -253,23 +260,27 @@ export function loadJob(dir: string, name: string, options: LoadJobOptions = {})
   return job;
 }
 
-/** Every job of a folder, and every problem of every file (for `crm-sync validate`). */
+/**
+ * Every job of a folder, and every problem of every file (`crm-sync
+ * validate`, the jobs list), each job loaded by `load`: by default read now,
+ * or a process's loader that keeps what it read (src/jobs/job-loader.ts).
+ */
 export function loadJobs(
   dir: string,
   options: LoadJobOptions = {},
+  load: (name: string) => JobDefinition = (name) => loadJob(dir, name, options),
 ): { jobs: JobDefinition[]; problems: string[] } {
   const root = resolve(dir);
   if (!existsSync(root)) return { jobs: [], problems: [`jobs folder ${root} does not exist`] };
   const jobs: JobDefinition[] = [];
   const problems: string[] = [];
-  for (const [name, files] of jobFilesByName(root)) {
-    if (files.length > 1) {
-      problems.push(`job "${name}" is defined twice: ${files.join(' and ')}`);
-      continue;
+  for (const name of jobNames(root)) {
+    try {
+      jobs.push(load(name));
+    } catch (err) {
+      if (!(err instanceof JobError)) throw err;
+      problems.push(...err.problems);
     }
-    const r = parseJob(files[0]!, name, options);
-    if (r.job) jobs.push(r.job);
-    problems.push(...r.problems);
   }
   return { jobs, problems };
 }

@@ -96,6 +96,7 @@ export function opsApi(deps: OpsApiDeps): Router {
           pauseOf: (job) => pauseOf(redis, prefix, job),
           config: deps.config,
           ...(deps.jobsDir !== undefined && { jobsDir: deps.jobsDir }),
+          loadJob: deps.loadJob,
         }),
       );
     }),

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { JobAlertsSchema, jobAlertProblems } from '../../src/alerts/rules.js';
 import { listJobs } from '../../src/engine/job-service.js';
 import { loadJobs } from '../../src/jobs/definition.js';
+import { cachedJobLoader } from '../../src/jobs/job-loader.js';
 
 const root = mkdtempSync(join(tmpdir(), 'crm-sync-alert-hooks-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -92,10 +93,12 @@ describe('a ${NAME} webhook whose variable is not set', () => {
 
   it('is in the problems of the jobs list, the job still listed', async () => {
     const store = { runs: { list: () => Promise.resolve([]) } };
+    const load = cachedJobLoader(dir, { mappingsDir: root });
     const list = await listJobs({
       store,
       pauseOf: () => Promise.resolve(null),
-      config: { jobsDir: dir, mappingsDir: root, sourceEnv: env },
+      config: { jobsDir: dir, sourceEnv: env },
+      loadJob: load,
     });
     expect(list.jobs.map((j) => j.name)).toEqual(['empty', 'fine', 'global', 'unset']);
     expect(list.problems).toEqual([

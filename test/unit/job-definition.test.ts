@@ -281,6 +281,17 @@ mapping:
     }
     expect(() => loadJob(dir, '../one')).toThrow(JobError);
   });
+
+  it('says what is wrong with a file whose name is no job name, and reads nothing by a path made of a name', () => {
+    const good = 'entity: companies\nsource: { path: a.csv }\nmapping: hubspot-companies\n';
+    const dir = jobsDir({ 'Nightly.yaml': good, 'one.yaml': good });
+    expect(() => loadJob(dir, 'Nightly')).toThrow(
+      `${join(dir, 'Nightly.yaml')}: job names (file names) use lower-case letters, digits, - and _`,
+    );
+    // The folder beside holds a file by that name: never reached.
+    writeFileSync(join(dir, '..', 'beside.yaml'), good);
+    expect(() => loadJob(dir, '../beside')).toThrow(/^no job "\.\.\/beside" in /);
+  });
 });
 
 describe('loadJobs', () => {

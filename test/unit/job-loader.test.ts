@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { builtinMappingsDir } from '../../src/crm/presets.js';
-import { JobError } from '../../src/jobs/definition.js';
+import { listJobs } from '../../src/engine/job-service.js';
+import { JobError, loadJobs } from '../../src/jobs/definition.js';
 import { cachedJobLoader, preloadJobs } from '../../src/jobs/job-loader.js';
 
 const root = mkdtempSync(join(tmpdir(), 'crm-sync-job-loader-'));
@@ -162,5 +163,66 @@ describe('preloadJobs', () => {
 
   it('loads nothing from a folder that does not exist', () => {
     expect(preloadJobs(() => expect.unreachable(), join(root, 'no-such-folder'))).toEqual([]);
+  });
+});
+
+describe('the jobs list (GET /api/jobs) through the loader', () => {
+  const store = { runs: { list: () => Promise.resolve([]) } };
+  const listOf = (jobs: string, loadJob: (name: string) => unknown) =>
+    listJobs({
+      store,
+      pauseOf: () => Promise.resolve(null),
+      config: { jobsDir: jobs, sourceEnv: {} },
+      loadJob: loadJob as Parameters<typeof listJobs>[0]['loadJob'],
+    });
+
+  it('takes every job from the process’s loader: an unchanged file is not read again', async () => {
+    const { jobs, mappings } = folders({
+      'nightly.yaml': job('hubspot-companies'),
+      'weekly.yml': job('hubspot-companies'),
+    });
+    const load = cachedJobLoader(jobs, { mappingsDir: mappings });
+    const kept = new Map([
+      ['nightly', load('nightly')],
+      ['weekly', load('weekly')],
+    ]);
+    const answered: unknown[] = [];
+    const list = await listOf(jobs, (name) => {
+      const def = load(name);
+      answered.push(def);
+      return def;
+    });
+    expect(list.jobs.map((j) => j.name)).toEqual(['nightly', 'weekly']);
+    // The very definitions read before: nothing read and compiled again.
+    expect(answered).toEqual([kept.get('nightly'), kept.get('weekly')]);
+    expect(answered[0]).toBe(kept.get('nightly'));
+    expect(answered[1]).toBe(kept.get('weekly'));
+  });
+
+  it('has the problems `validate` finds, each file’s once, whichever way its jobs are read', async () => {
+    const { jobs, mappings } = folders({
+      'good.yaml': job('hubspot-companies'),
+      'twice.yaml': job('hubspot-companies'),
+      'twice.yml': job('hubspot-companies'),
+      'no-mapping.yaml': 'entity: companies\nsource: { path: a.csv }\n',
+      'Nightly.yaml': job('hubspot-companies'),
+      'broken.yml': 'entity: companies\nsource: [\n',
+    });
+    const fresh = loadJobs(jobs, { mappingsDir: mappings });
+    const load = cachedJobLoader(jobs, { mappingsDir: mappings });
+    const list = await listOf(jobs, load);
+    expect(list.jobs.map((j) => j.name)).toEqual(['good']);
+    expect(list.problems).toEqual(fresh.problems);
+    expect(fresh.problems).toHaveLength(4);
+    expect(fresh.problems).toEqual(
+      expect.arrayContaining([
+        `${join(jobs, 'Nightly.yaml')}: job names (file names) use lower-case letters, digits, - and _`,
+        expect.stringMatching(/^job "twice" is defined twice/),
+        expect.stringContaining(join(jobs, 'no-mapping.yaml')),
+        expect.stringContaining(join(jobs, 'broken.yml')),
+      ]),
+    );
+    // A worker's start-up says the same of each.
+    expect(preloadJobs(load, jobs).flatMap((p) => p.problems)).toEqual(fresh.problems);
   });
 });
