@@ -16,6 +16,13 @@
  * does not cover, which a loaded machine pays in rate, not in 429s. The
  * steady part lasts about 9 s and the rate is the slope of a line fitted to
  * every sample in it.
+ *
+ * Stalls, stopped processes (SIGSTOP) as a GC pause or a starved CPU stop
+ * them: the platform stopped counts what arrives meanwhile late, all at
+ * once; the worker stopped sends its turns late. Under a fixed limit equal
+ * to the platform's, neither, nor the platform's stall seen through the
+ * worker's own, may cost a 429: each request counted late has its echo move
+ * the turns a window after it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -103,6 +110,78 @@ describe('two workers, one rate limit', () => {
     expect(new Set(ids).size).toBe(ROWS);
     expect(ids).toHaveLength(ROWS);
     process.stdout.write(`two workers, limit ${LIMIT}/s: steady POST rate ${rate.toFixed(2)}/s\n`);
+  });
+});
+
+describe('stalls, of the platform and of the worker', () => {
+  it('meet no 429 under a fixed limit: the turns a window after a request counted late wait', async () => {
+    // 100/s with 40 ms latency: a stall of a quarter second holds up 25
+    // requests, many times the 3 that FIXED_MARGIN's slack covers.
+    const limit = 100;
+    const rows = 1_200;
+    const sandbox = await startSandboxProcess(apiKey, [
+      '--latency',
+      '40',
+      '--rate-limit',
+      `${limit}/s`,
+    ]);
+    files.write('stalled.yaml', companiesJob(files.write('stalled.csv', companiesCsv(rows))));
+    const env = cliEnv({
+      REDIS_URL: redisUrl,
+      CRM_SYNC_PREFIX: `${prefix}-stalled`,
+      CRM_SYNC_JOBS_DIR: files.dir,
+      PLATFORM_BASE_URL: sandbox.url,
+      PLATFORM_API_KEY: apiKey,
+      PLATFORM_RATE_LIMIT: limit,
+      PLATFORM_LATENCY_HINT_MS: 40,
+      OPS_PORT: 0,
+    });
+    const worker = spawnCli(['worker'], env);
+    await worker.waitForLine(/"msg":"ops server listening"/);
+    const enqueued = await runCli(['run', 'stalled', '--json'], env);
+    expect(enqueued.code, enqueued.stderr).toBe(0);
+
+    const posts = async () => countRequests(await sandboxStats(sandbox.url), 'POST', '/companies');
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const stop = (p: { kill(signal: NodeJS.Signals): void }, ms: number) => {
+      p.kill('SIGSTOP');
+      return pause(ms).finally(() => p.kill('SIGCONT'));
+    };
+    // Each a second and a half apart, in turn: the platform counts what arrives
+    // while it is stopped late, all at once; a stopped worker sends its turns
+    // late, and sees the answers that came meanwhile late.
+    const stalls = [
+      // The platform alone.
+      () => stop(sandbox.proc, 250),
+      // The worker alone.
+      () => stop(worker, 200),
+      // The platform, then the worker stopped before the platform's late
+      // answers come: the worker's own lateness hides theirs.
+      async () => {
+        const platform = stop(sandbox.proc, 250);
+        await pause(100);
+        await Promise.all([platform, stop(worker, 300)]);
+      },
+    ];
+    const started = performance.now();
+    while ((await posts()) < 50) {
+      expect(performance.now() - started).toBeLessThan(60_000);
+      await pause(100);
+    }
+    let done = 0;
+    while ((await posts()) < rows * 0.9) {
+      await stalls[done++ % stalls.length]!();
+      await pause(1_500);
+    }
+    while ((await posts()) < rows) {
+      expect(performance.now() - started).toBeLessThan(120_000);
+      await pause(100);
+    }
+    expect(done).toBeGreaterThanOrEqual(6);
+    const stats = await sandboxStats(sandbox.url);
+    expect(stats.filter((e) => e.status === 429)).toEqual([]);
+    const ids = ((await sandboxDump(sandbox.url)).companies ?? []).map((c) => c.external_id);
+    expect(new Set(ids).size).toBe(rows);
   });
 });
 
