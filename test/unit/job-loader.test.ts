@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { builtinMappingsDir } from '../../src/crm/presets.js';
 import { listJobs } from '../../src/engine/job-service.js';
 import { JobError, loadJobs } from '../../src/jobs/definition.js';
-import { cachedJobLoader, preloadJobs } from '../../src/jobs/job-loader.js';
+import { cachedJobLoader, preloadJobs, type JobLoader } from '../../src/jobs/job-loader.js';
 
 const root = mkdtempSync(join(tmpdir(), 'crm-sync-job-loader-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -168,12 +168,12 @@ describe('preloadJobs', () => {
 
 describe('the jobs list (GET /api/jobs) through the loader', () => {
   const store = { runs: { list: () => Promise.resolve([]) } };
-  const listOf = (jobs: string, loadJob: (name: string) => unknown) =>
+  const listOf = (jobs: string, loadJob: JobLoader) =>
     listJobs({
       store,
       pauseOf: () => Promise.resolve(null),
       config: { jobsDir: jobs, sourceEnv: {} },
-      loadJob: loadJob as Parameters<typeof listJobs>[0]['loadJob'],
+      loadJob,
     });
 
   it('takes every job from the process’s loader: an unchanged file is not read again', async () => {
@@ -194,7 +194,7 @@ describe('the jobs list (GET /api/jobs) through the loader', () => {
     });
     expect(list.jobs.map((j) => j.name)).toEqual(['nightly', 'weekly']);
     // The very definitions read before: nothing read and compiled again.
-    expect(answered).toEqual([kept.get('nightly'), kept.get('weekly')]);
+    expect(answered).toHaveLength(2);
     expect(answered[0]).toBe(kept.get('nightly'));
     expect(answered[1]).toBe(kept.get('weekly'));
   });
