@@ -260,27 +260,35 @@ export function loadJob(dir: string, name: string, options: LoadJobOptions = {})
   return job;
 }
 
+/** A job of a folder that did not load, and why. */
+export interface JobProblem {
+  job: string;
+  problems: string[];
+}
+
 /**
  * Every job of a folder, and every problem of every file (`crm-sync
  * validate`, the jobs list), each job loaded by `load`: by default read now,
  * or a process's loader that keeps what it read (src/jobs/job-loader.ts).
+ * `failed` names the job of each file's problems.
  */
 export function loadJobs(
   dir: string,
   options: LoadJobOptions = {},
   load: (name: string) => JobDefinition = (name) => loadJob(dir, name, options),
-): { jobs: JobDefinition[]; problems: string[] } {
+): { jobs: JobDefinition[]; problems: string[]; failed: JobProblem[] } {
   const root = resolve(dir);
-  if (!existsSync(root)) return { jobs: [], problems: [`jobs folder ${root} does not exist`] };
+  if (!existsSync(root))
+    return { jobs: [], problems: [`jobs folder ${root} does not exist`], failed: [] };
   const jobs: JobDefinition[] = [];
-  const problems: string[] = [];
-  for (const name of jobNames(root)) {
+  const failed: JobProblem[] = [];
+  for (const job of jobNames(root)) {
     try {
-      jobs.push(load(name));
+      jobs.push(load(job));
     } catch (err) {
       if (!(err instanceof JobError)) throw err;
-      problems.push(...err.problems);
+      failed.push({ job, problems: err.problems });
     }
   }
-  return { jobs, problems };
+  return { jobs, problems: failed.flatMap((f) => f.problems), failed };
 }

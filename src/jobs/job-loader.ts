@@ -17,11 +17,14 @@
 import { statSync } from 'node:fs';
 import {
   JobError,
-  jobNames,
   loadJob,
+  loadJobs,
   type JobDefinition,
+  type JobProblem,
   type LoadJobOptions,
 } from './definition.js';
+
+export type { JobProblem } from './definition.js';
 
 /** The job definition of a name, as its files say now. */
 export type JobLoader = (name: string) => JobDefinition;
@@ -52,30 +55,24 @@ export function cachedJobLoader(dir: string, options: LoadJobOptions = {}): JobL
   };
 }
 
-/** A job of the folder that did not load, and why. */
-export interface JobProblem {
-  job: string;
-  problems: string[];
-}
-
 /**
  * Loads every job of `dir` through `load` now, so that the loader keeps each
  * one that loads: a run's first load of its job is then a stat of its files,
  * not a read and compile that holds the event loop while other runs' paced
  * writes wait (35 ms, cold, in a profile of the fairness bench's worker at
  * the small job's start). Answers the jobs that do not load; their runs fail
- * with the same problems.
+ * with the same problems. Whatever a job throws is its problem: one job
+ * does not stop a worker's start.
  */
 export function preloadJobs(load: JobLoader, dir: string): JobProblem[] {
-  const out: JobProblem[] = [];
-  for (const job of jobNames(dir)) {
+  const guarded = (name: string): JobDefinition => {
     try {
-      load(job);
+      return load(name);
     } catch (err) {
-      out.push({ job, problems: err instanceof JobError ? err.problems : [String(err)] });
+      throw err instanceof JobError ? err : new JobError('job.invalid', [String(err)]);
     }
-  }
-  return out;
+  };
+  return loadJobs(dir, {}, guarded).failed;
 }
 
 /** The files' inode, size and times, `-` where one is absent; undefined when one cannot be stat'ed. */
