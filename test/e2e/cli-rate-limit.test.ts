@@ -38,6 +38,7 @@ import {
   spawnCli,
   startSandboxProcess,
   tempDir,
+  type SandboxProcess,
 } from '../harness/cli.js';
 import { useRedis } from '../harness/redis.js';
 
@@ -58,25 +59,40 @@ afterAll(async () => {
   files.remove();
 });
 
+/**
+ * A sandbox process throttling at `limit`/s (a sliding window) with
+ * `latencyMs`, and the environment of crm-sync processes that write to it
+ * at the same fixed PLATFORM_RATE_LIMIT under `keyPrefix`.
+ */
+async function limitedPlatform(
+  limit: number,
+  latencyMs: number,
+  keyPrefix: string,
+  extra: Record<string, string> = {},
+): Promise<{ sandbox: SandboxProcess; env: NodeJS.ProcessEnv }> {
+  const sandbox = await startSandboxProcess(apiKey, [
+    '--latency',
+    String(latencyMs),
+    '--rate-limit',
+    `${limit}/s`,
+  ]);
+  const env = cliEnv({
+    REDIS_URL: redisUrl,
+    CRM_SYNC_PREFIX: keyPrefix,
+    CRM_SYNC_JOBS_DIR: files.dir,
+    PLATFORM_BASE_URL: sandbox.url,
+    PLATFORM_API_KEY: apiKey,
+    PLATFORM_RATE_LIMIT: limit,
+    PLATFORM_LATENCY_HINT_MS: latencyMs,
+    OPS_PORT: 0,
+    ...extra,
+  });
+  return { sandbox, env };
+}
+
 describe('two workers, one rate limit', () => {
   it('no 429 from a sliding window at the same limit; the aggregate POST rate is just under it', async () => {
-    const sandbox = await startSandboxProcess(apiKey, [
-      '--latency',
-      '50',
-      '--rate-limit',
-      `${LIMIT}/s`,
-    ]);
-    const env = cliEnv({
-      REDIS_URL: redisUrl,
-      CRM_SYNC_PREFIX: prefix,
-      CRM_SYNC_JOBS_DIR: files.dir,
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_API_KEY: apiKey,
-      PLATFORM_RATE_LIMIT: LIMIT,
-      PLATFORM_LATENCY_HINT_MS: 50,
-      OPS_PORT: 0,
-      LOG_LEVEL: 'debug',
-    });
+    const { sandbox, env } = await limitedPlatform(LIMIT, 50, prefix, { LOG_LEVEL: 'debug' });
     const workers = [spawnCli(['worker'], env), spawnCli(['worker'], env)];
     await Promise.all(workers.map((w) => w.waitForLine(/"msg":"ops server listening"/)));
     const enqueued = await runCli(['run', 'rated', '--json'], env);
@@ -119,23 +135,8 @@ describe('stalls, of the platform and of the worker', () => {
     // requests, many times the 3 that FIXED_MARGIN's slack covers.
     const limit = 100;
     const rows = 1_200;
-    const sandbox = await startSandboxProcess(apiKey, [
-      '--latency',
-      '40',
-      '--rate-limit',
-      `${limit}/s`,
-    ]);
     files.write('stalled.yaml', companiesJob(files.write('stalled.csv', companiesCsv(rows))));
-    const env = cliEnv({
-      REDIS_URL: redisUrl,
-      CRM_SYNC_PREFIX: `${prefix}-stalled`,
-      CRM_SYNC_JOBS_DIR: files.dir,
-      PLATFORM_BASE_URL: sandbox.url,
-      PLATFORM_API_KEY: apiKey,
-      PLATFORM_RATE_LIMIT: limit,
-      PLATFORM_LATENCY_HINT_MS: 40,
-      OPS_PORT: 0,
-    });
+    const { sandbox, env } = await limitedPlatform(limit, 40, `${prefix}-stalled`);
     const worker = spawnCli(['worker'], env);
     await worker.waitForLine(/"msg":"ops server listening"/);
     const enqueued = await runCli(['run', 'stalled', '--json'], env);
