@@ -42,7 +42,16 @@ async function serve(opts: { scheduler: boolean; jobs?: string }): Promise<never
       service.writeQueue as Queue,
       service.alertQueue as Queue,
     ];
-    if (opts.scheduler) await startSchedulerService({ config, logger, shutdown, jobsDir });
+    if (opts.scheduler) {
+      // One job loader for the process: the schedules read each job as the workers do.
+      await startSchedulerService({
+        config,
+        logger,
+        shutdown,
+        jobsDir,
+        loadJob: service.ctx.loadJob,
+      });
+    }
     const ops = await startOpsServer({
       host: config.ops.host,
       port: config.ops.port,

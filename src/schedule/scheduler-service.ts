@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import type { RunJobData } from '../engine/payloads.js';
 import { jobLoader, RunConflictError, startRun } from '../engine/run-service.js';
 import { JobError, loadJobs } from '../jobs/definition.js';
+import type { JobLoader } from '../jobs/job-loader.js';
 import type { Logger } from '../log.js';
 import type { Shutdown } from '../ops/shutdown.js';
 import {
@@ -31,6 +32,12 @@ export interface SchedulerServiceOptions {
   shutdown: Shutdown;
   /** Overrides `config.jobsDir` (the `--jobs` option). */
   jobsDir?: string;
+  /**
+   * The process's job loader, when it has one (`crm-sync start`: the
+   * workers'), so that a job's files are read once for both; by default the
+   * service's own.
+   */
+  loadJob?: JobLoader;
 }
 
 export interface SchedulerService {
@@ -51,7 +58,8 @@ export async function startSchedulerService(
 ): Promise<SchedulerService> {
   const { config, logger, shutdown } = opts;
   const jobsDir = opts.jobsDir ?? config.jobsDir;
-  const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir });
+  const loadJob = opts.loadJob ?? jobLoader(config, jobsDir);
+  const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir }, loadJob);
   if (problems.length > 0) throw new JobError('job.invalid', problems);
 
   const redis = createRedis('worker', config.redis, { logger });
@@ -70,7 +78,7 @@ export async function startSchedulerService(
   const deps = {
     store: new StateStore(redis, { prefix: config.prefix, runHistory: config.runHistory, logger }),
     runQueue: queue,
-    loadJob: jobLoader(config, jobsDir),
+    loadJob,
   };
   // State of a layout this release cannot use (older: `crm-sync migrate`; newer: upgrade) stops it here.
   await deps.store.layout.assertRead();
