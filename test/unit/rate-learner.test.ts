@@ -250,10 +250,12 @@ describe('steps', () => {
     const at = { now, requestedAt: now - 1, retryAfterMs: 33_000, log, recent };
     expect(onLimited(st, at, S)?.ceiling).toBeCloseTo(50, 6);
     expect(onLimited({ ...st, rate: 20 }, at, S)?.ceiling).toBeCloseTo(50, 6);
-    // An hour's wait says an hour's window.
-    expect(onLimited(st, { now, requestedAt: now, retryAfterMs: 600_000 }, S)?.periodMs).toBe(
-      3_600_000,
-    );
+    // A wait of up to an hour says an hour's window; a longer one a day's.
+    const windowOf = (retryAfterMs: number) =>
+      onLimited(st, { now, requestedAt: now, retryAfterMs }, S)?.periodMs;
+    expect(windowOf(600_000)).toBe(3_600_000);
+    expect(windowOf(3_600_000)).toBe(3_600_000);
+    expect(windowOf(5 * 3_600_000)).toBe(86_400_000);
   });
 
   it('believes a stated policy and stops guessing', () => {
@@ -477,6 +479,17 @@ describe('a long window, paced by its room', () => {
     expect(windowPace(refill, half, now)).toEqual({ rate: 50 * REFILL, holdMs: 0 });
   });
 
+  it('refills until refillUntil only: a hold that reaches it paces at SETTLE', () => {
+    // Over the target now; a second on, the 1,000 of its first second have left: 950 of room.
+    const filled = new Map([
+      [sec + 1, 1_000],
+      [sec + 30, 2_000],
+    ]);
+    const at = (refillUntil: number) => windowPace({ ...st, refillUntil }, filled, now);
+    expect(at(now + 1_000)).toEqual({ rate: 50 * SETTLE, holdMs: 1_000 });
+    expect(at(now + 1_001)).toEqual({ rate: 50 * REFILL, holdMs: 1_000 });
+  });
+
   it('holds, whole seconds, while the window has no room', () => {
     // A burst: 3,000 in the last 10 s; its first second has left 51 s from now.
     const burst = new Map(Array.from({ length: 10 }, (_, i) => [sec + 50 + i, 300]));
@@ -502,11 +515,12 @@ describe('a long window, paced by its room', () => {
       source: 'window',
     });
     expect(onTick(refilling(later.now), { ...later, log: full }, S)?.source).toBe('probe');
-    const low = { ...S, max: 48 };
-    expect(onTick({ ...st, changedAt: now }, { ...later, log: full }, low)).toMatchObject({
-      ceiling: 50,
-      source: 'window',
-    });
+    // Probed while its pace (SETTLE of the limit, 48.5) is under the max, not once it is there.
+    const underMax = (max: number) =>
+      onTick({ ...st, changedAt: now }, { ...later, log: full }, { ...S, max })?.source;
+    expect(underMax(49)).toBe('probe');
+    expect(underMax(48.5)).toBe('window');
+    expect(underMax(48)).toBe('window');
   });
 
   it('backs off on a later 429 to BACKOFF of what the window let through, and waits it out', () => {
