@@ -4,7 +4,8 @@
  * registered with the process's shutdown so they close in reverse order.
  * Used by `crm-sync scheduler` and by `crm-sync start` beside the workers.
  * A firing starts its run as `crm-sync run` does (`startRun`): the job is
- * read again, and the run's record exists from the moment it is enqueued.
+ * loaded again (its files read again only when they changed), and the run's
+ * record exists from the moment it is enqueued.
  */
 import type { RedisClient } from '../redis/connection.js';
 import { alertEmitter, createAlertQueue } from '../alerts/delivery.js';
