@@ -166,6 +166,9 @@ describe('website', () => {
     // Hosts of the first and last letters alone.
     ['a.aa', 'https://a.aa'],
     ['zz.Z', 'https://zz.Z'],
+    // Hosts of the first and last digits alone (IPv4 addresses).
+    ['0.0.0.0', 'https://0.0.0.0'],
+    ['9.9.9.9', 'https://9.9.9.9'],
   ])('%j → %j (host and path as written; https:// only when there is no scheme)', (input, out) =>
     expect(toWebsite(input)).toBe(out),
   );
