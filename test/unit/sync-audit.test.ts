@@ -167,6 +167,12 @@ describe('auditListing', () => {
       [3, 'untracked'],
     ]);
     expect(withMarker.untracked[1]!.runId).toBe('run-1');
+    // Each reason names what the operator acts on: the account, the run, or that none can tell.
+    const [lost, pending, untracked] = withMarker.untracked.map((u) => u.reason);
+    expect(lost).toContain('created by "crm-sync" (our API account)');
+    expect(pending).toContain('external_id "hs:2"');
+    expect(pending).toContain('by run run-1 has an unknown outcome');
+    expect(untracked).toContain('created elsewhere, or by us with every trace lost');
     expect(withMarker.withoutIdentity).toBe(1);
     expect(withMarker.problems).toBe(1);
     // Without the marker our state cannot tell record 1 from one made elsewhere.
