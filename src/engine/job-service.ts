@@ -93,7 +93,7 @@ export async function listJobs(
   },
   now: Date = new Date(),
 ): Promise<JobsOverview> {
-  const { jobs, problems } = loadJobs(deps.jobsDir ?? deps.config.jobsDir, {}, deps.loadJob);
+  const { jobs, problems } = loadJobs(deps.jobsDir ?? deps.config.jobsDir, deps.loadJob);
   const overviews = await Promise.all(
     jobs.map(async (def): Promise<JobOverview> => {
       const [[last], paused] = await Promise.all([

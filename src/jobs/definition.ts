@@ -268,15 +268,15 @@ export interface JobProblem {
 
 /**
  * Every job of a folder, and every problem of every file (`crm-sync
- * validate`, the jobs list), each job loaded by `load`: by default read now,
- * or a process's loader that keeps what it read (src/jobs/job-loader.ts).
- * `failed` names the job of each file's problems.
+ * validate`, the jobs list), each job read now with `how`'s options, or
+ * loaded by `how` itself: a process's loader that keeps what it read
+ * (src/jobs/job-loader.ts). `failed` names the job of each file's problems.
  */
 export function loadJobs(
   dir: string,
-  options: LoadJobOptions = {},
-  load: (name: string) => JobDefinition = (name) => loadJob(dir, name, options),
+  how: LoadJobOptions | ((name: string) => JobDefinition) = {},
 ): { jobs: JobDefinition[]; problems: string[]; failed: JobProblem[] } {
+  const load = typeof how === 'function' ? how : (name: string) => loadJob(dir, name, how);
   const root = resolve(dir);
   if (!existsSync(root))
     return { jobs: [], problems: [`jobs folder ${root} does not exist`], failed: [] };

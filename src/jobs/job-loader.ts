@@ -72,7 +72,7 @@ export function preloadJobs(load: JobLoader, dir: string): JobProblem[] {
       throw err instanceof JobError ? err : new JobError('job.invalid', [String(err)]);
     }
   };
-  return loadJobs(dir, {}, guarded).failed;
+  return loadJobs(dir, guarded).failed;
 }
 
 /** The files' inode, size and times, `-` where one is absent; undefined when one cannot be stat'ed. */

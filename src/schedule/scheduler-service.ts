@@ -60,7 +60,7 @@ export async function startSchedulerService(
   const { config, logger, shutdown } = opts;
   const jobsDir = opts.jobsDir ?? config.jobsDir;
   const loadJob = opts.loadJob ?? jobLoader(config, jobsDir);
-  const { jobs, problems } = loadJobs(jobsDir, { mappingsDir: config.mappingsDir }, loadJob);
+  const { jobs, problems } = loadJobs(jobsDir, loadJob);
   if (problems.length > 0) throw new JobError('job.invalid', problems);
 
   const redis = createRedis('worker', config.redis, { logger });
