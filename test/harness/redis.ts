@@ -52,11 +52,15 @@ async function* scanBatches(
   }
 }
 
-/** Every key matching `pattern` (see `scanBatches`), sorted. */
+/**
+ * Every key matching `pattern` (see `scanBatches`), sorted, each once: SCAN
+ * may return a key twice when the keyspace shrinks between its calls, as
+ * it does while other test files delete theirs on the same server.
+ */
 export async function keysMatching(client: RedisClient, pattern: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const { keys } of scanBatches(client, pattern)) out.push(...keys);
-  return out.sort();
+  const out = new Set<string>();
+  for await (const { keys } of scanBatches(client, pattern)) for (const k of keys) out.add(k);
+  return [...out].sort();
 }
 
 export async function deleteByPrefix(client: RedisClient, prefix: string): Promise<void> {
