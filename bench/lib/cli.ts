@@ -7,7 +7,15 @@
  * `crm-sync run JOB --wait --json` and their JSON summary returned.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,7 +133,7 @@ export function cliEnv(e: SyncEnv): NodeJS.ProcessEnv {
     PLATFORM_RATE_LIMIT: String(e.rateLimit),
     CRM_SYNC_JOBS_DIR: e.jobs,
     CRM_SYNC_MAPPINGS_DIR: join(ROOT, 'config', 'mappings'),
-    LOG_LEVEL: 'error',
+    LOG_LEVEL: process.env.BENCH_WORKER_LOG ? 'info' : 'error',
     OPS_PORT: '0',
     ...e.extra,
   };
@@ -298,10 +306,16 @@ export interface WorkerProcess {
 }
 
 export function startWorker(env: NodeJS.ProcessEnv): WorkerProcess {
+  // BENCH_WORKER_LOG=DIR keeps each worker's log lines (LOG_LEVEL=info) there, as worker-<pid>.log.
+  const logs = process.env.BENCH_WORKER_LOG;
   const child = spawn(process.execPath, [...nodeFlags(), CLI, 'worker'], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  if (logs && child.stderr) {
+    mkdirSync(logs, { recursive: true });
+    child.stderr.pipe(createWriteStream(join(logs, `worker-${child.pid}.log`)));
+  }
   let stderr = '';
   child.stderr?.on('data', (b: Buffer) => (stderr = (stderr + b.toString()).slice(-4000)));
   const cpu = watchCpu(child);
