@@ -199,6 +199,8 @@ export class RedisPacer implements Pacer {
   /** The latest `holdUntil` written to Redis. */
   private holdShared = 0;
   private updating: Promise<void> = Promise.resolve();
+  private taken = 0;
+  private refused = 0;
 
   constructor(private readonly opts: PacerOptions) {
     this.call = scriptOf(opts.redis);
@@ -224,6 +226,16 @@ export class RedisPacer implements Pacer {
     return ceiling > 0
       ? { perSecond: Math.min(ceiling, mode.max), known: true }
       : { perSecond: mode.max, known: false };
+  }
+
+  /** Turns this process has handed to its callers since it started. */
+  get turnsTaken(): number {
+    return this.taken;
+  }
+
+  /** 429s this process has been answered since it started. */
+  get throttled(): number {
+    return this.refused;
   }
 
   /** The learner's state as last read (auto mode). */
@@ -269,6 +281,7 @@ export class RedisPacer implements Pacer {
   }
 
   observe(status: number, headers: Headers, ticket: Ticket, timing?: RequestTiming): void {
+    if (status === 429) this.refused++;
     const local = performance.now();
     const wall = Date.now();
     const skew = this.skew?.skew ?? this.offset + wall - local;
@@ -449,6 +462,7 @@ export class RedisPacer implements Pacer {
       if (now > due) this.echo({ turn, firedAt: now + skew });
       const w = this.waiters.shift()!;
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+      this.taken++;
       w.resolve({ turn, firedAt: now });
     }
     if (this.waiters.length === 0) return;
