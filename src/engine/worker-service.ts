@@ -33,6 +33,7 @@ import {
   type TypedQueue,
 } from '../queue/queues.js';
 import { WORKER_NAME } from '../queue/worker-layout.js';
+import { WriterLease } from '../queue/writer-lease.js';
 import { preloadJobs } from '../jobs/job-loader.js';
 import { StateStore } from '../state/store.js';
 import { createEngineContext, type EngineContext, type EngineSettings } from './context.js';
@@ -50,6 +51,8 @@ export interface WorkerServiceOptions {
   jobsDir?: string;
   metrics?: Metrics;
   settings?: Partial<EngineSettings>;
+  /** This machine's idle cores since the last call, for the writer lease (default: from os.cpus()). */
+  spareCores?: () => number;
 }
 
 export interface WorkerService {
@@ -60,6 +63,8 @@ export interface WorkerService {
   alertQueue: AlertQueue;
   runWorker: Worker;
   writeWorker: Worker;
+  /** Whether this process writes (src/queue/writer-lease.ts). */
+  writerLease: WriterLease;
   alertWorker: Worker;
   concurrency: number;
 }
@@ -193,6 +198,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     most: ctx.settings.writeChunk,
     latencyMs: config.writes.latencyHintMs,
   });
+  // Started by the writer lease below: only the process holding it takes chunks, unless it calls for help.
   const writeWorker = new Worker(
     QueueName.writes,
     (job: Job, token?: string, signal?: AbortSignal) => processWriteChunk(ctx, job, signal, token),
@@ -203,6 +209,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
         retry: config.retry,
       }),
       ...lock,
+      autorun: false,
     },
   );
   const runWorker = new Worker(
@@ -242,6 +249,34 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     // Stop taking jobs, let the ones in flight finish until the deadline, then abort them.
     shutdown.register(name, workerCloser(w));
   }
+  const lease = new WriterLease({
+    redis,
+    prefix: config.prefix,
+    logger,
+    ...(opts.spareCores && { spareCores: opts.spareCores }),
+    sample: async () => ({
+      at: performance.now(),
+      waiting: await writeQueue.getJobCountByTypes('wait', 'prioritized'),
+      taken: pacer.turnsTaken,
+      rate: pacer.rate,
+      throttled: pacer.throttled,
+    }),
+    onRole: async (role, why) => {
+      opts.metrics?.writing.set(role === 'write' ? 1 : 0);
+      // A paused worker finishes the chunks it holds; the writer's stalled check covers the rest.
+      if (role === 'write') await writeWorker.resume();
+      else await writeWorker.pause(true);
+      logger.info(
+        { role, why },
+        role === 'write'
+          ? 'taking write chunks'
+          : 'standing by: another process holds the writer lease',
+      );
+    },
+  });
+  await lease.start();
+  // Closed before the workers (the reverse of this order): the next process takes over at once.
+  shutdown.register('writer lease', () => lease.stop());
   logger.info(
     {
       concurrency,
@@ -258,6 +293,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
     alertQueue,
     runWorker,
     writeWorker,
+    writerLease: lease,
     alertWorker,
     concurrency,
   };

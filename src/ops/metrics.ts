@@ -25,6 +25,8 @@ export interface Metrics {
   rateLimited: Counter<'operation'>;
   /** Requests per second the pacer spaces platform requests at (learned with `auto`), all replicas together. */
   platformRate: Gauge;
+  /** 1 while this process takes write chunks (it holds the writer lease, or helps), 0 while it stands by. */
+  writing: Gauge;
   /** Jobs per queue and state, read from Redis on each scrape. */
   queueDepth: Gauge<'queue' | 'state'>;
   /** Wall time of finished runs, seconds. Labels: job, status. */
@@ -98,6 +100,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     platformRate: new Gauge({
       name: 'crm_sync_platform_rate',
       help: 'Requests per second the pacer lets through to the platform, all replicas together (learned with PLATFORM_RATE_LIMIT=auto)',
+      registers: [registry],
+    }),
+    writing: new Gauge({
+      name: 'crm_sync_writing',
+      help: 'Whether this process takes write chunks: 1 while it holds the writer lease or the writer called for help, 0 while it stands by',
       registers: [registry],
     }),
     queueDepth,

@@ -1,9 +1,11 @@
 /**
  * Chaos: worker processes SIGKILLed at seeded random moments of a 2,000-row
- * sync (three kills, each of a random worker once a random share of the
- * writes has reached the platform), a fresh worker started after each. The
- * killed workers' jobs stall and move on after WORKER_LOCK_MS; the run must
- * complete with the platform holding every valid row exactly once.
+ * sync (three kills once a random share of the writes has reached the
+ * platform: the writer, a random worker, the writer again), a fresh worker
+ * started after each. A killed writer's lease lapses and another process
+ * writes on; the killed workers' jobs stall and move on after
+ * WORKER_LOCK_MS; the run must complete with the platform holding every
+ * valid row exactly once.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -37,7 +39,8 @@ describe('chaos: worker processes SIGKILLed mid-run', () => {
         const posts = requests(await sandboxStats(c), 'POST', '/companies');
         if (posts < points[kills]!) return;
         busy = true;
-        await c.killWorker(Math.floor(random() * c.workers.length));
+        const writer = await c.writerIndex();
+        await c.killWorker(kills === 1 ? Math.floor(random() * c.workers.length) : writer);
         kills++;
         await c.startWorker();
         busy = false;

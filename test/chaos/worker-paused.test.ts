@@ -42,8 +42,9 @@ describe('chaos: a worker frozen past its locks, then woken', () => {
         const before = await posts();
         // Resume once the locks have expired, the stalled check has run and the
         // other worker has written on: the frozen one's jobs are in other hands.
+        // The writer: the one holding chunks (the other stands by, src/queue/writer-lease.ts).
         await c.pauseWorker(
-          pauses % c.workers.length,
+          await c.writerIndex(),
           async () => Date.now() - frozenAt > 3 * LOCK_MS && (await posts()) > before + 100,
         );
         pauses++;

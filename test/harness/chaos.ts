@@ -31,6 +31,7 @@ import {
 } from './cli.js';
 import { csvField, requireBuild } from './cli.js';
 import { countWrites, statsSince, HUBSPOT_HEADER } from './engine.js';
+import { writerKey } from '../../src/queue/writer-lease.js';
 import { randomPrefix } from './redis.js';
 import { removeDir, startRedisServer, type RedisServer } from './redis-server.js';
 
@@ -163,6 +164,8 @@ export interface Chaos {
   startWorker(apiKey?: string): Promise<CliProcess>;
   /** SIGKILLs the worker at `index` (of those running) and waits for it to die. */
   killWorker(index: number): Promise<void>;
+  /** The index of the worker holding the writer lease (src/queue/writer-lease.ts), waiting for one. */
+  writerIndex(): Promise<number>;
   /**
    * Freezes the worker at `index` (SIGSTOP), as a long GC pause or a starved
    * CPU would, until `resumeWhen` holds, then lets it go on (SIGCONT).
@@ -257,6 +260,17 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       if (!w) throw new Error(`no worker ${index} (${c.workers.length} running)`);
       w.kill('SIGKILL');
       expect((await w.exited).signal).toBe('SIGKILL');
+    },
+    async writerIndex() {
+      const until = Date.now() + 10_000;
+      for (;;) {
+        // The lease holds `host:pid:random`.
+        const pid = /:(\d+):[0-9a-f]+$/.exec((await redis.get(writerKey(prefix))) ?? '')?.[1];
+        const at = c.workers.findIndex((w) => String(w.child.pid) === pid);
+        if (at >= 0) return at;
+        if (Date.now() > until) throw new Error(`no worker holds the writer lease (pid ${pid})`);
+        await sleep(100);
+      }
     },
     async pauseWorker(index, resumeWhen) {
       const w = c.workers[index];
