@@ -260,6 +260,7 @@ export async function startWorkerService(opts: WorkerServiceOptions): Promise<Wo
       taken: pacer.turnsTaken,
       rate: pacer.rate,
       throttled: pacer.throttled,
+      answered: pacer.answeredAll,
     }),
     onRole: async (role, why) => {
       opts.metrics?.writing.set(role === 'write' ? 1 : 0);

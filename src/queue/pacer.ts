@@ -201,6 +201,7 @@ export class RedisPacer implements Pacer {
   private updating: Promise<void> = Promise.resolve();
   private taken = 0;
   private refused = 0;
+  private okAll = 0;
 
   constructor(private readonly opts: PacerOptions) {
     this.call = scriptOf(opts.redis);
@@ -236,6 +237,14 @@ export class RedisPacer implements Pacer {
   /** 429s this process has been answered since it started. */
   get throttled(): number {
     return this.refused;
+  }
+
+  /**
+   * Requests every replica has had answered other than by a 429, as of
+   * this process's last booking (each reports its own then): a shared count.
+   */
+  get answeredAll(): number {
+    return this.okAll;
   }
 
   /** The learner's state as last read (auto mode). */
@@ -522,6 +531,7 @@ export class RedisPacer implements Pacer {
     const n = Number(reply[3]);
     this.version = String(reply[4]);
     const total = Number(reply[5]);
+    this.okAll = total;
     const booked = Number(reply[6]);
     const fields = 7 + STATE_FIELDS.length;
     this.state = stateOf(reply.slice(7, fields));

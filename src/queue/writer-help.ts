@@ -4,15 +4,21 @@
  * its write slots are sized for the whole platform limit
  * (src/queue/limiter.ts), so while it keeps its pace another process would
  * only split the same turns and pay again for its compiler, heap and queue
- * polling. It falls behind when writes wait in the queue and still it takes
- * under BEHIND_SHARE of its pacer's turns, every second for BEHIND_MS, with
- * no 429 in that time (a 429's Retry-After holds every process alike); then
- * it calls for help, and every process writes until no write waits in the
- * queue. A process answers the call only if its machine has SPARE_CORES of
- * idle CPU: where the writer is short because the machine's cores are
- * full, more processes on it only slow each other down (three workers on
- * two cores wrote at 0.67-0.79 of the limit where one wrote at 0.90:
- * docs/BENCHMARKS.md, sync-scale).
+ * polling.
+ *
+ * It falls behind when writes wait in the queue and still it takes under
+ * BEHIND_SHARE of its pacer's turns, every second for BEHIND_MS, with no
+ * 429 in that time (a 429's Retry-After holds every process alike); then
+ * it calls for help, and the processes standing by write too. Help must
+ * pay: HELP_TRIAL_MS after the call, every process's requests together
+ * must go at least HELP_GAIN times the writer's best second alone, or the
+ * call is withdrawn. Either way the call stands, or stays withdrawn, until
+ * no write waits in the queue. (More writers are not always faster: three
+ * workers on two cores wrote at 0.59-0.79 of a 1,500/s limit where one
+ * wrote at 0.85-0.94, docs/BENCHMARKS.md, sync-scale; and a process
+ * starting to write is slow for its first seconds while its code is
+ * compiled, which help does not cure.) A process answers the call only if
+ * its machine had SPARE_CORES of idle CPU.
  */
 
 /** How often each process renews or seeks the lease, and samples its pace. */
@@ -25,7 +31,12 @@ export const HELP_MS = 3_000;
 export const BEHIND_MS = 5_000;
 /** The share of the pacer's rate below which the writer is short of it. */
 export const BEHIND_SHARE = 0.9;
-
+/** How long help has to show its worth: the helpers' first tick, and their first seconds. */
+export const HELP_TRIAL_MS = 6_000;
+/** What every process's answers together must reach after a call, over the writer's best second alone. */
+export const HELP_GAIN = 1.1;
+/** Help's rate is counted from this long after the call: the helpers' first tick and first writes. */
+export const HELP_SETTLE_MS = 2_000;
 /** Idle CPU, in cores, a process's machine must have for it to start helping. */
 export const SPARE_CORES = 0.5;
 
@@ -41,20 +52,28 @@ export interface PaceSample {
   rate: number;
   /** 429s it was answered since it started (`RedisPacer.throttled`). */
   throttled: number;
+  /** Requests of every process answered other than by a 429 (`RedisPacer.answeredAll`). */
+  answered: number;
 }
 
+/** The writer's call for help: none, made (and whether it has paid), or withdrawn. */
+export type HelpCall =
+  | { state: 'none' }
+  | { state: 'called'; at: number; best: number; paid: boolean }
+  | { state: 'withdrawn' };
+
+export const NO_CALL: HelpCall = { state: 'none' };
+
 /**
- * True when the samples show the writer short of its pace for BEHIND_MS
- * straight: from the newest sample at least BEHIND_MS old to the last,
- * between every two samples writes waited (at both), no 429 came, and the
- * turns taken were under BEHIND_SHARE of the lower of their two rates.
- * A process starting to write is slow for its first seconds (its code not
- * yet compiled, its pools not yet filled), then keeps its pace: that ramp
- * is not being behind. Samples are oldest first.
+ * The first sample of the last BEHIND_MS when the samples show the writer
+ * short of its pace for that long straight: from the newest sample at least
+ * BEHIND_MS old to the last, between every two samples writes waited (at
+ * both), no 429 came, and the turns taken were under BEHIND_SHARE of the
+ * lower of their two rates. Samples are oldest first.
  */
-export function isBehind(samples: readonly PaceSample[]): boolean {
+export function behindSince(samples: readonly PaceSample[]): number | undefined {
   const last = samples.at(-1);
-  if (!last) return false;
+  if (!last) return undefined;
   let from = -1;
   for (let i = samples.length - 1; i >= 0; i--) {
     if (last.at - samples[i]!.at >= BEHIND_MS) {
@@ -62,25 +81,47 @@ export function isBehind(samples: readonly PaceSample[]): boolean {
       break;
     }
   }
-  if (from < 0) return false;
+  if (from < 0) return undefined;
   for (let i = from + 1; i < samples.length; i++) {
     const [a, b] = [samples[i - 1]!, samples[i]!];
-    if (a.waiting === 0 || b.waiting === 0 || b.throttled !== a.throttled) return false;
+    if (a.waiting === 0 || b.waiting === 0 || b.throttled !== a.throttled) return undefined;
     const seconds = (b.at - a.at) / 1_000;
-    if (b.taken - a.taken >= BEHIND_SHARE * Math.min(a.rate, b.rate) * seconds) return false;
+    if (b.taken - a.taken >= BEHIND_SHARE * Math.min(a.rate, b.rate) * seconds) return undefined;
   }
-  return true;
+  return from;
+}
+
+/** Answered requests a second between two samples. */
+function answeredRate(a: PaceSample, b: PaceSample): number {
+  return (b.answered - a.answered) / Math.max(0.001, (b.at - a.at) / 1_000);
 }
 
 /**
- * Whether the writer calls for help now: when it is behind, or when help
- * is already called for and writes still wait (help stays until the queue
- * is empty: the writer alone would fall behind again).
+ * The call after this tick's sample (the last). No write waiting ends any
+ * call. A writer behind (`behindSince`) calls, noting its best second in
+ * that span. HELP_TRIAL_MS after a call, the rate of every process's
+ * answers from HELP_SETTLE_MS after it to now must be HELP_GAIN times that
+ * best second, or the call is withdrawn.
  */
-export function callsForHelp(samples: readonly PaceSample[], called: boolean): boolean {
+export function nextCall(samples: readonly PaceSample[], call: HelpCall): HelpCall {
   const last = samples.at(-1);
-  if (called && last !== undefined && last.waiting > 0) return true;
-  return isBehind(samples);
+  if (!last) return call;
+  if (last.waiting === 0) return NO_CALL;
+  if (call.state === 'withdrawn') return call;
+  if (call.state === 'called') {
+    if (call.paid || last.at - call.at < HELP_TRIAL_MS) return call;
+    const from = samples.find((s) => s.at >= call.at + HELP_SETTLE_MS);
+    if (!from || from === last) return call;
+    return answeredRate(from, last) >= HELP_GAIN * call.best
+      ? { ...call, paid: true }
+      : { state: 'withdrawn' };
+  }
+  const from = behindSince(samples);
+  if (from === undefined) return call;
+  let best = 0;
+  for (let i = from + 1; i < samples.length; i++)
+    best = Math.max(best, answeredRate(samples[i - 1]!, samples[i]!));
+  return { state: 'called', at: last.at, best, paid: false };
 }
 
 /**

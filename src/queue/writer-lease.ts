@@ -20,9 +20,11 @@ import { callScript } from '../redis/scripts.js';
 import {
   HELP_MS,
   LEASE_MS,
+  NO_CALL,
   TICK_MS,
   answersHelp,
-  callsForHelp,
+  nextCall,
+  type HelpCall,
   type PaceSample,
 } from './writer-help.js';
 
@@ -71,6 +73,8 @@ export class WriterLease {
   private stopped = false;
   private holds = false;
   private called = false;
+  /** This process's own call, while it writes. */
+  private call: HelpCall = NO_CALL;
   private role: WriteRole | undefined;
   private samples: PaceSample[] = [];
   private ticking: Promise<void> = Promise.resolve();
@@ -119,7 +123,10 @@ export class WriterLease {
     if (this.holds) {
       this.samples.push(await this.opts.sample());
       if (this.samples.length > KEPT_SAMPLES) this.samples.shift();
-      ask = callsForHelp(this.samples, this.called) ? '1' : '0';
+      const next = nextCall(this.samples, this.call);
+      if (next.state !== this.call.state) this.logCall(next);
+      this.call = next;
+      ask = next.state === 'called' ? '1' : '0';
     }
     const [holds, help] = (await callScript(
       this.opts.redis,
@@ -133,9 +140,9 @@ export class WriterLease {
     )) as [number, number];
     const spare = this.spareCores();
     if (this.stopped) return;
-    if (holds !== 1) this.samples = [];
-    if (help === 1 && !this.called && holds === 1) {
-      this.opts.logger?.info('writer behind its pace: worker processes with idle CPU help');
+    if (holds !== 1) {
+      this.samples = [];
+      this.call = NO_CALL;
     }
     this.holds = holds === 1;
     this.called = help === 1;
@@ -144,6 +151,18 @@ export class WriterLease {
     if (role !== this.role) {
       this.role = role;
       await this.opts.onRole(role, this.holds ? 'lease' : helps ? 'help' : 'none');
+    }
+  }
+
+  private logCall(next: HelpCall): void {
+    const log = this.opts.logger;
+    if (next.state === 'called') {
+      log?.info(
+        { best: Math.round(next.best) },
+        'writer behind its pace: worker processes with idle CPU help',
+      );
+    } else if (next.state === 'withdrawn') {
+      log?.info('help did not raise the rate: the writer goes on alone until the queue empties');
     }
   }
 }

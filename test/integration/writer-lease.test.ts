@@ -172,7 +172,15 @@ describe('WriterLease on Redis: roles by the lease, the call for help and idle C
       spareCores: () => spare.cores,
       sample: async () => {
         taken += 100;
-        return { at: performance.now(), waiting: 5, taken, rate: 100, throttled: 0, ...pace };
+        return {
+          at: performance.now(),
+          waiting: 5,
+          taken,
+          rate: 100,
+          throttled: 0,
+          answered: taken,
+          ...pace,
+        };
       },
       onRole: async (role, why) => {
         roles.push([role, why]);

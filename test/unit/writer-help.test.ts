@@ -1,23 +1,39 @@
 import { describe, expect, it } from 'vitest';
 import {
   answersHelp,
+  behindSince,
   BEHIND_MS,
   BEHIND_SHARE,
-  callsForHelp,
+  HELP_GAIN,
+  HELP_SETTLE_MS,
+  HELP_TRIAL_MS,
+  nextCall,
+  NO_CALL,
   SPARE_CORES,
-  isBehind,
+  type HelpCall,
   type PaceSample,
 } from '../../src/queue/writer-help.js';
 
+const isBehind = (samples: PaceSample[]) => behindSince(samples) !== undefined;
+
 /**
  * Samples a second apart from t = 0 at a rate of 100/s, taking turns at the
- * rates given a second (the first sample takes none), writes waiting.
+ * rates given a second (the first sample takes none), writes waiting, the
+ * writer alone (every process's answers are its turns).
  */
 function taking(perSecond: number[], over: Partial<PaceSample>[] = []): PaceSample[] {
   let taken = 0;
   return [0, ...perSecond].map((n, i) => {
     taken += n;
-    return { at: 1_000 * i, waiting: 5, taken, rate: 100, throttled: 0, ...over[i] };
+    return {
+      at: 1_000 * i,
+      waiting: 5,
+      taken,
+      rate: 100,
+      throttled: 0,
+      answered: taken,
+      ...over[i],
+    };
   });
 }
 
@@ -26,6 +42,7 @@ const slow = [80, 80, 80, 80, 80];
 describe('writer help', () => {
   it('holds the figures the module header states', () => {
     expect([BEHIND_MS, BEHIND_SHARE, SPARE_CORES]).toEqual([5_000, 0.9, 0.5]);
+    expect([HELP_TRIAL_MS, HELP_SETTLE_MS, HELP_GAIN]).toEqual([6_000, 2_000, 1.1]);
   });
 
   it('is behind after five seconds each under 90 of 100 turns, writes waiting', () => {
@@ -86,14 +103,60 @@ describe('writer help', () => {
     expect(isBehind(before)).toBe(true);
   });
 
-  it('calls for help when behind, and keeps calling while writes wait', () => {
-    expect(callsForHelp(taking(slow), false)).toBe(true);
-    expect(callsForHelp(taking([100, 100, 100, 100, 100]), false)).toBe(false);
-    expect(callsForHelp(taking([100]), true)).toBe(true);
-    expect(
-      callsForHelp(taking([100, 100, 100, 100, 100], [{}, {}, {}, {}, {}, { waiting: 0 }]), true),
-    ).toBe(false);
-    expect(callsForHelp([], true)).toBe(false);
+  /** `nextCall` tick by tick over `samples` from `call`: the call after each tick. */
+  function calls(samples: PaceSample[], call: HelpCall = NO_CALL): HelpCall[] {
+    const out: HelpCall[] = [];
+    for (let i = 1; i <= samples.length; i++)
+      out.push((call = nextCall(samples.slice(0, i), call)));
+    return out;
+  }
+
+  it('calls when behind, noting its best second alone; not before, nor with no write waiting', () => {
+    const ramp = calls(taking([40, 60, 80, 70, 85]));
+    expect(ramp.slice(0, 5).every((c) => c.state === 'none')).toBe(true);
+    expect(ramp[5]).toEqual({ state: 'called', at: 5_000, best: 85, paid: false });
+    expect(calls(taking([100, 100, 100, 100, 100])).at(-1)).toEqual(NO_CALL);
+    expect(nextCall([], NO_CALL)).toEqual(NO_CALL);
+  });
+
+  /**
+   * A writer behind at 80/s from t = 0 to 5 s (it calls at 5 s), then every
+   * process together at `helped` a second to t = 12 s, writes waiting.
+   */
+  function trial(helped: number): PaceSample[] {
+    const s = taking([80, 80, 80, 80, 80, 40, 40, 40, 40, 40, 40, 40]);
+    let answered = s[5]!.answered;
+    return s.map((x, i) => (i <= 5 ? x : { ...x, answered: (answered += helped) }));
+  }
+
+  it('keeps a call that raised every process’s rate by a tenth over its best second', () => {
+    const c = calls(trial(88));
+    expect(c.slice(5, 11).map((x) => x.state)).toEqual(Array(6).fill('called'));
+    // At t = 11 s (HELP_TRIAL_MS after the call): 88/s from t = 7 s, at least 1.1 × 80.
+    expect(c[11]).toEqual({ state: 'called', at: 5_000, best: 80, paid: true });
+    expect(c[12]).toEqual(c[11]);
+  });
+
+  it('withdraws a call that did not, and calls no more until no write waits', () => {
+    const c = calls(trial(87.9));
+    expect(c[10]!.state).toBe('called');
+    expect(c[11]).toEqual({ state: 'withdrawn' });
+    // Still behind, still withdrawn.
+    const more = taking([80, 80, 80, 80, 80, 40, 40, 40, 40, 40, 40, 40, 50, 50, 50, 50, 50, 50]);
+    const after = calls(more.slice(12), c[11]);
+    expect(after.every((x) => x.state === 'withdrawn')).toBe(true);
+    // The queue empties: no call; a new backlog may call again.
+    expect(nextCall(taking([50], [{}, { waiting: 0 }]), { state: 'withdrawn' })).toEqual(NO_CALL);
+    expect(nextCall(taking([50], [{}, { waiting: 0 }]), c[10]!)).toEqual(NO_CALL);
+  });
+
+  it('counts help from HELP_SETTLE_MS after the call: the helpers’ first seconds do not count', () => {
+    // 200/s in the two seconds after the call, then 70/s: 1.1 × 80 is not reached after them.
+    const s = taking([80, 80, 80, 80, 80, 200, 200, 70, 70, 70, 70, 70]);
+    expect(calls(s)[11]).toEqual({ state: 'withdrawn' });
+    // The other way round: slow at first, then 100/s.
+    const t = taking([80, 80, 80, 80, 80, 10, 10, 100, 100, 100, 100, 100]);
+    expect(calls(t)[11]).toEqual({ state: 'called', at: 5_000, best: 80, paid: true });
   });
 
   it('answers a call with half a core idle, or when it helps already; never uncalled', () => {
