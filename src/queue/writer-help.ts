@@ -8,17 +8,17 @@
  *
  * It falls behind when writes wait in the queue and still it takes under
  * BEHIND_SHARE of its pacer's turns, every second for BEHIND_MS, with no
- * 429 in that time (a 429's Retry-After holds every process alike); then
+ * 429 in that time (a 429's Retry-After holds every process alike), and
+ * its last second was not its fastest (a writer still speeding up is
+ * starting, and its code being compiled, which help does not cure); then
  * it calls for help, and the processes standing by write too. Help must
  * pay: HELP_TRIAL_MS after the call, every process's requests together
  * must go at least HELP_GAIN times the writer's best second alone, or the
  * call is withdrawn. Either way the call stands, or stays withdrawn, until
  * no write waits in the queue. (More writers are not always faster: three
  * workers on two cores wrote at 0.59-0.79 of a 1,500/s limit where one
- * wrote at 0.85-0.94, docs/BENCHMARKS.md, sync-scale; and a process
- * starting to write is slow for its first seconds while its code is
- * compiled, which help does not cure.) A process answers the call only if
- * its machine had SPARE_CORES of idle CPU.
+ * wrote at 0.85-0.94, docs/BENCHMARKS.md, sync-scale.) A process answers
+ * the call only if its machine had SPARE_CORES of idle CPU.
  */
 
 /** How often each process renews or seeks the lease, and samples its pace. */
@@ -69,7 +69,8 @@ export const NO_CALL: HelpCall = { state: 'none' };
  * short of its pace for that long straight: from the newest sample at least
  * BEHIND_MS old to the last, between every two samples writes waited (at
  * both), no 429 came, and the turns taken were under BEHIND_SHARE of the
- * lower of their two rates. Samples are oldest first.
+ * lower of their two rates; and it is no longer speeding up (its last
+ * second is not faster than every other). Samples are oldest first.
  */
 export function behindSince(samples: readonly PaceSample[]): number | undefined {
   const last = samples.at(-1);
@@ -82,12 +83,17 @@ export function behindSince(samples: readonly PaceSample[]): number | undefined 
     }
   }
   if (from < 0) return undefined;
+  const rates: number[] = [];
   for (let i = from + 1; i < samples.length; i++) {
     const [a, b] = [samples[i - 1]!, samples[i]!];
     if (a.waiting === 0 || b.waiting === 0 || b.throttled !== a.throttled) return undefined;
     const seconds = (b.at - a.at) / 1_000;
     if (b.taken - a.taken >= BEHIND_SHARE * Math.min(a.rate, b.rate) * seconds) return undefined;
+    rates.push((b.taken - a.taken) / Math.max(0.001, seconds));
   }
+  // Still speeding up (its last second its fastest): a start, not a limit.
+  const lastRate = rates.at(-1)!;
+  if (rates.length > 1 && rates.slice(0, -1).every((r) => r < lastRate)) return undefined;
   return from;
 }
 
