@@ -4,9 +4,9 @@
  * find the lease free holds it while it renews it, and writes. The others
  * stand by (their write worker paused, src/engine/worker-service.ts) and
  * write only while the writer calls for help and their machine has idle
- * CPU (src/queue/writer-help.ts). A
- * writer that dies, hangs or loses Redis for LEASE_MS is replaced by the
- * next process to tick; one that stops gives the lease up at once.
+ * CPU (src/queue/writer-help.ts). A writer that dies, hangs or loses Redis
+ * for LEASE_MS is replaced by the next process to tick; one that stops
+ * gives the lease up at once.
  *
  * The lease decides who spends CPU on writes, not whether a write is done
  * once: that is the write path's claim (src/state/write-steps.ts). Two
@@ -49,9 +49,10 @@ export interface WriterLeaseOptions {
 }
 
 /**
- * Idle cores of the machine since the previous call (the first: since boot),
- * from the kernel's idle time of every CPU (`os.cpus()`). In a container
- * these are the host's CPUs, whatever the container's own CPU limit.
+ * Idle cores of the machine since the previous call (the first: since the
+ * meter was made), from the kernel's idle time of every CPU (`os.cpus()`).
+ * In a container these are the host's CPUs, whatever the container's own
+ * CPU limit.
  */
 export function spareCoresMeter(): () => number {
   const idle = () => cpus().reduce((n, c) => n + c.times.idle, 0);
