@@ -1,9 +1,9 @@
 // Mutation testing (`npm run mutate`; not part of CI): Stryker changes the
 // pure sync core, the retry policy, the rate learner, the write queue's
-// share between runs, the pacer's window echoes and clock estimate, the
-// skip rules and the field transforms one small edit at a time and runs the
-// unit tests against each change; a change no test notices ("survived")
-// marks behaviour no test pins.
+// share between runs, the pacer's window echoes and clock estimate, when
+// the writer calls for help, the skip rules and the field transforms one
+// small edit at a time and runs the unit tests against each change; a
+// change no test notices ("survived") marks behaviour no test pins.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
@@ -32,6 +32,7 @@ export default {
     'src/queue/fair-share.ts',
     'src/queue/window-echo.ts',
     'src/queue/clock-skew.ts',
+    'src/queue/writer-help.ts',
     'src/crm/skip-rules.ts',
     'src/crm/transforms.ts',
   ],

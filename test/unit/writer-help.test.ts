@@ -69,6 +69,16 @@ describe('writer help', () => {
     expect(isBehind(taking([40, 60, 50, 70, 85, 84]))).toBe(true);
   });
 
+  it('compares seconds as rates, whatever the time between ticks', () => {
+    // 84 a second, then a late tick: 160 in 2 s is 80/s, slower than the rest: behind.
+    const late = taking([84, 84, 84, 84]);
+    late.push({ ...late[4]!, at: 6_000, taken: late[4]!.taken + 160 });
+    expect(isBehind(late)).toBe(true);
+    // 176 in 2 s is 88/s, faster than the rest: still speeding up.
+    late[5] = { ...late[5]!, taken: late[4]!.taken + 176 };
+    expect(isBehind(late)).toBe(false);
+  });
+
   it('is not behind when one second of the five kept its pace: a process warming up', () => {
     // A cold writer's first seconds, then its pace: 5 s at 0.74 of it on average.
     expect(isBehind(taking([40, 60, 80, 95, 95]))).toBe(false);
@@ -165,6 +175,18 @@ describe('writer help', () => {
     // The other way round: slow at first, then 100/s.
     const t = taking([80, 80, 80, 80, 80, 10, 10, 100, 100, 100, 100, 100]);
     expect(calls(t)[11]).toEqual({ state: 'called', at: 5_000, best: 80, paid: true });
+    // The second starting at exactly HELP_SETTLE_MS counts: 200, then 60/s, is 95/s from t = 7 s.
+    const u = taking([80, 80, 80, 80, 80, 10, 10, 200, 60, 60, 60, 60]);
+    expect(calls(u)[11]).toEqual({ state: 'called', at: 5_000, best: 80, paid: true });
+  });
+
+  it('waits for a second tick after HELP_SETTLE_MS before judging help: a late tick is no trial', () => {
+    const s = taking([80, 80, 80, 80, 80]);
+    const called = nextCall(s, NO_CALL);
+    expect(called.state).toBe('called');
+    // The next tick comes 6.5 s late: nothing measured since the settling, the call stands.
+    const late = [...s, { ...s.at(-1)!, at: 11_500, taken: 1_000, answered: 1_000 }];
+    expect(nextCall(late, called)).toEqual(called);
   });
 
   it('answers a call with half a core idle, or when it helps already; never uncalled', () => {
