@@ -112,7 +112,7 @@ export class WriterLease {
     this.timer = setTimeout(() => {
       this.ticking = this.tick()
         .catch((err: unknown) =>
-          this.opts.logger?.warn({ err }, 'writer lease: Redis unavailable; retrying'),
+          this.opts.logger?.warn({ err }, 'writer lease: tick failed; retrying'),
         )
         .finally(() => this.schedule());
     }, TICK_MS);
@@ -150,8 +150,9 @@ export class WriterLease {
     const helps = !this.holds && answersHelp(this.called, this.role === 'write', spare);
     const role: WriteRole = this.holds || helps ? 'write' : 'stand by';
     if (role !== this.role) {
-      this.role = role;
+      // Taken only once carried out: one that failed is tried again at the next tick.
       await this.opts.onRole(role, this.holds ? 'lease' : helps ? 'help' : 'none');
+      this.role = role;
     }
   }
 

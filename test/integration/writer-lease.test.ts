@@ -254,4 +254,36 @@ describe('WriterLease on Redis: roles by the lease, the call for help and idle C
     }
     expect(await redis.exists(writerKey(prefix))).toBe(0);
   });
+
+  it('carries a role out again at the next tick when it failed', async () => {
+    await redis.set(writerKey(prefix), 'elsewhere', 'PX', 60_000);
+    let failures = 1;
+    let tries = 0;
+    const done: WriteRole[] = [];
+    const l = new WriterLease({
+      redis,
+      prefix,
+      spareCores: () => 2,
+      sample: async () => {
+        throw new Error('a standing-by process is never sampled');
+      },
+      onRole: async (role) => {
+        tries++;
+        if (role === 'write' && failures-- > 0) throw new Error('resume failed');
+        done.push(role);
+      },
+    });
+    try {
+      await l.start();
+      await redis.set(writerHelpKey(prefix), 'elsewhere', 'PX', 60_000);
+      await until('the first try to write', () => tries === 2, 3 * TICK_MS);
+      expect(done).toEqual(['stand by']);
+      await until('a second try', () => done.length === 2, 3 * TICK_MS);
+      expect(done).toEqual(['stand by', 'write']);
+      expect(tries).toBe(3);
+    } finally {
+      await l.stop();
+      await redis.del(writerKey(prefix), writerHelpKey(prefix));
+    }
+  });
 });
