@@ -75,21 +75,15 @@ export const NO_CALL: HelpCall = { state: 'none' };
 export function behindSince(samples: readonly PaceSample[]): number | undefined {
   const last = samples.at(-1);
   if (!last) return undefined;
-  let from = -1;
-  for (let i = samples.length - 1; i >= 0; i--) {
-    if (last.at - samples[i]!.at >= BEHIND_MS) {
-      from = i;
-      break;
-    }
-  }
+  const from = samples.findLastIndex((s) => last.at - s.at >= BEHIND_MS);
   if (from < 0) return undefined;
   const rates: number[] = [];
   for (let i = from + 1; i < samples.length; i++) {
     const [a, b] = [samples[i - 1]!, samples[i]!];
     if (a.waiting === 0 || b.waiting === 0 || b.throttled !== a.throttled) return undefined;
-    const seconds = (b.at - a.at) / 1_000;
-    if (b.taken - a.taken >= BEHIND_SHARE * Math.min(a.rate, b.rate) * seconds) return undefined;
-    rates.push((b.taken - a.taken) / Math.max(0.001, seconds));
+    const rate = perSecond(a, b, 'taken');
+    if (rate >= BEHIND_SHARE * Math.min(a.rate, b.rate)) return undefined;
+    rates.push(rate);
   }
   // Still speeding up (its last second its fastest): a start, not a limit.
   const lastRate = rates.at(-1)!;
@@ -97,9 +91,9 @@ export function behindSince(samples: readonly PaceSample[]): number | undefined 
   return from;
 }
 
-/** Answered requests a second between two samples. */
-function answeredRate(a: PaceSample, b: PaceSample): number {
-  return (b.answered - a.answered) / Math.max(0.001, (b.at - a.at) / 1_000);
+/** Turns taken, or requests answered, a second between two samples. */
+function perSecond(a: PaceSample, b: PaceSample, count: 'taken' | 'answered'): number {
+  return (b[count] - a[count]) / Math.max(0.001, (b.at - a.at) / 1_000);
 }
 
 /**
@@ -118,7 +112,7 @@ export function nextCall(samples: readonly PaceSample[], call: HelpCall): HelpCa
     if (call.paid || last.at - call.at < HELP_TRIAL_MS) return call;
     const from = samples.find((s) => s.at >= call.at + HELP_SETTLE_MS);
     if (!from || from === last) return call;
-    return answeredRate(from, last) >= HELP_GAIN * call.best
+    return perSecond(from, last, 'answered') >= HELP_GAIN * call.best
       ? { ...call, paid: true }
       : { state: 'withdrawn' };
   }
@@ -126,7 +120,7 @@ export function nextCall(samples: readonly PaceSample[], call: HelpCall): HelpCa
   if (from === undefined) return call;
   let best = 0;
   for (let i = from + 1; i < samples.length; i++)
-    best = Math.max(best, answeredRate(samples[i - 1]!, samples[i]!));
+    best = Math.max(best, perSecond(samples[i - 1]!, samples[i]!, 'answered'));
   return { state: 'called', at: last.at, best, paid: false };
 }
 

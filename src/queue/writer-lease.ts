@@ -73,7 +73,6 @@ export class WriterLease {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private holds = false;
-  private called = false;
   /** This process's own call, while it writes. */
   private call: HelpCall = NO_CALL;
   private role: WriteRole | undefined;
@@ -146,8 +145,7 @@ export class WriterLease {
       this.call = NO_CALL;
     }
     this.holds = holds === 1;
-    this.called = help === 1;
-    const helps = !this.holds && answersHelp(this.called, this.role === 'write', spare);
+    const helps = !this.holds && answersHelp(help === 1, this.role === 'write', spare);
     const role: WriteRole = this.holds || helps ? 'write' : 'stand by';
     if (role !== this.role) {
       // Taken only once carried out: one that failed is tried again at the next tick.
