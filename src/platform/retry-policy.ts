@@ -211,24 +211,25 @@ export function rateLimitDecision(
   };
 }
 
-/** The platform's own words for a final refusal: its field messages, or its detail. */
+/**
+ * The reason of a final refusal: the platform's own words (its field
+ * messages, or its detail) when it answered; the error's own message when
+ * no answer came (a body refused before sending, a certificate refused),
+ * since the platform then said nothing.
+ */
 function rejection(err: PlatformError, at: Attempt): Decision {
   const field = err instanceof BadRequestError ? Object.keys(err.fields)[0] : undefined;
+  const parts =
+    err instanceof BadRequestError
+      ? Object.entries(err.fields).map(([f, msgs]) => `${f}: ${msgs.join(' ')}`)
+      : [];
   let reason: string;
   if (err instanceof NotFoundError && at.operation === 'update') {
     reason = `platform record ${at.platformId ?? err.path} no longer exists (404)`;
+  } else if (err.statusCode === undefined) {
+    reason = err.message;
   } else {
-    const parts =
-      err instanceof BadRequestError
-        ? Object.entries(err.fields).map(([f, msgs]) => `${f}: ${msgs.join(' ')}`)
-        : [];
-    reason =
-      parts.length > 0
-        ? `platform said ${err.statusCode}: ${parts.join('; ')}`
-        : `platform said ${err.statusCode ?? ''}: ${err.detail ?? err.message}`.replace(
-            / {2}/,
-            ' ',
-          );
+    reason = `platform said ${err.statusCode}: ${parts.length > 0 ? parts.join('; ') : (err.detail ?? err.message)}`;
   }
   return { action: 'reject', reason, ...(field !== undefined && { field }) };
 }

@@ -225,7 +225,7 @@ describe('decide: the reasons', () => {
       reason: 'platform said 400: name: This field is required.',
       field: 'name',
     });
-    expect(decide(ERRORS['409 conflict']!(), { operation: 'create' }, S)).toEqual({
+    expect(decide(ERRORS['409 conflict']!(), { operation: 'create' }, S)).toStrictEqual({
       action: 'reject',
       reason: 'platform said 409: Conflict.',
     });
@@ -252,6 +252,34 @@ describe('decide: the reasons', () => {
     expect(decide(ERRORS['404 not found']!(), { operation: 'create' }, S)).toEqual({
       action: 'reject',
       reason: 'platform said 404: Not found.',
+    });
+  });
+
+  it('rejects in its own words when no answer came: the platform said nothing', () => {
+    const refusedBody = new InvalidRequestError(
+      'PUT /companies/42: invalid request body: name: Too long',
+      { ...put, retryable: false, mayHaveApplied: false, issues: ['name: Too long'] },
+    );
+    const badCertificate = errorFromTransport({
+      ...put,
+      error: { code: 'ERR_TLS_CERT_ALTNAME_INVALID', message: 'Hostname does not match' },
+    });
+    for (const operation of ['create', 'update'] as const) {
+      expect(decide(refusedBody, { operation }, S)).toStrictEqual({
+        action: 'reject',
+        reason: 'PUT /companies/42: invalid request body: name: Too long',
+      });
+    }
+    expect(decide(badCertificate, { operation: 'update' }, S)).toStrictEqual({
+      action: 'reject',
+      reason: 'PUT /companies/42 failed: Hostname does not match',
+    });
+  });
+
+  it('leaves a create that may have landed to the listing, and says so', () => {
+    expect(decide(ERRORS['timeout after sending']!(), { operation: 'create' }, S)).toStrictEqual({
+      action: 'settle-unknown',
+      reason: 'create outcome unknown; it will be verified by listing',
     });
   });
 
