@@ -39,8 +39,9 @@ describe('chaos: worker processes SIGKILLed mid-run', () => {
         const posts = requests(await sandboxStats(c), 'POST', '/companies');
         if (posts < points[kills]!) return;
         busy = true;
-        const writer = await c.writerIndex();
-        await c.killWorker(kills === 1 ? Math.floor(random() * c.workers.length) : writer);
+        await c.killWorker(
+          kills === 1 ? Math.floor(random() * c.workers.length) : await c.writerIndex(),
+        );
         kills++;
         await c.startWorker();
         busy = false;

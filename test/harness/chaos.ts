@@ -29,7 +29,7 @@ import {
   type CliProcess,
   type TempDir,
 } from './cli.js';
-import { csvField, requireBuild } from './cli.js';
+import { csvField, requireBuild, waitUntil } from './cli.js';
 import { countWrites, statsSince, HUBSPOT_HEADER } from './engine.js';
 import { writerKey } from '../../src/queue/writer-lease.js';
 import { randomPrefix } from './redis.js';
@@ -262,15 +262,18 @@ export async function startChaos(opts: ChaosOptions = {}): Promise<Chaos> {
       expect((await w.exited).signal).toBe('SIGKILL');
     },
     async writerIndex() {
-      const until = Date.now() + 10_000;
-      for (;;) {
-        // The lease holds `host:pid:random`.
-        const pid = /:(\d+):[0-9a-f]+$/.exec((await redis.get(writerKey(prefix))) ?? '')?.[1];
-        const at = c.workers.findIndex((w) => String(w.child.pid) === pid);
-        if (at >= 0) return at;
-        if (Date.now() > until) throw new Error(`no worker holds the writer lease (pid ${pid})`);
-        await sleep(100);
-      }
+      let at = -1;
+      await waitUntil(
+        async () => {
+          // The lease holds `host:pid:random`.
+          const pid = /:(\d+):[0-9a-f]+$/.exec((await redis.get(writerKey(prefix))) ?? '')?.[1];
+          at = c.workers.findIndex((w) => String(w.child.pid) === pid);
+          return at >= 0;
+        },
+        'a running worker holding the writer lease',
+        10_000,
+      );
+      return at;
     },
     async pauseWorker(index, resumeWhen) {
       const w = c.workers[index];

@@ -25,6 +25,7 @@ import {
   useEngines,
   type EngineHarness,
 } from '../harness/engine.js';
+import { waitUntil } from '../harness/cli.js';
 import { captureLogger } from '../harness/log-capture.js';
 import { useRedis } from '../harness/redis.js';
 
@@ -56,14 +57,6 @@ function chunksOf(service: WorkerService): { count: number } {
   return seen;
 }
 
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number) {
-  const end = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 function companiesJob(h: EngineHarness, name: string, rows: number, first: number) {
   const csv = h.writeCsv(`${name}.csv`, HUBSPOT_HEADER, companyRows(rows, first).map(hubspotCells));
   h.writeJob(name, hubspotJob(csv));
@@ -92,10 +85,11 @@ describe('the writer lease', () => {
 
       // The writer stops and gives the lease up: the other holds it at its next tick.
       await h.stopWorkers();
-      await until(
-        'the second service writes',
+      await waitUntil(
         () => b.service.writerLease.writer,
+        'the second service writes',
         2 * TICK_MS + 500,
+        50,
       );
       expect(await b.writing()).toBe('1');
       expect(await h.producer.redis.get(writerKey(h.prefix))).toBe(b.service.writerLease.token);
@@ -150,7 +144,12 @@ describe('the writer lease', () => {
       const rate = (helped.length - 1) / ((helped.at(-1)!.at - helped[0]!.at) / 1_000);
       expect(rate).toBeGreaterThan(70);
       // No write waits: the call is withdrawn and the helper stands by again.
-      await until('the helper stands by', async () => (await b.writing()) === '0', 3 * TICK_MS);
+      await waitUntil(
+        async () => (await b.writing()) === '0',
+        'the helper stands by',
+        3 * TICK_MS,
+        50,
+      );
       expect(await h.producer.redis.exists(writerHelpKey(h.prefix))).toBe(0);
       expect(b.service.writerLease.writer).toBe(false);
     } finally {
@@ -276,9 +275,9 @@ describe('WriterLease on Redis: roles by the lease, the call for help and idle C
     try {
       await l.start();
       await redis.set(writerHelpKey(prefix), 'elsewhere', 'PX', 60_000);
-      await until('the first try to write', () => tries === 2, 3 * TICK_MS);
+      await waitUntil(() => tries === 2, 'the first try to write', 3 * TICK_MS, 50);
       expect(done).toEqual(['stand by']);
-      await until('a second try', () => done.length === 2, 3 * TICK_MS);
+      await waitUntil(() => done.length === 2, 'a second try', 3 * TICK_MS, 50);
       expect(done).toEqual(['stand by', 'write']);
       expect(tries).toBe(3);
     } finally {
